@@ -1,0 +1,52 @@
+# Entry points: `make serve` and `make test` set up what is missing, build,
+# and run. Everything else is plain CMake under build/.
+BUILD_DIR ?= build
+ASAN_BUILD_DIR ?= build-asan
+BUILD_TYPE ?= Release
+JOBS ?= $(shell nproc)
+CMAKE_ARGS ?=
+MODEL_DIR ?= $(or $(TESSERA_MODEL_DIR),$(HOME)/.cache/tessera/models)
+DEFAULT_MODEL ?= $(MODEL_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf
+VENV ?= .venv
+
+.PHONY: setup deps models configure build test unit-tests python-tests sanitize-tests serve fuzz clean
+
+setup: deps models
+
+deps:
+	@bash scripts/install-deps.sh
+
+models: deps
+	@TESSERA_MODEL_DIR="$(MODEL_DIR)" bash scripts/fetch-models.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
+
+build: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+unit-tests: build models
+	@cd $(BUILD_DIR) && TESSERA_MODEL_DIR="$(MODEL_DIR)" ctest --output-on-failure -j $(JOBS) -LE gpu
+
+python-tests: build models
+	@TESSERA_BIN=$(abspath $(BUILD_DIR))/tessera TESSERA_MODEL_DIR="$(MODEL_DIR)" \
+	  $(VENV)/bin/python -m pytest -q tests/python
+
+# The file readers and tokenizers under AddressSanitizer and UBSan, fed the
+# malformed-file corpus and the conformance vectors.
+sanitize-tests: deps
+	@cmake -S . -B $(ASAN_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_CUDA=OFF \
+	  -DTESSERA_SANITIZE=address,undefined $(CMAKE_ARGS)
+	@cmake --build $(ASAN_BUILD_DIR) -j $(JOBS) --target tessera_unit_tests
+	@cd $(ASAN_BUILD_DIR) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L unit
+
+test: unit-tests python-tests
+
+serve: build models
+	@$(BUILD_DIR)/tessera inspect "$(DEFAULT_MODEL)"
+
+fuzz: deps
+	@bash scripts/run-fuzzers.sh
+
+clean:
+	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR) build-fuzz

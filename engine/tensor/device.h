@@ -1,0 +1,18 @@
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace tessera {
+
+enum class DeviceKind : uint8_t { kCpu, kCuda, kHip, kXpu };
+
+struct Device {
+  DeviceKind kind = DeviceKind::kCpu;
+  int index = 0;
+
+  bool operator==(const Device&) const = default;
+};
+
+std::string device_name(const Device& device);
+
+}  // namespace tessera

@@ -1,0 +1,26 @@
+#pragma once
+// Creates the backends compiled into this binary. Each backend folder under
+// kernels/ contributes one factory; the list is fixed at build time.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+
+namespace tessera {
+
+struct BackendFactory {
+  DeviceKind kind;
+  std::string name;
+  // Number of usable devices of this kind on this machine (0 when none).
+  int (*device_count)();
+  std::unique_ptr<Backend> (*create)(int device_index);
+};
+
+std::vector<BackendFactory> compiled_backends();
+
+// The backend for `device`; throws tessera::Error when that kind is not
+// compiled in or the device is absent.
+std::unique_ptr<Backend> create_backend(const Device& device);
+
+}  // namespace tessera

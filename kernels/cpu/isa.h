@@ -1,0 +1,30 @@
+#pragma once
+// x86 instruction-set features detected at run time, so one binary picks the
+// best kernels on any x86-64 machine.
+#include <string>
+
+namespace tessera::cpu {
+
+struct IsaFeatures {
+  bool avx2 = false;
+  bool fma = false;
+  bool f16c = false;
+  bool avx512f = false;
+  bool avx512bw = false;
+  bool avx512vl = false;
+  bool avx512_vnni = false;
+  bool avx512_bf16 = false;
+  bool avx_vnni = false;
+  bool amx_tile = false;
+  bool amx_int8 = false;
+  bool amx_bf16 = false;
+
+  // The widest kernel family these features allow: "avx512", "avx2" or "scalar".
+  std::string best_level() const;
+  std::string to_string() const;
+};
+
+// Reads CPUID and XGETBV: a feature counts only when the OS saves its registers.
+IsaFeatures detect_isa();
+
+}  // namespace tessera::cpu

@@ -1,0 +1,165 @@
+#include "models/tokenizer/tokenizer.h"
+
+#include <algorithm>
+
+#include "engine/error.h"
+#include "models/tokenizer/encoders.h"
+#include "models/tokenizer/pretokenizer.h"
+
+namespace tessera {
+namespace {
+
+constexpr std::string_view kSpaceMarker = "\xe2\x96\x81";  // U+2581, SentencePiece's space
+
+std::string escape_whitespace(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 8);
+  for (char c : text) {
+    if (c == ' ') out.append(kSpaceMarker);
+    else out.push_back(c);
+  }
+  return out;
+}
+
+std::string unescape_whitespace(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    if (text.compare(i, kSpaceMarker.size(), kSpaceMarker) == 0) {
+      out.push_back(' ');
+      i += kSpaceMarker.size();
+    } else {
+      out.push_back(text[i++]);
+    }
+  }
+  return out;
+}
+
+// <0xAB> -> 0xAB, or -1.
+int parse_byte_token(std::string_view text) {
+  if (text.size() != 6 || text.substr(0, 3) != "<0x" || text[5] != '>') return -1;
+  int value = 0;
+  for (char c : text.substr(3, 2)) {
+    value *= 16;
+    if (c >= '0' && c <= '9') value += c - '0';
+    else if (c >= 'A' && c <= 'F') value += c - 'A' + 10;
+    else if (c >= 'a' && c <= 'f') value += c - 'a' + 10;
+    else return -1;
+  }
+  return value;
+}
+
+}  // namespace
+
+Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
+  for (const std::string& pattern : vocab_.pre_patterns) pre_regexes_.emplace_back(pattern);
+  for (size_t id = 0; id < vocab_.size(); ++id) {
+    if (vocab_.is_special(TokenId(id)) && !vocab_.texts[id].empty()) specials_by_length_.push_back(TokenId(id));
+  }
+  std::stable_sort(specials_by_length_.begin(), specials_by_length_.end(), [this](TokenId a, TokenId b) {
+    return vocab_.texts[size_t(a)].size() > vocab_.texts[size_t(b)].size();
+  });
+}
+
+std::string Tokenizer::kind_name() const {
+  if (vocab_.model == TokenizerModel::kSentencePiece) return "sentencepiece";
+  return vocab_.byte_level ? "bpe (byte-level)" : "bpe";
+}
+
+// Special tokens are matched longest first; each splits the raw fragments
+// around its occurrences. User-defined tokens always match; control and
+// unknown tokens only when `parse_special` is set.
+std::vector<Tokenizer::Fragment> Tokenizer::split_special(std::string_view text, bool parse_special) const {
+  std::vector<Fragment> fragments;
+  if (!text.empty()) fragments.push_back({text, kNoToken});
+  for (TokenId id : specials_by_length_) {
+    const TokenKind kind = vocab_.kinds[size_t(id)];
+    if (!parse_special && kind != TokenKind::kUserDefined) continue;
+    const std::string& needle = vocab_.texts[size_t(id)];
+    std::vector<Fragment> next;
+    for (const Fragment& f : fragments) {
+      if (f.token != kNoToken) {
+        next.push_back(f);
+        continue;
+      }
+      std::string_view rest = f.text;
+      for (size_t hit; (hit = rest.find(needle)) != std::string_view::npos;) {
+        if (hit > 0) next.push_back({rest.substr(0, hit), kNoToken});
+        next.push_back({{}, id});
+        rest = rest.substr(hit + needle.size());
+      }
+      if (!rest.empty()) next.push_back({rest, kNoToken});
+    }
+    fragments = std::move(next);
+  }
+  return fragments;
+}
+
+void Tokenizer::encode_text(std::string_view text, bool after_special, std::vector<TokenId>* out) const {
+  if (vocab_.model == TokenizerModel::kSentencePiece) {
+    std::string prefixed;
+    if (vocab_.add_space_prefix && after_special) prefixed = " ";
+    prefixed.append(text);
+    encode_sentencepiece(vocab_, escape_whitespace(prefixed), out);
+    return;
+  }
+  encode_bpe(vocab_, pre_regexes_, text, out);
+}
+
+std::vector<TokenId> Tokenizer::encode(std::string_view text, EncodeOptions options) const {
+  std::vector<TokenId> out;
+  if (options.add_special && vocab_.add_bos) out.push_back(vocab_.bos);
+  bool after_special = true;
+  for (const Fragment& f : split_special(text, options.parse_special)) {
+    if (f.token != kNoToken) {
+      out.push_back(f.token);
+      after_special = true;
+    } else {
+      encode_text(f.text, after_special, &out);
+      after_special = false;
+    }
+  }
+  if (options.add_special && vocab_.add_eos) out.push_back(vocab_.eos);
+  return out;
+}
+
+std::string Tokenizer::token_bytes(TokenId id, bool render_special) const {
+  if (id < 0 || size_t(id) >= vocab_.size()) throw Error("token id " + std::to_string(id) + " is outside the vocabulary");
+  const std::string& text = vocab_.texts[size_t(id)];
+  switch (vocab_.kinds[size_t(id)]) {
+    case TokenKind::kControl:
+    case TokenKind::kUnknown:
+    case TokenKind::kUnused:
+      return render_special ? text : std::string();
+    case TokenKind::kUserDefined:
+      return text;
+    case TokenKind::kByte: {
+      const int byte = parse_byte_token(text);
+      if (byte >= 0) return std::string(1, char(byte));
+      break;
+    }
+    case TokenKind::kNormal:
+      break;
+  }
+  if (vocab_.model == TokenizerModel::kBytePair && vocab_.byte_level) return byte_level_to_bytes(text);
+  if (vocab_.byte_fallback) {
+    const int byte = parse_byte_token(text);
+    if (byte >= 0) return std::string(1, char(byte));
+  }
+  return unescape_whitespace(text);
+}
+
+std::string Tokenizer::decode(const std::vector<TokenId>& ids, bool render_special) const {
+  std::string out;
+  bool first_text = true;
+  for (TokenId id : ids) {
+    std::string piece = token_bytes(id, render_special);
+    // SentencePiece added a space in front of the text: take it away again.
+    if (first_text && !piece.empty() && vocab_.add_space_prefix && piece[0] == ' ') piece.erase(0, 1);
+    if (!piece.empty()) first_text = false;
+    out += piece;
+  }
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,17 @@
+#pragma once
+// Subcommands of the tessera binary. Each registers its options on the app
+// and returns the function that runs it (exit code as result).
+#include <functional>
+
+namespace CLI {
+class App;
+}
+
+namespace tessera::cli {
+
+using Runner = std::function<int()>;
+
+Runner add_inspect_command(CLI::App& app);
+Runner add_tokenize_command(CLI::App& app);
+
+}  // namespace tessera::cli

@@ -1,0 +1,31 @@
+// tessera: the inference server and its tools, one binary with subcommands.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <string>
+
+#include "server/cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Tessera: LLM inference server"};
+  app.require_subcommand(1);
+  std::map<std::string, tessera::cli::Runner> runners;
+  runners["inspect"] = tessera::cli::add_inspect_command(app);
+  runners["tokenize"] = tessera::cli::add_tokenize_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  for (auto& [name, run] : runners) {
+    if (!app.got_subcommand(name)) continue;
+    try {
+      return run();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tessera %s: error: %s\n", name.c_str(), e.what());
+      return 1;
+    }
+  }
+  return 1;
+}

@@ -1,0 +1,43 @@
+#include "tests/unit/test_files.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace tessera::test {
+
+std::string data_path(const std::string& relative) { return std::string(TESSERA_TEST_DATA_DIR) + "/" + relative; }
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  const std::string s = read_file(path);
+  return {s.begin(), s.end()};
+}
+
+std::vector<std::string> list_files(const std::string& dir, const std::string& suffix) {
+  std::vector<std::string> out;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string p = entry.path().string();
+    if (p.size() >= suffix.size() && p.compare(p.size() - suffix.size(), suffix.size(), suffix) == 0) out.push_back(p);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string model_dir() {
+  if (const char* dir = std::getenv("TESSERA_MODEL_DIR")) return dir;
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : "") + "/.cache/tessera/models";
+}
+
+}  // namespace tessera::test

@@ -1,0 +1,68 @@
+// Conformance with llama.cpp's tokenizer test vectors: vocab-only GGUF files
+// with test strings (.inp) and the ids llama.cpp produced (.out).
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "models/gguf/gguf_file.h"
+#include "models/tokenizer/tokenizer.h"
+#include "tests/unit/test_files.h"
+
+namespace tessera {
+namespace {
+
+std::vector<std::string> split_on(const std::string& text, const std::string& separator) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t hit; (hit = text.find(separator, start)) != std::string::npos; start = hit + separator.size()) {
+    parts.push_back(text.substr(start, hit - start));
+  }
+  parts.push_back(text.substr(start));
+  return parts;
+}
+
+std::vector<TokenId> parse_ids(const std::string& line) {
+  std::vector<TokenId> ids;
+  std::istringstream in(line);
+  for (TokenId id; in >> id;) ids.push_back(id);
+  return ids;
+}
+
+class TokenizerVectors : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TokenizerVectors, MatchLlamaCpp) {
+  const std::string vocab_path = test::data_path("tokenizer-vectors/ggml-vocab-" + GetParam() + ".gguf");
+  const gguf::File file = gguf::File::open(vocab_path);
+  const Tokenizer tokenizer = Tokenizer::from_gguf(file);
+  // Every test string is followed by the separator, so the last part is empty.
+  std::vector<std::string> inputs = split_on(test::read_file(vocab_path + ".inp"), "\n__ggml_vocab_test__\n");
+  if (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
+  std::vector<std::string> outputs = split_on(test::read_file(vocab_path + ".out"), "\n");
+  if (!outputs.empty() && outputs.back().empty()) outputs.pop_back();
+  ASSERT_EQ(inputs.size(), outputs.size());
+  ASSERT_GT(inputs.size(), 30u);
+  int mismatches = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::vector<TokenId> got = tokenizer.encode(inputs[i], {.add_special = false, .parse_special = true});
+    const std::vector<TokenId> want = parse_ids(outputs[i]);
+    if (got != want) {
+      ++mismatches;
+      std::ostringstream g;
+      for (TokenId id : got) g << ' ' << id;
+      ADD_FAILURE() << GetParam() << " case " << i << " '" << inputs[i] << "'\n  want:" << outputs[i] << "\n  got: " << g.str();
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(LlamaCppVocabs, TokenizerVectors,
+                         ::testing::Values("llama-spm", "phi-3", "gpt-2", "deepseek-llm", "deepseek-coder", "falcon",
+                                           "starcoder"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name) if (c == '-') c = '_';
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace tessera
