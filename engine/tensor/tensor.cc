@@ -7,7 +7,7 @@ namespace tessera {
 std::string device_name(const Device& device) {
   const char* kind = "cpu";
   switch (device.kind) {
-    case DeviceKind::kCpu: return "cpu";
+    case DeviceKind::kCpu: break;
     case DeviceKind::kCuda: kind = "cuda"; break;
     case DeviceKind::kHip: kind = "hip"; break;
     case DeviceKind::kXpu: kind = "xpu"; break;

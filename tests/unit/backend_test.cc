@@ -1,1 +1,42 @@
 #include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "engine/error.h"
+#include "kernels/backend_registry.h"
+
+namespace tessera {
+namespace {
+
+TEST(BackendRegistry, CpuIsAlwaysThere) {
+  const auto backends = compiled_backends();
+  ASSERT_FALSE(backends.empty());
+  EXPECT_EQ(backends[0].kind, DeviceKind::kCpu);
+  auto cpu = create_backend({DeviceKind::kCpu, 0});
+  EXPECT_EQ(cpu->device().kind, DeviceKind::kCpu);
+  EXPECT_NE(cpu->describe().find("isa"), std::string::npos);
+}
+
+TEST(BackendRegistry, AbsentDeviceIsAClearError) {
+  try {
+    create_backend({DeviceKind::kCpu, 3});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cpu:3"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(create_backend({DeviceKind::kXpu, 0}), Error);
+}
+
+TEST(Backend, BufferCopiesRoundTrip) {
+  auto cpu = create_backend({DeviceKind::kCpu, 0});
+  DeviceBuffer buf(*cpu, 64);
+  const char msg[] = "tessera";
+  cpu->copy_host_to_device(buf.data(), msg, sizeof msg, cpu->default_stream());
+  char back[sizeof msg] = {};
+  cpu->copy_device_to_host(back, buf.data(), sizeof msg, cpu->default_stream());
+  cpu->default_stream().synchronize();
+  EXPECT_STREQ(back, msg);
+}
+
+}  // namespace
+}  // namespace tessera
