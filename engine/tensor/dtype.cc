@@ -14,7 +14,9 @@ struct Entry {
 };
 
 // Block geometry of the GGUF types follows ggml's type traits.
-constexpr std::array<Entry, 32> kTable = {{
+constexpr uint32_t kNoGgufId = UINT32_MAX;
+
+constexpr std::array<Entry, 39> kTable = {{
     {DType::kF32, 0, {"F32", 1, 4, false}},
     {DType::kF16, 1, {"F16", 1, 2, false}},
     {DType::kBF16, 30, {"BF16", 1, 2, false}},
@@ -23,7 +25,14 @@ constexpr std::array<Entry, 32> kTable = {{
     {DType::kI16, 25, {"I16", 1, 2, false}},
     {DType::kI32, 26, {"I32", 1, 4, false}},
     {DType::kI64, 27, {"I64", 1, 8, false}},
-    {DType::kInt4, UINT32_MAX, {"INT4", 2, 1, false}},
+    {DType::kU8, kNoGgufId, {"U8", 1, 1, false}},
+    {DType::kU16, kNoGgufId, {"U16", 1, 2, false}},
+    {DType::kU32, kNoGgufId, {"U32", 1, 4, false}},
+    {DType::kU64, kNoGgufId, {"U64", 1, 8, false}},
+    {DType::kBool, kNoGgufId, {"BOOL", 1, 1, false}},
+    {DType::kF8_E4M3, kNoGgufId, {"F8_E4M3", 1, 1, false}},
+    {DType::kF8_E5M2, kNoGgufId, {"F8_E5M2", 1, 1, false}},
+    {DType::kInt4, kNoGgufId, {"INT4", 2, 1, false}},
     {DType::kQ4_0, 2, {"Q4_0", 32, 18, true}},
     {DType::kQ4_1, 3, {"Q4_1", 32, 20, true}},
     {DType::kQ5_0, 6, {"Q5_0", 32, 22, true}},
@@ -60,7 +69,15 @@ const Entry& entry_of(DType dtype) {
 
 const DTypeInfo& dtype_info(DType dtype) { return entry_of(dtype).info; }
 
+std::optional<DType> dtype_from_name(std::string_view name) {
+  for (const Entry& e : kTable) {
+    if (e.info.name == name) return e.dtype;
+  }
+  return std::nullopt;
+}
+
 std::optional<DType> dtype_from_gguf(uint32_t gguf_type) {
+  if (gguf_type == kNoGgufId) return std::nullopt;
   for (const Entry& e : kTable) {
     if (e.gguf_id == gguf_type) return e.dtype;
   }

@@ -11,6 +11,8 @@ namespace tessera {
 enum class DType : uint8_t {
   kF32, kF16, kBF16, kF64,
   kI8, kI16, kI32, kI64,
+  kU8, kU16, kU32, kU64, kBool,
+  kF8_E4M3, kF8_E5M2,
   kInt4,  // two signed 4-bit values per byte, low nibble first
   kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ8_1,
   kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kQ8_K,
@@ -27,6 +29,9 @@ struct DTypeInfo {
 
 const DTypeInfo& dtype_info(DType dtype);
 inline std::string_view dtype_name(DType dtype) { return dtype_info(dtype).name; }
+
+// By the names above (also safetensors' dtype strings: "F16", "BF16", "U8" …).
+std::optional<DType> dtype_from_name(std::string_view name);
 
 // GGUF's numeric type ids (ggml_type). Unknown ids give nullopt.
 std::optional<DType> dtype_from_gguf(uint32_t gguf_type);

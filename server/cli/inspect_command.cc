@@ -19,7 +19,8 @@ struct InspectOptions {
 std::string human_bytes(uint64_t bytes) {
   char buf[32];
   if (bytes >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(1ull << 30));
-  else std::snprintf(buf, sizeof buf, "%.2f MiB", double(bytes) / double(1ull << 20));
+  else if (bytes >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", double(bytes) / double(1ull << 20));
+  else std::snprintf(buf, sizeof buf, "%llu bytes", (unsigned long long)bytes);
   return buf;
 }
 
