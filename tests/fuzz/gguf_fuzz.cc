@@ -1,0 +1,22 @@
+// libFuzzer target: the GGUF reader, and the tokenizer loader on whatever it
+// accepts, must turn any input into either a File or a tessera::Error.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "engine/error.h"
+#include "models/gguf/gguf_file.h"
+#include "models/tokenizer/tokenizer.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  try {
+    const tessera::gguf::File file = tessera::gguf::File::parse(std::span(data, size), "fuzz");
+    for (const auto& t : file.tensors()) (void)file.tensor_bytes(t);
+    if (file.find("tokenizer.ggml.model")) {
+      const tessera::Tokenizer tokenizer = tessera::Tokenizer::from_gguf(file);
+      (void)tokenizer.encode("Hello world 123 \xe4\xbd\xa0\xe5\xa5\xbd");
+    }
+  } catch (const tessera::Error&) {
+  }
+  return 0;
+}
