@@ -49,6 +49,26 @@ int parse_byte_token(std::string_view text) {
   return value;
 }
 
+std::string apply_rewrites(const std::vector<TextRewrite>& rewrites, std::string_view text) {
+  std::string out(text);
+  for (const TextRewrite& r : rewrites) {
+    if (r.kind == TextRewrite::kPrepend) {
+      if (!out.empty()) out.insert(0, r.to);
+      continue;
+    }
+    if (r.from.empty()) continue;
+    std::string replaced;
+    replaced.reserve(out.size());
+    size_t start = 0;
+    for (size_t hit; (hit = out.find(r.from, start)) != std::string::npos; start = hit + r.from.size()) {
+      replaced.append(out, start, hit - start).append(r.to);
+    }
+    replaced.append(out, start, std::string::npos);
+    out = std::move(replaced);
+  }
+  return out;
+}
+
 }  // namespace
 
 Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
@@ -103,7 +123,7 @@ void Tokenizer::encode_text(std::string_view text, bool after_special, std::vect
     encode_sentencepiece(vocab_, escape_whitespace(prefixed), out);
     return;
   }
-  encode_bpe(vocab_, pre_regexes_, text, out);
+  encode_bpe(vocab_, pre_regexes_, apply_rewrites(vocab_.normalizers, text), out);
 }
 
 std::vector<TokenId> Tokenizer::encode(std::string_view text, EncodeOptions options) const {
@@ -151,12 +171,14 @@ std::string Tokenizer::token_bytes(TokenId id, bool render_special) const {
 
 std::string Tokenizer::decode(const std::vector<TokenId>& ids, bool render_special) const {
   std::string out;
-  bool first_text = true;
+  // The space the encoder put in front of the text comes off the first piece.
+  bool strip_pending = vocab_.add_space_prefix;
   for (TokenId id : ids) {
     std::string piece = token_bytes(id, render_special);
-    // SentencePiece added a space in front of the text: take it away again.
-    if (first_text && !piece.empty() && vocab_.add_space_prefix && piece[0] == ' ') piece.erase(0, 1);
-    if (!piece.empty()) first_text = false;
+    if (strip_pending && !piece.empty()) {
+      if (piece[0] == ' ') piece.erase(0, 1);
+      strip_pending = false;
+    }
     out += piece;
   }
   return out;

@@ -1,4 +1,7 @@
 // Builds a Tokenizer from the tokenizer.ggml.* metadata of a GGUF file.
+#include <algorithm>
+#include <string_view>
+
 #include "engine/error.h"
 #include "models/gguf/gguf_file.h"
 #include "models/tokenizer/pretokenizer.h"
@@ -17,6 +20,14 @@ TokenKind kind_from_gguf(int64_t raw) {
     default: return TokenKind::kNormal;  // 1, and 0 ("undefined")
   }
 }
+
+// Turn and sequence terminators that some converters store as ordinary or
+// user-defined tokens. They end generation, and like llama.cpp we treat them
+// as control tokens so plain text containing them is not cut up.
+constexpr std::string_view kEndOfGenerationTexts[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>",
+    "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>",  // DeepSeek
+    "<end_of_utterance>", "</s>", "<|return|>", "<|call|>"};
 
 class GgufVocabReader {
  public:
@@ -121,9 +132,27 @@ class GgufVocabReader {
     v->add_space_prefix = file_.get_bool("tokenizer.ggml.add_space_prefix").value_or(v->add_space_prefix);
     for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
       const TokenId id = token_id(key, kNoToken);
-      if (id != kNoToken) v->end_of_generation.push_back(id);
+      if (id != kNoToken && size_t(id) < v->size()) add_end_of_generation(v, id);
     }
-    if (v->end_of_generation.empty() && v->eos != kNoToken) v->end_of_generation.push_back(v->eos);
+    if (v->eos != kNoToken && size_t(v->eos) < v->size()) add_end_of_generation(v, v->eos);
+    mark_end_of_generation_texts(v);
+  }
+
+  static void add_end_of_generation(Vocab* v, TokenId id) {
+    auto& ids = v->end_of_generation;
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+
+  static void mark_end_of_generation_texts(Vocab* v) {
+    for (size_t id = 0; id < v->size(); ++id) {
+      const std::string& text = v->texts[id];
+      if (text.size() < 3 || (text[0] != '<' && text[0] != '_')) continue;
+      for (std::string_view marker : kEndOfGenerationTexts) {
+        if (text != marker) continue;
+        v->kinds[id] = TokenKind::kControl;
+        add_end_of_generation(v, TokenId(id));
+      }
+    }
   }
 
   const gguf::File& file_;

@@ -47,16 +47,25 @@ int utf8_sequence_length(uint8_t lead) {
   if (lead < 0x80) return 1;
   if ((lead & 0xe0) == 0xc0) return 2;
   if ((lead & 0xf0) == 0xe0) return 3;
-  if ((lead & 0xf8) == 0xf0) return 4;
+  if (lead >= 0xf0) return 4;
   return 1;
 }
 
 char32_t decode_utf8(std::string_view text, size_t* pos) {
   const auto lead = uint8_t(text[*pos]);
-  const int len = utf8_sequence_length(lead);
-  if (len == 1) {
+  int len;
+  if (lead < 0x80) {
     ++*pos;
-    return lead < 0x80 ? char32_t(lead) : char32_t(0xfffd);
+    return lead;
+  } else if ((lead & 0xe0) == 0xc0) {
+    len = 2;
+  } else if ((lead & 0xf0) == 0xe0) {
+    len = 3;
+  } else if ((lead & 0xf8) == 0xf0) {
+    len = 4;
+  } else {
+    ++*pos;  // continuation byte or 0xF8..0xFF
+    return 0xfffd;
   }
   if (*pos + size_t(len) > text.size()) {
     ++*pos;
@@ -71,9 +80,7 @@ char32_t decode_utf8(std::string_view text, size_t* pos) {
     }
     cp = (cp << 6) | (cont & 0x3f);
   }
-  // Overlong forms, surrogates and values past U+10FFFF are invalid.
-  static constexpr char32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kMinForLength[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+  if (cp > 0x10ffff) {
     ++*pos;
     return 0xfffd;
   }
@@ -86,6 +93,28 @@ std::u32string decode_utf8(std::string_view text) {
   out.reserve(text.size());
   for (size_t pos = 0; pos < text.size();) out.push_back(decode_utf8(text, &pos));
   return out;
+}
+
+bool is_valid_utf8(std::string_view text) {
+  static constexpr char32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
+  for (size_t pos = 0; pos < text.size();) {
+    const auto lead = uint8_t(text[pos]);
+    if (lead < 0x80) {
+      ++pos;
+      continue;
+    }
+    const int len = utf8_sequence_length(lead);
+    if (len == 1 || lead >= 0xf8 || pos + size_t(len) > text.size()) return false;
+    char32_t cp = lead & (0x7f >> len);
+    for (int i = 1; i < len; ++i) {
+      const auto cont = uint8_t(text[pos + size_t(i)]);
+      if ((cont & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (cont & 0x3f);
+    }
+    if (cp < kMinForLength[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    pos += size_t(len);
+  }
+  return true;
 }
 
 void append_utf8(char32_t cp, std::string* out) {

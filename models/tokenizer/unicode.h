@@ -13,13 +13,18 @@ Category category(char32_t cp);
 bool is_whitespace(char32_t cp);  // the Unicode White_Space property
 char32_t to_lower(char32_t cp);   // simple (one-to-one) lowercase mapping
 
-// Length of the UTF-8 sequence that starts with `lead`, 1 for a stray byte.
+// Length of the UTF-8 sequence that `lead` announces, from its high bits
+// alone (1 for a continuation byte, 4 for 0xF0 and above).
 int utf8_sequence_length(uint8_t lead);
 
-// Decodes one code point at `pos`; an invalid or truncated sequence yields
-// U+FFFD and advances by one byte, so every byte of input is consumed.
+// Decodes one code point at `pos`. Decoding is structural, as llama.cpp's
+// tokenizer does it: overlong forms and surrogates decode to their value;
+// a bad lead or continuation byte, a truncated sequence or a value past
+// U+10FFFF yields U+FFFD and advances by one byte.
 char32_t decode_utf8(std::string_view text, size_t* pos);
 std::u32string decode_utf8(std::string_view text);
+// Strict check: no overlong forms, surrogates, stray or missing bytes.
+bool is_valid_utf8(std::string_view text);
 void append_utf8(char32_t cp, std::string* out);
 std::string encode_utf8(std::u32string_view text);
 

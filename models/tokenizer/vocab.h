@@ -18,6 +18,13 @@ enum class TokenizerModel : uint8_t {
   kBytePair,       // rank-driven merges (GPT-2 style), usually over byte-level text
 };
 
+// A text rewrite applied before BPE (Hugging Face normalizers).
+struct TextRewrite {
+  enum Kind : uint8_t { kReplace, kPrepend } kind = kReplace;
+  std::string from;  // kReplace: the literal to replace
+  std::string to;    // the replacement, or the prefix to prepend
+};
+
 struct Vocab {
   TokenizerModel model = TokenizerModel::kSentencePiece;
   std::vector<std::string> texts;  // id -> token text as stored
@@ -27,6 +34,8 @@ struct Vocab {
   // BPE: "left right" -> merge rank (lower merges first).
   std::unordered_map<std::string, int32_t> merge_ranks;
 
+  // BPE: rewrites applied to each run of ordinary text, in order.
+  std::vector<TextRewrite> normalizers;
   // Regexes applied one after another to split text before BPE.
   std::vector<std::string> pre_patterns;
   std::string pre_name;  // GGUF tokenizer.ggml.pre or a description
@@ -34,7 +43,9 @@ struct Vocab {
   bool byte_level = true;        // BPE: GPT-2 byte-to-unicode alphabet
   bool byte_fallback = false;    // unknown pieces become <0xXX> tokens
   bool ignore_merges = false;    // BPE: a whole pre-token found in the vocab is used as is
-  bool add_space_prefix = false; // SentencePiece: prefix text with a space
+  // The text gets a leading space (SentencePiece, or a Hugging Face Prepend
+  // normalizer) that decoding takes away again.
+  bool add_space_prefix = false;
   bool add_bos = false;
   bool add_eos = false;
 

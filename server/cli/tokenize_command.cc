@@ -3,8 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "models/gguf/gguf_file.h"
-#include "models/tokenizer/tokenizer.h"
+#include "models/tokenizer/load_tokenizer.h"
 #include "server/cli/commands.h"
 
 namespace tessera::cli {
@@ -18,8 +17,7 @@ struct TokenizeOptions {
 };
 
 int run_tokenize(const TokenizeOptions& options) {
-  const gguf::File file = gguf::File::open(options.model);
-  const Tokenizer tokenizer = Tokenizer::from_gguf(file);
+  const Tokenizer tokenizer = load_tokenizer(options.model);
   const std::vector<TokenId> ids = tokenizer.encode(options.text, {options.add_special, options.parse_special});
   std::string out = "[";
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -35,7 +33,7 @@ int run_tokenize(const TokenizeOptions& options) {
 Runner add_tokenize_command(CLI::App& app) {
   auto options = std::make_shared<TokenizeOptions>();
   CLI::App* cmd = app.add_subcommand("tokenize", "Print the token ids of a text as a JSON array");
-  cmd->add_option("--model,-m", options->model, "GGUF model file")->required();
+  cmd->add_option("--model,-m", options->model, "GGUF file, Hugging Face model directory or tokenizer.json")->required();
   cmd->add_option("--text,-t", options->text, "Text to tokenize")->required();
   cmd->add_flag("--add-special", options->add_special, "Add BOS/EOS as the model asks");
   cmd->add_flag("--parse-special", options->parse_special, "Turn special-token text into those tokens");
