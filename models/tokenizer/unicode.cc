@@ -95,26 +95,50 @@ std::u32string decode_utf8(std::string_view text) {
   return out;
 }
 
-bool is_valid_utf8(std::string_view text) {
+namespace {
+
+// Length of the strictly valid sequence at `pos`, or 0.
+size_t valid_sequence_length(std::string_view text, size_t pos) {
   static constexpr char32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
+  const auto lead = uint8_t(text[pos]);
+  if (lead < 0x80) return 1;
+  const int len = utf8_sequence_length(lead);
+  if (len == 1 || lead >= 0xf8 || pos + size_t(len) > text.size()) return 0;
+  char32_t cp = lead & (0x7f >> len);
+  for (int i = 1; i < len; ++i) {
+    const auto cont = uint8_t(text[pos + size_t(i)]);
+    if ((cont & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (cont & 0x3f);
+  }
+  if (cp < kMinForLength[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return size_t(len);
+}
+
+}  // namespace
+
+bool is_valid_utf8(std::string_view text) {
   for (size_t pos = 0; pos < text.size();) {
-    const auto lead = uint8_t(text[pos]);
-    if (lead < 0x80) {
-      ++pos;
-      continue;
-    }
-    const int len = utf8_sequence_length(lead);
-    if (len == 1 || lead >= 0xf8 || pos + size_t(len) > text.size()) return false;
-    char32_t cp = lead & (0x7f >> len);
-    for (int i = 1; i < len; ++i) {
-      const auto cont = uint8_t(text[pos + size_t(i)]);
-      if ((cont & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (cont & 0x3f);
-    }
-    if (cp < kMinForLength[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    pos += size_t(len);
+    const size_t len = valid_sequence_length(text, pos);
+    if (len == 0) return false;
+    pos += len;
   }
   return true;
+}
+
+std::string to_valid_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t len = valid_sequence_length(text, pos);
+    if (len == 0) {
+      out.append("\xef\xbf\xbd");
+      ++pos;
+    } else {
+      out.append(text.substr(pos, len));
+      pos += len;
+    }
+  }
+  return out;
 }
 
 void append_utf8(char32_t cp, std::string* out) {

@@ -28,6 +28,10 @@ bool is_valid_utf8(std::string_view text);
 void append_utf8(char32_t cp, std::string* out);
 std::string encode_utf8(std::u32string_view text);
 
+// `text` with every byte that is not part of a valid sequence replaced by
+// U+FFFD, so the result is always valid UTF-8.
+std::string to_valid_utf8(std::string_view text);
+
 // Number of bytes at the end of `text` that start an incomplete UTF-8 sequence.
 size_t incomplete_utf8_suffix(std::string_view text);
 
