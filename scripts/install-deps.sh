@@ -31,6 +31,7 @@ python_packages=(
   "grpcio>=1.60"
   "tokenizers>=0.20"
   "pytest>=8"
+  "safetensors>=0.4"
 )
 
 as_root() {

@@ -45,6 +45,7 @@ class HfVocabReader {
     if (tokenizer_.contains("normalizer")) read_normalizer(tokenizer_["normalizer"], &v);
     if (tokenizer_.contains("pre_tokenizer")) read_pre_tokenizer(tokenizer_["pre_tokenizer"], &v);
     v.pre_name = "tokenizer.json";
+    v.index_texts();
     if (const json* unk = find_string(model, "unk_token")) v.unk = v.find(unk->get<std::string>());
     read_special_settings(&v);
     v.finalize(source_);

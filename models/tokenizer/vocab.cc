@@ -4,13 +4,17 @@
 
 namespace tessera {
 
+void Vocab::index_texts() {
+  ids.clear();
+  ids.reserve(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) ids.emplace(texts[i], TokenId(i));  // first id wins on duplicates
+}
+
 void Vocab::finalize(const std::string& source) {
   if (texts.empty()) throw Error(source + ": the vocabulary is empty");
   if (kinds.size() != texts.size()) throw Error(source + ": token kinds and token texts differ in length");
   if (!scores.empty() && scores.size() != texts.size()) throw Error(source + ": token scores and token texts differ in length");
-  ids.clear();
-  ids.reserve(texts.size());
-  for (size_t i = 0; i < texts.size(); ++i) ids.emplace(texts[i], TokenId(i));  // first id wins on duplicates
+  if (ids.empty()) index_texts();
   auto check = [&](TokenId id, const char* what) {
     if (id != kNoToken && (id < 0 || size_t(id) >= texts.size())) {
       throw Error(source + ": " + what + " token id " + std::to_string(id) + " is outside the vocabulary of " +

@@ -64,7 +64,10 @@ struct Vocab {
     const TokenKind k = kinds[size_t(id)];
     return k == TokenKind::kControl || k == TokenKind::kUserDefined || k == TokenKind::kUnknown;
   }
-  // Builds `ids` from `texts` and checks the special ids; throws tessera::Error.
+  // Builds `ids` from `texts`.
+  void index_texts();
+  // Indexes the texts if not yet done and checks the special ids; throws
+  // tessera::Error naming `source`.
   void finalize(const std::string& source);
 };
 
