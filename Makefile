@@ -26,7 +26,7 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 unit-tests: build models
-	@cd $(BUILD_DIR) && TESSERA_MODEL_DIR="$(MODEL_DIR)" ctest --output-on-failure -j $(JOBS) -LE gpu
+	@cd $(BUILD_DIR) && TESSERA_MODEL_DIR="$(MODEL_DIR)" ctest --output-on-failure -j $(JOBS)
 
 python-tests: build models
 	@TESSERA_BIN=$(abspath $(BUILD_DIR))/tessera TESSERA_MODEL_DIR="$(MODEL_DIR)" \

@@ -7,7 +7,9 @@ namespace {
 
 TEST(DType, GgufIdsRoundTrip) {
   for (uint32_t id = 0; id < 64; ++id) {
-    if (auto d = dtype_from_gguf(id)) EXPECT_EQ(dtype_to_gguf(*d), id) << dtype_name(*d);
+    if (auto d = dtype_from_gguf(id)) {
+      EXPECT_EQ(dtype_to_gguf(*d), id) << dtype_name(*d);
+    }
   }
   EXPECT_FALSE(dtype_from_gguf(4).has_value());  // removed Q4_2
   EXPECT_FALSE(dtype_from_gguf(1000).has_value());

@@ -1,0 +1,68 @@
+// The CUDA backend against the CPU reference. Skipped, with a message, on a
+// machine without a CUDA device.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "kernels/backend_registry.h"
+#include "kernels/cpu/dequantize.h"
+#include "tests/unit/test_files.h"
+
+namespace tessera {
+namespace {
+
+int cuda_devices() {
+  for (const BackendFactory& f : compiled_backends()) {
+    if (f.kind == DeviceKind::kCuda) return f.device_count();
+  }
+  return 0;
+}
+
+class CudaBackend : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda_devices() == 0) GTEST_SKIP() << "no CUDA device on this machine: GPU tests skipped";
+    backend_ = create_backend({DeviceKind::kCuda, 0});
+  }
+  std::unique_ptr<Backend> backend_;
+};
+
+TEST_F(CudaBackend, DescribesTheDevice) {
+  const std::string text = backend_->describe();
+  EXPECT_NE(text.find("sm_"), std::string::npos) << text;
+  std::printf("%s\n", text.c_str());
+}
+
+class CudaDequantize : public CudaBackend, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(CudaDequantize, BitIdenticalToCpuReference) {
+  const std::vector<uint8_t> blocks = test::read_bytes(test::data_path("dequant/" + GetParam() + ".bin"));
+  DType dtype = DType::kF32;
+  for (uint32_t id = 0; id < 64; ++id) {
+    if (auto d = dtype_from_gguf(id); d && dtype_name(*d) == GetParam()) dtype = *d;
+  }
+  ASSERT_TRUE(backend_->supports(Op::kDequantize, dtype));
+  const DTypeInfo& info = dtype_info(dtype);
+  const int64_t n = int64_t(blocks.size() / info.block_bytes * info.block_elems);
+  std::vector<float> want(static_cast<size_t>(n));
+  cpu::dequantize_row(dtype, blocks.data(), want.data(), n);
+
+  DeviceBuffer src(*backend_, blocks.size());
+  DeviceBuffer dst(*backend_, size_t(n) * sizeof(float));
+  Stream& stream = backend_->default_stream();
+  backend_->copy_host_to_device(src.data(), blocks.data(), blocks.size(), stream);
+  backend_->kernels().dequantize({src.data(), dtype, dst.data_as<float>(), n}, stream);
+  std::vector<float> got(static_cast<size_t>(n));
+  backend_->copy_device_to_host(got.data(), dst.data(), got.size() * sizeof(float), stream);
+  stream.synchronize();
+  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CudaDequantize, ::testing::Values("F16", "BF16", "Q8_0", "Q4_0", "Q4_1"));
+
+TEST_F(CudaBackend, UnsupportedTypeIsRefusedUpFront) {
+  EXPECT_FALSE(backend_->supports(Op::kDequantize, DType::kQ6_K));
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,44 @@
+"""Shared fixtures: the tessera binary and the real models."""
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
+
+
+@pytest.fixture(scope="session")
+def tessera_bin():
+    path = pathlib.Path(os.environ.get("TESSERA_BIN", ROOT / "build" / "tessera"))
+    if not path.exists():
+        pytest.fail(f"{path} not built (make build)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def model_dir():
+    return pathlib.Path(os.environ.get("TESSERA_MODEL_DIR", pathlib.Path.home() / ".cache" / "tessera" / "models"))
+
+
+@pytest.fixture(scope="session")
+def smollm2(model_dir):
+    path = model_dir / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not path.exists():
+        pytest.skip(f"{path} not fetched (scripts/fetch-models.sh)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def gemma3(model_dir):
+    path = model_dir / "gemma-3-270m-q4_k_m.gguf"
+    if not path.exists():
+        pytest.skip(f"{path} not fetched (scripts/fetch-models.sh)")
+    return path
+
+
+def run(args, **kwargs):
+    """Runs a command; bytes arguments pass through unchanged."""
+    argv = [a if isinstance(a, bytes) else str(a) for a in args]
+    return subprocess.run(argv, capture_output=True, timeout=120, **kwargs)
