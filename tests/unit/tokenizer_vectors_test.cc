@@ -2,6 +2,7 @@
 // with test strings (.inp) and the ids llama.cpp produced (.out).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <sstream>
 
 #include "models/gguf/gguf_file.h"
@@ -28,16 +29,29 @@ std::vector<TokenId> parse_ids(const std::string& line) {
   return ids;
 }
 
-class TokenizerVectors : public ::testing::TestWithParam<std::string> {};
+struct VectorSet {
+  std::string vocab;   // ggml-vocab-<vocab>.gguf
+  std::string folder;  // where .inp/.out live, under tokenizer-vectors/
+};
+
+void PrintTo(const VectorSet& set, std::ostream* os) { *os << set.folder << set.vocab; }
+
+std::string vocab_file(const VectorSet& set) {
+  const std::string name = "ggml-vocab-" + set.vocab + ".gguf";
+  const std::string newer = test::data_path("tokenizer-vectors/llama-cpp-python-0.3.36/" + name);
+  return std::filesystem::exists(newer) ? newer : test::data_path("tokenizer-vectors/" + name);
+}
+
+class TokenizerVectors : public ::testing::TestWithParam<VectorSet> {};
 
 TEST_P(TokenizerVectors, MatchLlamaCpp) {
-  const std::string vocab_path = test::data_path("tokenizer-vectors/ggml-vocab-" + GetParam() + ".gguf");
-  const gguf::File file = gguf::File::open(vocab_path);
+  const gguf::File file = gguf::File::open(vocab_file(GetParam()));
   const Tokenizer tokenizer = Tokenizer::from_gguf(file);
+  const std::string base = test::data_path("tokenizer-vectors/" + GetParam().folder + "ggml-vocab-" + GetParam().vocab + ".gguf");
   // Every test string is followed by the separator, so the last part is empty.
-  std::vector<std::string> inputs = split_on(test::read_file(vocab_path + ".inp"), "\n__ggml_vocab_test__\n");
+  std::vector<std::string> inputs = split_on(test::read_file(base + ".inp"), "\n__ggml_vocab_test__\n");
   if (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
-  std::vector<std::string> outputs = split_on(test::read_file(vocab_path + ".out"), "\n");
+  std::vector<std::string> outputs = split_on(test::read_file(base + ".out"), "\n");
   if (!outputs.empty() && outputs.back().empty()) outputs.pop_back();
   ASSERT_EQ(inputs.size(), outputs.size());
   ASSERT_GT(inputs.size(), 30u);
@@ -49,20 +63,31 @@ TEST_P(TokenizerVectors, MatchLlamaCpp) {
       ++mismatches;
       std::ostringstream g;
       for (TokenId id : got) g << ' ' << id;
-      ADD_FAILURE() << GetParam() << " case " << i << " '" << inputs[i] << "'\n  want:" << outputs[i] << "\n  got: " << g.str();
+      ADD_FAILURE() << GetParam().folder << GetParam().vocab << " case " << i << " '" << inputs[i] << "'\n  want:" << outputs[i] << "\n  got: " << g.str();
     }
   }
   EXPECT_EQ(mismatches, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(LlamaCppVocabs, TokenizerVectors,
-                         ::testing::Values("llama-spm", "phi-3", "gpt-2", "deepseek-llm", "deepseek-coder", "falcon",
-                                           "starcoder"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name) if (c == '-') c = '_';
-                           return name;
-                         });
+std::vector<VectorSet> all_sets() {
+  std::vector<VectorSet> sets;
+  for (const char* vocab : {"llama-spm", "phi-3", "gpt-2", "deepseek-llm", "deepseek-coder", "falcon", "starcoder"}) {
+    sets.push_back({vocab, ""});
+  }
+  for (const char* vocab : {"llama-spm", "phi-3", "gpt-2", "deepseek-llm", "deepseek-coder", "falcon", "starcoder",
+                            "llama-bpe", "qwen2", "refact", "mpt"}) {
+    sets.push_back({vocab, "llama-cpp-python-0.3.36/"});
+  }
+  return sets;
+}
+
+INSTANTIATE_TEST_SUITE_P(LlamaCppVocabs, TokenizerVectors, ::testing::ValuesIn(all_sets()), [](const auto& info) {
+  std::string name = info.param.vocab + (info.param.folder.empty() ? "" : "_newer");
+  for (char& c : name) {
+    if (c == '-') c = '_';
+  }
+  return name;
+});
 
 }  // namespace
 }  // namespace tessera
