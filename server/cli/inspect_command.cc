@@ -4,7 +4,10 @@
 #include <map>
 #include <string>
 
+#include <filesystem>
+
 #include "models/gguf/gguf_file.h"
+#include "models/hf/hf_model_dir.h"
 #include "models/tokenizer/tokenizer.h"
 #include "server/cli/commands.h"
 
@@ -47,7 +50,53 @@ void print_tokenizer(const gguf::File& file) {
   std::printf(", bos %d, eos %d\n", v.bos, v.eos);
 }
 
+void print_tensor_summary(const std::map<std::string, int>& type_counts, size_t count, uint64_t tensor_bytes,
+                          uint64_t file_bytes) {
+  std::printf("tensors: %zu (", count);
+  bool first = true;
+  for (const auto& [type, n] : type_counts) {
+    std::printf("%s%s x%d", first ? "" : ", ", type.c_str(), n);
+    first = false;
+  }
+  std::printf(")\n");
+  std::printf("size: %s of tensor data, %s on disk\n", human_bytes(tensor_bytes).c_str(), human_bytes(file_bytes).c_str());
+}
+
+int inspect_hf_dir(const std::string& path) {
+  const hf::ModelDir dir = hf::ModelDir::open(path);
+  const nlohmann::json& config = dir.config();
+  std::printf("directory: %s\n", path.c_str());
+  std::printf("format: Hugging Face, %zu safetensors file(s)\n", dir.shards().size());
+  std::printf("architecture: %s\n", config.value("model_type", std::string("unknown")).c_str());
+  std::printf("hyper-parameters:\n");
+  for (const char* key : {"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                          "num_key_value_heads", "head_dim", "max_position_embeddings", "rms_norm_eps", "rope_theta",
+                          "sliding_window", "vocab_size", "tie_word_embeddings", "torch_dtype"}) {
+    if (config.contains(key) && !config[key].is_null()) std::printf("  %-34s %s\n", key, config[key].dump().c_str());
+  }
+  if (dir.tokenizer_json()) {
+    const std::string config_text = dir.tokenizer_config() ? dir.tokenizer_config()->dump() : "";
+    const Tokenizer tokenizer = Tokenizer::from_hf_json(*dir.tokenizer_json(), config_text, path + "/tokenizer.json");
+    std::printf("tokenizer: %s, %zu tokens, %zu merges\n", tokenizer.kind_name().c_str(), tokenizer.vocab().size(),
+                tokenizer.vocab().merge_ranks.size());
+  } else {
+    std::printf("tokenizer: none\n");
+  }
+  std::map<std::string, int> type_counts;
+  uint64_t tensor_bytes = 0, file_bytes = 0;
+  for (const auto& shard : dir.shards()) {
+    file_bytes += std::filesystem::file_size(shard->name());
+    for (const auto& t : shard->tensors()) {
+      ++type_counts[std::string(dtype_name(t.dtype))];
+      tensor_bytes += t.end - t.begin;
+    }
+  }
+  print_tensor_summary(type_counts, dir.weight_count(), tensor_bytes, file_bytes);
+  return 0;
+}
+
 int run_inspect(const InspectOptions& options) {
+  if (std::filesystem::is_directory(options.path)) return inspect_hf_dir(options.path);
   const gguf::File file = gguf::File::open(options.path);
   const std::string arch = file.get_string("general.architecture").value_or("unknown");
   std::printf("file: %s\n", options.path.c_str());
@@ -63,14 +112,7 @@ int run_inspect(const InspectOptions& options) {
     ++type_counts[std::string(dtype_name(t.dtype))];
     tensor_bytes += t.n_bytes;
   }
-  std::printf("tensors: %zu (", file.tensors().size());
-  bool first = true;
-  for (const auto& [type, count] : type_counts) {
-    std::printf("%s%s x%d", first ? "" : ", ", type.c_str(), count);
-    first = false;
-  }
-  std::printf(")\n");
-  std::printf("size: %s of tensor data, %s file\n", human_bytes(tensor_bytes).c_str(), human_bytes(file.file_size()).c_str());
+  print_tensor_summary(type_counts, file.tensors().size(), tensor_bytes, file.file_size());
   if (options.all_metadata) {
     std::printf("metadata:\n");
     for (const gguf::KeyValue& kv : file.metadata()) std::printf("  %s = %s\n", kv.key.c_str(), kv.value.summary().c_str());
@@ -83,7 +125,7 @@ int run_inspect(const InspectOptions& options) {
 Runner add_inspect_command(CLI::App& app) {
   auto options = std::make_shared<InspectOptions>();
   CLI::App* cmd = app.add_subcommand("inspect", "Show what a model file holds");
-  cmd->add_option("file", options->path, "GGUF model file")->required();
+  cmd->add_option("file", options->path, "GGUF file or Hugging Face model directory")->required();
   cmd->add_flag("--metadata", options->all_metadata, "Also list every metadata key");
   return [options] { return run_inspect(*options); };
 }

@@ -82,3 +82,13 @@ def test_tokenize_requires_a_model(tessera_bin):
     result = run([tessera_bin, "tokenize", "--text", "hi"])
     assert result.returncode != 0
     assert b"--model" in result.stderr
+
+
+def test_inspect_hf_directory(tessera_bin):
+    result = run([tessera_bin, "inspect", DATA / "hf" / "tiny-sharded"])
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.decode()
+    assert "format: Hugging Face, 2 safetensors file(s)" in out
+    assert re.search(r"num_hidden_layers\s+1\n", out)
+    assert "tokenizer: bpe (byte-level), 400 tokens" in out
+    assert "tensors: 4 (F16 x1, F32 x3)" in out

@@ -92,6 +92,15 @@ TEST(GgufFile, ParsesCallerOwnedBytes) {
   EXPECT_EQ(file.tensor_bytes(file.tensors()[0]).data() - bytes.data(), int64_t(file.data_offset() + file.tensors()[0].offset));
 }
 
+TEST(GgufFile, VersionTwoHasTheSameLayout) {
+  std::vector<uint8_t> bytes = test::read_bytes(test::data_path("gguf/all_types.gguf"));
+  bytes[4] = 2;  // the version field follows the magic
+  const gguf::File file = gguf::File::parse(bytes, "v2");
+  EXPECT_EQ(file.version(), 2u);
+  EXPECT_EQ(file.get_uint("t.u32").value(), 4000000000u);
+  EXPECT_EQ(file.tensors().size(), 3u);
+}
+
 TEST(GgufFile, MissingFileNamesPath) {
   try {
     gguf::File::open("/nonexistent/model.gguf");
