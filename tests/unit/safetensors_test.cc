@@ -38,7 +38,8 @@ TEST(HfModelDir, ShardedWeightsMatchWhatSafetensorsWrote) {
   EXPECT_TRUE(dir.tokenizer_json().has_value());
   EXPECT_EQ(dir.shards().size(), 2u);
   EXPECT_EQ(dir.weight_count(), 4u);
-  for (const auto& [name, want] : expected()["tensors"].items()) {
+  const nlohmann::json all = expected();
+  for (const auto& [name, want] : all["tensors"].items()) {
     const auto ref = dir.find_weight(name);
     ASSERT_TRUE(ref.has_value()) << name;
     EXPECT_EQ(ref->tensor->shape, want["shape"].get<std::vector<int64_t>>()) << name;
