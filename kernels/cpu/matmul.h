@@ -1,0 +1,51 @@
+#pragma once
+// y = x · Wᵀ for a weight matrix stored in any supported format: the weight
+// rows stay in place (mmap'd GGUF blocks included); activation rows are
+// converted once per call to the format the weight's dot product expects.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/tensor/dtype.h"
+#include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/vec_dot.h"
+
+namespace tessera::cpu {
+
+class LinearWeight {
+ public:
+  // `data` holds `rows` rows of `cols` elements of `dtype`, row-major.
+  // Throws tessera::Error naming `name` if the format is not supported.
+  LinearWeight(std::string name, DType dtype, const void* data, int64_t rows, int64_t cols, const IsaFeatures& isa);
+
+  const std::string& name() const { return name_; }
+  DType dtype() const { return dtype_; }
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  const uint8_t* row(int64_t r) const { return data_ + r * row_bytes_; }
+  const VecDotKernel& kernel() const { return kernel_; }
+  size_t activation_row_bytes() const { return act_row_bytes_; }
+
+ private:
+  std::string name_;
+  DType dtype_;
+  const uint8_t* data_;
+  int64_t rows_, cols_;
+  size_t row_bytes_;
+  VecDotKernel kernel_;
+  size_t act_row_bytes_;
+};
+
+// Scratch memory reused across calls.
+struct MatmulScratch {
+  std::vector<uint8_t> activations;
+};
+
+// y[m][r] = dot(x[m], W[r]) for m < n_tokens; x is [n_tokens][cols] f32,
+// y is [n_tokens][rows] f32.
+void matmul(const LinearWeight& w, const float* x, int64_t n_tokens, float* y, MatmulScratch& scratch, ThreadPool& pool);
+
+// Converts one f32 row into `type` (an activation format) at `out`.
+void convert_activation_row(DType type, const float* x, void* out, int64_t n);
+
+}  // namespace tessera::cpu

@@ -1,0 +1,70 @@
+#pragma once
+// Memory layouts of the GGUF block formats the CPU kernels compute with,
+// and of the 8-bit activation blocks they are multiplied against.
+#include <cstdint>
+
+namespace tessera::cpu {
+
+constexpr int kQK = 32;     // elements per block of the 32-element formats
+constexpr int kQK_K = 256;  // elements per k-quant super-block
+
+struct BlockQ4_0 {
+  uint16_t d;  // f16 scale
+  uint8_t qs[kQK / 2];
+};
+struct BlockQ4_1 {
+  uint16_t d, m;  // f16 scale and minimum
+  uint8_t qs[kQK / 2];
+};
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];  // fifth bits, little-endian
+  uint8_t qs[kQK / 2];
+};
+struct BlockQ8_0 {
+  uint16_t d;
+  int8_t qs[kQK];
+};
+// Activation block for Q4_1/Q5_1 weights: s = d * sum(qs), for the minimum term.
+struct BlockQ8_1 {
+  uint16_t d, s;
+  int8_t qs[kQK];
+};
+struct BlockQ4_K {
+  uint16_t d, dmin;
+  uint8_t scales[12];  // eight 6-bit scales and mins
+  uint8_t qs[kQK_K / 2];
+};
+struct BlockQ6_K {
+  uint8_t ql[kQK_K / 2];
+  uint8_t qh[kQK_K / 4];
+  int8_t scales[kQK_K / 16];
+  uint16_t d;
+};
+// Activation block for k-quant weights; bsums are sums of 16-element groups.
+struct BlockQ8_K {
+  float d;
+  int8_t qs[kQK_K];
+  int16_t bsums[kQK_K / 16];
+};
+
+// The eight 6-bit scales and mins of a Q4_K super-block, unpacked.
+inline void unpack_q4k_scales(const uint8_t* s, uint8_t* scales, uint8_t* mins) {
+  for (int j = 0; j < 4; ++j) {
+    scales[j] = s[j] & 0x3f;
+    mins[j] = s[j + 4] & 0x3f;
+    scales[j + 4] = (s[j + 8] & 0x0f) | ((s[j] >> 2) & 0x30);
+    mins[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 2) & 0x30);
+  }
+}
+
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ8_1) == 36);
+static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockQ8_K) == 292);
+
+}  // namespace tessera::cpu

@@ -1,0 +1,41 @@
+#pragma once
+// A fixed set of worker threads that run one parallel loop at a time. The
+// calling thread takes part, so a pool of N threads has N-1 workers.
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace tessera::cpu {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return int(workers_.size()) + 1; }
+
+  // Calls fn(thread_index, begin, end) on contiguous chunks of [0, n) in
+  // parallel and returns when all are done. Chunks are at least `grain` long.
+  void parallel_for(int64_t n, int64_t grain, const std::function<void(int, int64_t, int64_t)>& fn);
+
+ private:
+  void worker_loop(int index);
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  const std::function<void(int, int64_t, int64_t)>* job_ = nullptr;
+  int64_t job_n_ = 0;
+  int job_chunks_ = 0;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stopping_ = false;
+};
+
+}  // namespace tessera::cpu

@@ -1,0 +1,30 @@
+#pragma once
+// Dot products of one weight row (in its stored format) with one activation
+// row (quantised to the matching 8-bit format). One table per instruction
+// set; the matmul driver picks the table once, at load.
+#include <cstdint>
+#include <optional>
+
+#include "engine/tensor/dtype.h"
+#include "kernels/cpu/isa.h"
+
+namespace tessera::cpu {
+
+// n: elements in the row (a whole number of weight blocks).
+using VecDotFn = float (*)(int64_t n, const void* weight_row, const void* activation_row);
+
+struct VecDotKernel {
+  DType activation_type = DType::kF32;  // what activations are converted to
+  VecDotFn fn = nullptr;
+};
+
+// The activation format a weight format is multiplied against, or nullopt.
+std::optional<DType> activation_type_for(DType weight_type);
+
+// The best kernel for `weight_type` on this CPU; fn is null if unsupported.
+VecDotKernel select_vec_dot(DType weight_type, const IsaFeatures& isa);
+// The portable reference kernels (also the fallback on CPUs without AVX2).
+VecDotKernel scalar_vec_dot(DType weight_type);
+VecDotKernel avx2_vec_dot(DType weight_type);
+
+}  // namespace tessera::cpu

@@ -1,0 +1,144 @@
+// Quantised dot products and the matmul driver against an f64 reference
+// built from the reference dequantisation.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "engine/error.h"
+#include "engine/tensor/half.h"
+#include "kernels/cpu/dequantize.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/quantize_rows.h"
+#include "tests/unit/test_files.h"
+
+namespace tessera::cpu {
+namespace {
+
+DType dtype_named(const std::string& name) {
+  for (uint32_t id = 0; id < 64; ++id) {
+    if (auto d = dtype_from_gguf(id); d && dtype_name(*d) == name) return *d;
+  }
+  throw std::runtime_error(name);
+}
+
+std::vector<float> random_row(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Weight rows: the random blocks of the dequantisation goldens (F32/F16 are
+// plain random values), viewed as `rows` rows of `cols` elements.
+struct WeightRows {
+  DType dtype;
+  std::vector<uint8_t> bytes;
+  int64_t rows, cols;
+};
+
+WeightRows weight_rows(const std::string& type) {
+  WeightRows w{dtype_named(type), test::read_bytes(test::data_path("dequant/" + type + ".bin")), 0, 0};
+  const DTypeInfo& info = dtype_info(w.dtype);
+  const int64_t elems = int64_t(w.bytes.size() / info.block_bytes * info.block_elems);
+  w.cols = info.block_elems == 256 ? 512 : 256;
+  w.rows = elems / w.cols;
+  return w;
+}
+
+class VecDot : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(VecDot, MatchesDequantizedReference) {
+  const WeightRows w = weight_rows(GetParam());
+  const VecDotKernel scalar = scalar_vec_dot(w.dtype);
+  ASSERT_NE(scalar.fn, nullptr);
+  const VecDotKernel best = select_vec_dot(w.dtype, detect_isa());
+  const size_t row_bytes = *dtype_bytes(w.dtype, uint64_t(w.cols));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    const std::vector<float> x = random_row(w.cols, uint32_t(r + 1));
+    std::vector<uint8_t> act(*dtype_bytes(scalar.activation_type, uint64_t(w.cols)));
+    convert_activation_row(scalar.activation_type, x.data(), act.data(), w.cols);
+    // Reference: dequantised weights times dequantised activations, in f64.
+    std::vector<float> wf(static_cast<size_t>(w.cols)), xf(static_cast<size_t>(w.cols));
+    dequantize_row(w.dtype, w.bytes.data() + r * row_bytes, wf.data(), w.cols);
+    if (scalar.activation_type == DType::kQ8_K) {
+      const auto* blocks = reinterpret_cast<const BlockQ8_K*>(act.data());
+      for (int64_t i = 0; i < w.cols; ++i) xf[size_t(i)] = blocks[i / kQK_K].d * blocks[i / kQK_K].qs[i % kQK_K];
+    } else if (scalar.activation_type == DType::kQ8_1) {
+      const auto* blocks = reinterpret_cast<const BlockQ8_1*>(act.data());
+      for (int64_t i = 0; i < w.cols; ++i) xf[size_t(i)] = f16_to_f32(blocks[i / kQK].d) * blocks[i / kQK].qs[i % kQK];
+    } else {
+      dequantize_row(scalar.activation_type, act.data(), xf.data(), w.cols);
+    }
+    double want = 0.0, magnitude = 0.0;
+    for (int64_t i = 0; i < w.cols; ++i) {
+      want += double(wf[size_t(i)]) * double(xf[size_t(i)]);
+      magnitude += std::fabs(double(wf[size_t(i)]) * double(xf[size_t(i)]));
+    }
+    const float got_scalar = scalar.fn(w.cols, w.bytes.data() + r * row_bytes, act.data());
+    const float got_best = best.fn(w.cols, w.bytes.data() + r * row_bytes, act.data());
+    // Q4_1's minimum term uses the f16-rounded activation sum, as llama.cpp does.
+    const double tolerance = 1e-5 * magnitude + (w.dtype == DType::kQ4_1 ? 2e-3 * magnitude : 0.0) + 1e-30;
+    EXPECT_NEAR(got_scalar, want, tolerance) << GetParam() << " row " << r;
+    EXPECT_NEAR(got_best, got_scalar, 1e-5 * magnitude + 1e-30) << GetParam() << " row " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WeightTypes, VecDot, ::testing::Values("F32", "F16", "Q4_0", "Q4_1", "Q5_0", "Q8_0", "Q4_K", "Q6_K"));
+
+TEST(QuantizeRows, Q8_0RoundsHalfToEvenAndKeepsScale) {
+  std::vector<float> x(32, 0.0f);
+  x[0] = 127.0f;  // scale 1.0
+  x[1] = 2.5f;    // tie: rounds to 2
+  x[2] = -3.5f;   // tie: rounds to -4
+  BlockQ8_0 b;
+  quantize_row_q8_0(x.data(), &b, 32);
+  EXPECT_EQ(f16_to_f32(b.d), 1.0f);
+  EXPECT_EQ(b.qs[0], 127);
+  EXPECT_EQ(b.qs[1], 2);
+  EXPECT_EQ(b.qs[2], -4);
+}
+
+TEST(QuantizeRows, Q8_KMapsTheExtremeToMinus127AndSumsGroups) {
+  std::vector<float> x = random_row(256, 9);
+  x[17] = 10.0f;
+  BlockQ8_K b;
+  quantize_row_q8_k(x.data(), &b, 256);
+  EXPECT_EQ(b.qs[17], -127);
+  EXPECT_FLOAT_EQ(b.d * b.qs[17], 10.0f);
+  int sum = 0;
+  for (int j = 16; j < 32; ++j) sum += b.qs[j];
+  EXPECT_EQ(b.bsums[1], sum);
+}
+
+TEST(Matmul, ManyTokensMatchesPerRowDots) {
+  const WeightRows w = weight_rows("Q4_K");
+  const LinearWeight weight("test.weight", w.dtype, w.bytes.data(), w.rows, w.cols, detect_isa());
+  const int64_t tokens = 5;
+  const std::vector<float> x = random_row(tokens * w.cols, 3);
+  std::vector<float> y(static_cast<size_t>(tokens * w.rows));
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  matmul(weight, x.data(), tokens, y.data(), scratch, pool);
+  std::vector<uint8_t> act(weight.activation_row_bytes());
+  for (int64_t m = 0; m < tokens; ++m) {
+    convert_activation_row(weight.kernel().activation_type, x.data() + m * w.cols, act.data(), w.cols);
+    for (int64_t r = 0; r < w.rows; ++r) {
+      EXPECT_EQ(y[size_t(m * w.rows + r)], weight.kernel().fn(w.cols, weight.row(r), act.data()));
+    }
+  }
+}
+
+TEST(Matmul, UnsupportedFormatIsRefusedAtLoad) {
+  std::vector<uint8_t> bytes(66);
+  try {
+    LinearWeight("blk.0.attn_q.weight", DType::kIQ2_XXS, bytes.data(), 1, 256, detect_isa());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("blk.0.attn_q.weight"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace tessera::cpu
