@@ -1,0 +1,16 @@
+#pragma once
+#include <cstdint>
+
+#include "kernels/cpu/thread_pool.h"
+
+namespace tessera::cpu {
+
+enum class GatedActivation : uint8_t {
+  kSilu,      // SwiGLU: silu(gate) * up (Llama, Mistral, Qwen2)
+  kGeluTanh,  // GeGLU with the tanh approximation (Gemma)
+};
+
+// out[i] = act(gate[i]) * up[i] for i < n.
+void gated_activation(GatedActivation act, const float* gate, const float* up, int64_t n, float* out, ThreadPool& pool);
+
+}  // namespace tessera::cpu
