@@ -10,7 +10,7 @@ void rms_norm(const float* x, const float* weight, float weight_offset, float ep
     for (int64_t r = begin; r < end; ++r) {
       const float* row = x + r * dim;
       double sum_sq = 0.0;
-      for (int64_t i = 0; i < dim; ++i) sum_sq += double(row[i]) * double(row[i]);
+      for (int64_t i = 0; i < dim; ++i) sum_sq += double(row[i] * row[i]);  // as ggml sums
       const float scale = 1.0f / std::sqrt(float(sum_sq / double(dim)) + eps);
       float* dst = out + r * dim;
       for (int64_t i = 0; i < dim; ++i) dst[i] = row[i] * scale * (weight[i] + weight_offset);

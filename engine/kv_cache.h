@@ -1,0 +1,32 @@
+#pragma once
+// The paged KV cache: for every layer, a pool of fixed-size pages of keys and
+// of values, sized from a memory budget at start. The scheduler hands out
+// page numbers; the engine owns the memory.
+#include <cstdint>
+#include <vector>
+
+#include "engine/tensor/aligned_buffer.h"
+#include "models/decoder.h"
+
+namespace tessera {
+
+class PagedKvCache {
+ public:
+  PagedKvCache(const KvLayout& layout, int n_layers, int64_t n_pages);
+
+  // Pages that fit in `budget_bytes` for this geometry (at least 0).
+  static int64_t pages_for_budget(const KvLayout& layout, int n_layers, uint64_t budget_bytes);
+  static uint64_t bytes_per_page(const KvLayout& layout, int n_layers);
+
+  const KvLayout& layout() const { return layout_; }
+  int64_t n_pages() const { return n_pages_; }
+  const std::vector<KvLayer>& layers() const { return layers_; }
+
+ private:
+  KvLayout layout_;
+  int64_t n_pages_;
+  std::vector<AlignedBuffer> buffers_;  // k and v of each layer
+  std::vector<KvLayer> layers_;
+};
+
+}  // namespace tessera

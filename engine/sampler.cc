@@ -1,0 +1,108 @@
+#include "engine/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <unordered_map>
+
+namespace tessera {
+namespace {
+
+void apply_penalties(std::span<float> logits, const SamplingParams& p, std::span<const int32_t> history, size_t prompt_len) {
+  const int32_t vocab = int32_t(logits.size());
+  if (p.repetition_penalty != 1.0f) {
+    std::vector<bool> seen(logits.size(), false);
+    for (int32_t id : history) {
+      if (id < 0 || id >= vocab || seen[size_t(id)]) continue;
+      seen[size_t(id)] = true;
+      float& l = logits[size_t(id)];
+      l = l > 0.0f ? l / p.repetition_penalty : l * p.repetition_penalty;
+    }
+  }
+  if (p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) {
+    std::unordered_map<int32_t, int> counts;
+    for (size_t i = std::min(prompt_len, history.size()); i < history.size(); ++i) ++counts[history[i]];
+    for (const auto& [id, count] : counts) {
+      if (id < 0 || id >= vocab) continue;
+      logits[size_t(id)] -= p.frequency_penalty * float(count) + p.presence_penalty;
+    }
+  }
+}
+
+// log-softmax of `logits` into `out`.
+void log_softmax(std::span<const float> logits, std::vector<float>& out) {
+  const float mx = *std::max_element(logits.begin(), logits.end());
+  double sum = 0.0;
+  for (float l : logits) sum += std::exp(double(l - mx));
+  const float log_sum = float(std::log(sum)) + mx;
+  out.resize(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) out[i] = logits[i] - log_sum;
+}
+
+int32_t argmax(std::span<const float> v) { return int32_t(std::max_element(v.begin(), v.end()) - v.begin()); }
+
+// Candidates after temperature, top-k, top-p and min-p, with their probabilities.
+int32_t draw(std::span<float> logits, const SamplingParams& p, std::mt19937_64& rng) {
+  std::vector<int32_t> order(logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  size_t keep = order.size();
+  if (p.top_k > 0 && size_t(p.top_k) < keep) keep = size_t(p.top_k);
+  // Sort only as much as needed: ties keep the lower id first.
+  auto better = [&](int32_t a, int32_t b) { return logits[size_t(a)] > logits[size_t(b)] || (logits[size_t(a)] == logits[size_t(b)] && a < b); };
+  std::partial_sort(order.begin(), order.begin() + long(keep), order.end(), better);
+  order.resize(keep);
+  const float inv_t = 1.0f / p.temperature;
+  const float mx = logits[size_t(order[0])] * inv_t;
+  std::vector<double> probs(order.size());
+  double total = 0.0;
+  for (size_t i = 0; i < order.size(); ++i) total += probs[i] = std::exp(double(logits[size_t(order[i])] * inv_t - mx));
+  size_t cut = order.size();
+  if (p.top_p < 1.0f) {
+    double cumulative = 0.0;
+    for (size_t i = 0; i < order.size(); ++i) {
+      cumulative += probs[i] / total;
+      if (cumulative >= double(p.top_p)) {
+        cut = i + 1;
+        break;
+      }
+    }
+  }
+  if (p.min_p > 0.0f) {
+    const double floor = double(p.min_p) * probs[0];
+    size_t i = 1;
+    while (i < cut && probs[i] >= floor) ++i;
+    cut = i;
+  }
+  std::discrete_distribution<size_t> pick(probs.begin(), probs.begin() + long(cut));
+  return order[pick(rng)];
+}
+
+}  // namespace
+
+SampledToken sample_token(std::span<float> logits, const SamplingParams& params, std::span<const int32_t> history,
+                          size_t prompt_len, std::mt19937_64& rng) {
+  const int32_t vocab = int32_t(logits.size());
+  for (const auto& [id, bias] : params.logit_bias) {
+    if (id >= 0 && id < vocab) logits[size_t(id)] += bias;
+  }
+  apply_penalties(logits, params, history, prompt_len);
+  SampledToken out;
+  out.id = params.greedy() ? argmax(logits) : draw(logits, params, rng);
+  if (params.logprobs || params.top_logprobs > 0) {
+    std::vector<float> lp;
+    log_softmax(logits, lp);
+    out.logprob = lp[size_t(out.id)];
+    if (params.top_logprobs > 0) {
+      std::vector<int32_t> ids(lp.size());
+      std::iota(ids.begin(), ids.end(), 0);
+      const size_t k = std::min(ids.size(), size_t(params.top_logprobs));
+      std::partial_sort(ids.begin(), ids.begin() + long(k), ids.end(),
+                        [&](int32_t a, int32_t b) { return lp[size_t(a)] > lp[size_t(b)] || (lp[size_t(a)] == lp[size_t(b)] && a < b); });
+      for (size_t i = 0; i < k; ++i) out.top.emplace_back(ids[i], lp[size_t(ids[i])]);
+    }
+  }
+  return out;
+}
+
+}  // namespace tessera

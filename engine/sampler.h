@@ -1,0 +1,26 @@
+#pragma once
+// Turns one row of logits into a token under that row's SamplingParams:
+// logit bias, then penalties, then (for the reported log-probabilities) a
+// log-softmax, then temperature, top-k, top-p and min-p, then a draw.
+#include <cstdint>
+#include <random>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "engine/sampling_params.h"
+
+namespace tessera {
+
+struct SampledToken {
+  int32_t id = -1;
+  float logprob = 0.0f;                          // of the chosen token
+  std::vector<std::pair<int32_t, float>> top;    // most likely alternatives, best first
+};
+
+// `logits` is modified in place. `history` holds the prompt and the output so
+// far; the first `prompt_len` of it are the prompt.
+SampledToken sample_token(std::span<float> logits, const SamplingParams& params, std::span<const int32_t> history,
+                          size_t prompt_len, std::mt19937_64& rng);
+
+}  // namespace tessera

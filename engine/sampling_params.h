@@ -1,0 +1,26 @@
+#pragma once
+// Per-request sampling parameters, applied per row of the batch.
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace tessera {
+
+struct SamplingParams {
+  float temperature = 1.0f;         // 0: greedy
+  int top_k = 0;                    // 0: off
+  float top_p = 1.0f;               // 1: off
+  float min_p = 0.0f;               // 0: off; relative to the most likely token
+  float repetition_penalty = 1.0f;  // over prompt and output, as vLLM applies it
+  float frequency_penalty = 0.0f;   // over the output only
+  float presence_penalty = 0.0f;    // over the output only
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  std::optional<uint64_t> seed;     // same seed, same output
+  int top_logprobs = 0;             // how many alternatives to report
+  bool logprobs = false;            // report the chosen token's log-probability
+
+  bool greedy() const { return temperature <= 0.0f; }
+};
+
+}  // namespace tessera

@@ -1,0 +1,31 @@
+// Mistral: Llama's layout, with an optional sliding window on every layer.
+#include "models/arch/arch_list.h"
+#include "models/gguf/gguf_file.h"
+
+namespace tessera {
+namespace {
+
+void apply_window(int window, DecoderSpec* spec) {
+  if (window > 0) spec->sliding_window.assign(size_t(spec->n_layers), window);
+}
+
+void mistral_from_gguf(const gguf::File& file, DecoderSpec* spec) {
+  fill_common_gguf(file, "mistral", spec);
+  spec->rope.style = cpu::RopeStyle::kInterleaved;
+  apply_window(int(file.get_uint("mistral.attention.sliding_window").value_or(0)), spec);
+}
+
+void mistral_from_hf(const nlohmann::json& config, DecoderSpec* spec) {
+  fill_common_hf(config, spec);
+  if (config.contains("sliding_window") && config["sliding_window"].is_number_integer()) {
+    apply_window(config["sliding_window"].get<int>(), spec);
+  }
+}
+
+}  // namespace
+
+Architecture mistral_architecture() {
+  return {"mistral", {"mistral"}, mistral_from_gguf, mistral_from_hf, standard_gguf_names(), llama_hf_names()};
+}
+
+}  // namespace tessera

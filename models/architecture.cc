@@ -1,0 +1,163 @@
+#include "models/architecture.h"
+
+#include <cmath>
+
+#include "engine/error.h"
+#include "models/arch/arch_list.h"
+#include "models/gguf/gguf_file.h"
+
+namespace tessera {
+
+std::vector<Architecture> architectures() {
+  return {llama_architecture(), mistral_architecture(), qwen2_architecture(), gemma3_architecture()};
+}
+
+namespace {
+
+std::string supported_list(bool hf) {
+  std::string names;
+  for (const Architecture& a : architectures()) {
+    if (hf) {
+      for (std::string_view t : a.hf_model_types) names += (names.empty() ? "" : ", ") + std::string(t);
+    } else {
+      names += (names.empty() ? "" : ", ") + std::string(a.gguf_name);
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
+Architecture find_architecture_for_gguf(std::string_view name) {
+  for (const Architecture& a : architectures()) {
+    if (a.gguf_name == name) return a;
+  }
+  throw Error("architecture '" + std::string(name) + "' is not supported (supported: " + supported_list(false) + ")");
+}
+
+Architecture find_architecture_for_hf(std::string_view model_type) {
+  for (const Architecture& a : architectures()) {
+    for (std::string_view t : a.hf_model_types) {
+      if (t == model_type) return a;
+    }
+  }
+  throw Error("model_type '" + std::string(model_type) + "' is not supported (supported: " + supported_list(true) + ")");
+}
+
+std::string layer_name(const std::string& pattern, int layer) {
+  const size_t at = pattern.find("{}");
+  if (at == std::string::npos) return pattern;
+  return pattern.substr(0, at) + std::to_string(layer) + pattern.substr(at + 2);
+}
+
+WeightNames standard_gguf_names() {
+  WeightNames n;
+  n.token_embedding = "token_embd.weight";
+  n.output_norm = "output_norm.weight";
+  n.output = "output.weight";
+  n.attn_norm = "blk.{}.attn_norm.weight";
+  n.q = "blk.{}.attn_q.weight";
+  n.k = "blk.{}.attn_k.weight";
+  n.v = "blk.{}.attn_v.weight";
+  n.o = "blk.{}.attn_output.weight";
+  n.q_bias = "blk.{}.attn_q.bias";
+  n.k_bias = "blk.{}.attn_k.bias";
+  n.v_bias = "blk.{}.attn_v.bias";
+  n.q_norm = "blk.{}.attn_q_norm.weight";
+  n.k_norm = "blk.{}.attn_k_norm.weight";
+  n.post_attn_norm = "blk.{}.post_attention_norm.weight";
+  n.ffn_norm = "blk.{}.ffn_norm.weight";
+  n.gate = "blk.{}.ffn_gate.weight";
+  n.up = "blk.{}.ffn_up.weight";
+  n.down = "blk.{}.ffn_down.weight";
+  n.post_ffn_norm = "blk.{}.post_ffw_norm.weight";
+  return n;
+}
+
+WeightNames llama_hf_names() {
+  WeightNames n;
+  n.token_embedding = "model.embed_tokens.weight";
+  n.output_norm = "model.norm.weight";
+  n.output = "lm_head.weight";
+  n.attn_norm = "model.layers.{}.input_layernorm.weight";
+  n.q = "model.layers.{}.self_attn.q_proj.weight";
+  n.k = "model.layers.{}.self_attn.k_proj.weight";
+  n.v = "model.layers.{}.self_attn.v_proj.weight";
+  n.o = "model.layers.{}.self_attn.o_proj.weight";
+  n.q_bias = "model.layers.{}.self_attn.q_proj.bias";
+  n.k_bias = "model.layers.{}.self_attn.k_proj.bias";
+  n.v_bias = "model.layers.{}.self_attn.v_proj.bias";
+  n.q_norm = "model.layers.{}.self_attn.q_norm.weight";
+  n.k_norm = "model.layers.{}.self_attn.k_norm.weight";
+  n.ffn_norm = "model.layers.{}.post_attention_layernorm.weight";
+  n.gate = "model.layers.{}.mlp.gate_proj.weight";
+  n.up = "model.layers.{}.mlp.up_proj.weight";
+  n.down = "model.layers.{}.mlp.down_proj.weight";
+  return n;
+}
+
+void fill_common_gguf(const gguf::File& file, const std::string& arch, DecoderSpec* spec) {
+  auto required = [&](const std::string& key) -> int {
+    const auto v = file.get_uint(arch + "." + key);
+    if (!v) throw Error(file.name() + ": key '" + arch + "." + key + "': missing");
+    if (*v > uint64_t(INT32_MAX)) throw Error(file.name() + ": key '" + arch + "." + key + "': value too large");
+    return int(*v);
+  };
+  auto optional = [&](const std::string& key, int fallback) {
+    const auto v = file.get_uint(arch + "." + key);
+    return (v && *v <= uint64_t(INT32_MAX)) ? int(*v) : fallback;
+  };
+  spec->architecture = arch;
+  spec->n_layers = required("block_count");
+  spec->d_model = required("embedding_length");
+  spec->ffn_dim = required("feed_forward_length");
+  spec->n_heads = required("attention.head_count");
+  spec->n_kv_heads = optional("attention.head_count_kv", spec->n_heads);
+  spec->head_dim = optional("attention.key_length", spec->n_heads > 0 ? spec->d_model / spec->n_heads : 0);
+  spec->max_context = optional("context_length", 4096);
+  spec->vocab_size = optional("vocab_size", 0);
+  spec->norm_eps = float(file.get_float(arch + ".attention.layer_norm_rms_epsilon").value_or(1e-5));
+  spec->rope.base = float(file.get_float(arch + ".rope.freq_base").value_or(10000.0));
+  spec->rope.dim = optional("rope.dimension_count", spec->head_dim);
+  if (file.get_string(arch + ".rope.scaling.type").value_or("none") == "linear") {
+    const double factor = file.get_float(arch + ".rope.scaling.factor").value_or(1.0);
+    if (!(factor > 0.0)) throw Error(file.name() + ": key '" + arch + ".rope.scaling.factor': must be positive");
+    spec->rope.freq_scale = float(1.0 / factor);
+  }
+  spec->sliding_window.assign(size_t(std::max(spec->n_layers, 0)), 0);
+}
+
+void fill_common_hf(const nlohmann::json& config, DecoderSpec* spec) {
+  auto required = [&](const char* key) -> int {
+    if (!config.contains(key) || !config[key].is_number_integer()) throw Error(std::string("config.json: '") + key + "' missing or not an integer");
+    const int64_t v = config[key].get<int64_t>();
+    if (v <= 0 || v > INT32_MAX) throw Error(std::string("config.json: '") + key + "' out of range");
+    return int(v);
+  };
+  auto optional = [&](const char* key, int fallback) {
+    return config.contains(key) && config[key].is_number_integer() ? int(config[key].get<int64_t>()) : fallback;
+  };
+  spec->architecture = config.value("model_type", "");
+  spec->n_layers = required("num_hidden_layers");
+  spec->d_model = required("hidden_size");
+  spec->ffn_dim = required("intermediate_size");
+  spec->n_heads = required("num_attention_heads");
+  spec->n_kv_heads = optional("num_key_value_heads", spec->n_heads);
+  spec->head_dim = optional("head_dim", spec->d_model / spec->n_heads);
+  spec->vocab_size = required("vocab_size");
+  spec->max_context = optional("max_position_embeddings", 4096);
+  spec->norm_eps = config.value("rms_norm_eps", 1e-6f);
+  spec->rope.style = cpu::RopeStyle::kHalves;
+  spec->rope.base = config.value("rope_theta", 10000.0f);
+  spec->rope.dim = spec->head_dim;
+  spec->tied_embeddings = config.value("tie_word_embeddings", false);
+  if (config.contains("rope_scaling") && config["rope_scaling"].is_object()) {
+    const auto& scaling = config["rope_scaling"];
+    const std::string type = scaling.value("rope_type", scaling.value("type", ""));
+    if (type == "linear") spec->rope.freq_scale = 1.0f / scaling.value("factor", 1.0f);
+    else if (!type.empty() && type != "default") throw Error("config.json: rope_scaling type '" + type + "' is not supported");
+  }
+  spec->sliding_window.assign(size_t(spec->n_layers), 0);
+}
+
+}  // namespace tessera

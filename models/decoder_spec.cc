@@ -1,0 +1,22 @@
+#include "models/decoder_spec.h"
+
+#include "engine/error.h"
+
+namespace tessera {
+
+void DecoderSpec::validate(const std::string& source) const {
+  auto require = [&](bool ok, const std::string& what) {
+    if (!ok) throw Error(source + ": " + architecture + ": " + what);
+  };
+  require(n_layers > 0 && n_layers <= 1024, "layer count " + std::to_string(n_layers) + " out of range");
+  require(d_model > 0 && n_heads > 0 && n_kv_heads > 0 && head_dim > 0 && ffn_dim > 0, "a model dimension is missing");
+  require(n_heads % n_kv_heads == 0, "heads (" + std::to_string(n_heads) + ") not a multiple of KV heads (" +
+                                         std::to_string(n_kv_heads) + ")");
+  require(vocab_size > 0, "vocabulary size missing");
+  require(rope.dim > 0 && rope.dim <= head_dim && rope.dim % 2 == 0, "rotary dimension " + std::to_string(rope.dim) + " invalid");
+  require(norm_eps > 0.0f, "norm epsilon must be positive");
+  require(int(sliding_window.size()) == n_layers, "per-layer sliding window list has the wrong length");
+  for (int w : sliding_window) require(w >= 0, "negative sliding window");
+}
+
+}  // namespace tessera

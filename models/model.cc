@@ -1,0 +1,61 @@
+#include "models/model.h"
+
+#include <filesystem>
+
+#include "engine/error.h"
+#include "models/architecture.h"
+#include "models/tensor_source.h"
+
+namespace tessera {
+
+std::unique_ptr<Model> Model::load(const std::string& path, const cpu::IsaFeatures& isa) {
+  std::unique_ptr<Model> model(new Model());
+  model->path_ = path;
+  if (std::filesystem::is_directory(path)) model->load_hf(isa);
+  else model->load_gguf(isa);
+  return model;
+}
+
+void Model::load_gguf(const cpu::IsaFeatures& isa) {
+  gguf_.emplace(gguf::File::open(path_));
+  const std::string arch_name = gguf_->get_string("general.architecture").value_or("");
+  if (arch_name.empty()) throw Error(path_ + ": key 'general.architecture': missing");
+  const Architecture arch = find_architecture_for_gguf(arch_name);
+  arch.spec_from_gguf(*gguf_, &spec_);
+  const GgufTensorSource source(*gguf_);
+  if (spec_.vocab_size == 0) {
+    const auto embedding = source.find(arch.gguf_names.token_embedding);
+    if (embedding && embedding->shape.size() == 2) spec_.vocab_size = int(embedding->shape[0]);
+  }
+  spec_.tied_embeddings = spec_.tied_embeddings || !source.find(arch.gguf_names.output);
+  spec_.validate(path_);
+  weights_ = bind_weights(spec_, arch.gguf_names, source, isa);
+  tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*gguf_));
+  chat_template_ = gguf_->get_string("tokenizer.chat_template").value_or("");
+}
+
+void Model::load_hf(const cpu::IsaFeatures& isa) {
+  hf_.emplace(hf::ModelDir::open(path_));
+  const std::string model_type = hf_->config().value("model_type", "");
+  const Architecture arch = find_architecture_for_hf(model_type);
+  try {
+    arch.spec_from_hf(hf_->config(), &spec_);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path_ + "/config.json: " + e.what());
+  } catch (const Error& e) {
+    throw Error(path_ + "/" + e.what());
+  }
+  spec_.validate(path_);
+  const HfTensorSource source(*hf_);
+  if (!spec_.tied_embeddings && !source.find(arch.hf_names.output)) spec_.tied_embeddings = true;
+  weights_ = bind_weights(spec_, arch.hf_names, source, isa);
+  if (!hf_->tokenizer_json()) throw Error(path_ + ": no tokenizer.json");
+  const std::string config_text = hf_->tokenizer_config() ? hf_->tokenizer_config()->dump() : "";
+  tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_hf_json(*hf_->tokenizer_json(), config_text, path_ + "/tokenizer.json"));
+  if (hf_->tokenizer_config() && hf_->tokenizer_config()->contains("chat_template") &&
+      (*hf_->tokenizer_config())["chat_template"].is_string()) {
+    chat_template_ = (*hf_->tokenizer_config())["chat_template"].get<std::string>();
+  }
+}
+
+}  // namespace tessera

@@ -1,0 +1,28 @@
+#include "models/tensor_source.h"
+
+#include <algorithm>
+
+#include "models/gguf/gguf_file.h"
+#include "models/hf/hf_model_dir.h"
+
+namespace tessera {
+
+std::optional<SourceTensor> GgufTensorSource::find(const std::string& name) const {
+  const gguf::TensorInfo* t = file_.find_tensor(name);
+  if (!t) return std::nullopt;
+  std::vector<int64_t> shape(t->shape.rbegin(), t->shape.rend());  // GGUF lists the contiguous dimension first
+  return SourceTensor{t->dtype, file_.tensor_bytes(*t).data(), std::move(shape), t->n_bytes};
+}
+
+const std::string& GgufTensorSource::name() const { return file_.name(); }
+
+std::optional<SourceTensor> HfTensorSource::find(const std::string& name) const {
+  const auto ref = dir_.find_weight(name);
+  if (!ref) return std::nullopt;
+  const auto bytes = ref->file->tensor_bytes(*ref->tensor);
+  return SourceTensor{ref->tensor->dtype, bytes.data(), ref->tensor->shape, bytes.size()};
+}
+
+const std::string& HfTensorSource::name() const { return dir_.path(); }
+
+}  // namespace tessera

@@ -1,0 +1,53 @@
+#pragma once
+// Named tensors from a checkpoint, in row-major order, whatever the format.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/tensor/dtype.h"
+
+namespace tessera {
+
+namespace gguf {
+class File;
+}
+namespace hf {
+class ModelDir;
+}
+
+struct SourceTensor {
+  DType dtype;
+  const void* data;
+  std::vector<int64_t> shape;  // row-major: shape.back() is contiguous
+  uint64_t n_bytes;
+};
+
+class TensorSource {
+ public:
+  virtual ~TensorSource() = default;
+  virtual std::optional<SourceTensor> find(const std::string& name) const = 0;
+  virtual const std::string& name() const = 0;
+};
+
+class GgufTensorSource final : public TensorSource {
+ public:
+  explicit GgufTensorSource(const gguf::File& file) : file_(file) {}
+  std::optional<SourceTensor> find(const std::string& name) const override;
+  const std::string& name() const override;
+
+ private:
+  const gguf::File& file_;
+};
+
+class HfTensorSource final : public TensorSource {
+ public:
+  explicit HfTensorSource(const hf::ModelDir& dir) : dir_(dir) {}
+  std::optional<SourceTensor> find(const std::string& name) const override;
+  const std::string& name() const override;
+
+ private:
+  const hf::ModelDir& dir_;
+};
+
+}  // namespace tessera
