@@ -62,82 +62,104 @@ void load_rows(const PagedKv& kv, const void* pool, int page, int kv_head, int r
   }
 }
 
-// Running softmax state of one (query token, head) row.
-struct RowState {
-  float max = -std::numeric_limits<float>::infinity();
-  float sum = 0.0f;
-};
-
+// Attention for one tile of a sequence's queries and one KV head, in three
+// passes over the visible pages: scores and their row maxima, normalised
+// probabilities, then the weighted sum of values. With an f16 cache the
+// queries and the probabilities are rounded to f16 before they meet the f16
+// keys and values, the arithmetic of an f16 matrix multiply.
 template <class Mask, class Score>
 void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv, const AttentionBatch& batch,
             const AttentionParams& params, const Mask& mask, const Score& score_mod, float* out) {
   const int group = n_heads / kv.n_kv_heads;
   const int dim = kv.head_dim;
-  const int n_rows = (item.token_end - item.token_begin) * group;
+  const bool f16 = kv.dtype == DType::kF16;
+  const int n_tokens = item.token_end - item.token_begin;
+  const int n_rows = n_tokens * group;
   const int prefix = batch.prefix_len ? batch.prefix_len[item.seq] : 0;
-  std::vector<float> acc(size_t(n_rows) * size_t(dim), 0.0f);
-  std::vector<RowState> state(static_cast<size_t>(n_rows));
-  std::vector<float> keys(static_cast<size_t>(kv.page_size) * size_t(dim)), values(keys.size()),
-      scores(static_cast<size_t>(kv.page_size));
-  // Union of the key ranges the tile's queries may see, for page skipping.
-  int tile_first = std::numeric_limits<int>::max(), tile_last = -1;
-  for (int t = item.token_begin; t < item.token_end; ++t) {
-    tile_first = std::min(tile_first, mask.first(batch.positions[t]));
-    tile_last = std::max(tile_last, mask.last(batch.positions[t], prefix));
-  }
   const int kv_len = batch.kv_len[item.seq];
+  // Keys any query of the tile may see: [span_first, span_last].
+  int span_first = std::numeric_limits<int>::max(), span_last = -1;
+  for (int t = item.token_begin; t < item.token_end; ++t) {
+    span_first = std::min(span_first, mask.first(batch.positions[t]));
+    span_last = std::max(span_last, std::min(kv_len - 1, mask.last(batch.positions[t], prefix)));
+  }
+  if (span_last < span_first) span_last = span_first - 1;
+  const int span = span_last - span_first + 1;
+  std::vector<float> queries(static_cast<size_t>(n_rows) * size_t(dim));
+  for (int r = 0; r < n_rows; ++r) {
+    const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
+    const float* src = q + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
+    for (int d = 0; d < dim; ++d) queries[size_t(r) * size_t(dim) + size_t(d)] = f16 ? f16_to_f32(f32_to_f16(src[d])) : src[d];
+  }
+  // weights[r][k - span_first]: the score, then the probability.
+  std::vector<float> weights(static_cast<size_t>(n_rows) * size_t(std::max(span, 0)), 0.0f);
+  std::vector<float> row_max(static_cast<size_t>(n_rows), -std::numeric_limits<float>::infinity());
+  std::vector<float> rows(static_cast<size_t>(kv.page_size) * size_t(dim));
   const int n_pages = batch.page_indptr[item.seq + 1] - batch.page_indptr[item.seq];
-  for (int p = 0; p < n_pages; ++p) {
-    const int page_first = p * kv.page_size;
-    const int rows = std::min(kv.page_size, kv_len - page_first);
-    if (rows <= 0) break;
-    if (page_first + rows - 1 < tile_first || page_first > tile_last) continue;  // wholly masked
-    const int page = batch.page_indices[batch.page_indptr[item.seq] + p];
-    load_rows(kv, kv.k, page, item.kv_head, rows, keys.data());
-    load_rows(kv, kv.v, page, item.kv_head, rows, values.data());
-    for (int t = item.token_begin; t < item.token_end; ++t) {
-      const int pos = batch.positions[t];
-      const int k_lo = std::max(page_first, mask.first(pos)), k_hi = std::min(page_first + rows - 1, mask.last(pos, prefix));
-      if (k_lo > k_hi) continue;
-      for (int g = 0; g < group; ++g) {
-        const int head = item.kv_head * group + g;
-        const float* qv = q + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
-        const int row = (t - item.token_begin) * group + g;
-        float page_max = -std::numeric_limits<float>::infinity();
-        for (int k = k_lo; k <= k_hi; ++k) {
-          const float* kvec = keys.data() + size_t(k - page_first) * size_t(dim);
-          float dot = 0.0f;
-          for (int d = 0; d < dim; ++d) dot += qv[d] * kvec[d];
-          const float s = score_mod(dot * params.scale, head, pos, k);
-          scores[size_t(k - page_first)] = s;
-          page_max = std::max(page_max, s);
-        }
-        RowState& st = state[size_t(row)];
-        float* a = acc.data() + size_t(row) * size_t(dim);
-        if (page_max > st.max) {
-          const float rescale = std::exp(st.max - page_max);  // 0 on the first page
-          st.sum *= rescale;
-          for (int d = 0; d < dim; ++d) a[d] *= rescale;
-          st.max = page_max;
-        }
-        for (int k = k_lo; k <= k_hi; ++k) {
-          const float w = std::exp(scores[size_t(k - page_first)] - st.max);
-          st.sum += w;
-          const float* vvec = values.data() + size_t(k - page_first) * size_t(dim);
-          for (int d = 0; d < dim; ++d) a[d] += w * vvec[d];
-        }
+  auto visible_keys = [&](int t, int page_first, int page_rows, int* lo, int* hi) {
+    const int pos = batch.positions[t];
+    *lo = std::max(page_first, mask.first(pos));
+    *hi = std::min(page_first + page_rows - 1, mask.last(pos, prefix));
+    return *lo <= *hi;
+  };
+  auto for_each_page = [&](const void* pool, auto&& body) {
+    for (int p = 0; p < n_pages; ++p) {
+      const int page_first = p * kv.page_size;
+      const int page_rows = std::min(kv.page_size, kv_len - page_first);
+      if (page_rows <= 0) break;
+      if (page_first + page_rows - 1 < span_first || page_first > span_last) continue;  // wholly masked
+      load_rows(kv, pool, batch.page_indices[batch.page_indptr[item.seq] + p], item.kv_head, page_rows, rows.data());
+      body(page_first, page_rows);
+    }
+  };
+  for_each_page(kv.k, [&](int page_first, int page_rows) {
+    for (int r = 0; r < n_rows; ++r) {
+      const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
+      int lo, hi;
+      if (!visible_keys(t, page_first, page_rows, &lo, &hi)) continue;
+      const float* qv = queries.data() + size_t(r) * size_t(dim);
+      for (int k = lo; k <= hi; ++k) {
+        const float* kvec = rows.data() + size_t(k - page_first) * size_t(dim);
+        float dot = 0.0f;
+        for (int d = 0; d < dim; ++d) dot += qv[d] * kvec[d];
+        const float s = score_mod(dot * params.scale, head, batch.positions[t], k);
+        weights[size_t(r) * size_t(span) + size_t(k - span_first)] = s;
+        row_max[size_t(r)] = std::max(row_max[size_t(r)], s);
       }
     }
-  }
-  for (int t = item.token_begin; t < item.token_end; ++t) {
-    for (int g = 0; g < group; ++g) {
-      const int head = item.kv_head * group + g;
-      const int row = (t - item.token_begin) * group + g;
-      const float inv = state[size_t(row)].sum > 0.0f ? 1.0f / state[size_t(row)].sum : 0.0f;
-      float* o = out + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
-      const float* a = acc.data() + size_t(row) * size_t(dim);
-      for (int d = 0; d < dim; ++d) o[d] = a[d] * inv;
+  });
+  for (int r = 0; r < n_rows; ++r) {
+    const int t = item.token_begin + r / group;
+    const int lo = std::max(span_first, mask.first(batch.positions[t]));
+    const int hi = std::min(kv_len - 1, mask.last(batch.positions[t], prefix));
+    float* w = weights.data() + size_t(r) * size_t(span);
+    double sum = 0.0;
+    for (int k = lo; k <= hi; ++k) sum += double(w[k - span_first] = std::exp(w[k - span_first] - row_max[size_t(r)]));
+    const float inv = sum > 0.0 ? float(1.0 / sum) : 0.0f;
+    for (int k = lo; k <= hi; ++k) {
+      const float prob = w[k - span_first] * inv;
+      w[k - span_first] = f16 ? f16_to_f32(f32_to_f16(prob)) : prob;
     }
+  }
+  std::vector<float> acc(static_cast<size_t>(n_rows) * size_t(dim), 0.0f);
+  for_each_page(kv.v, [&](int page_first, int page_rows) {
+    for (int r = 0; r < n_rows; ++r) {
+      const int t = item.token_begin + r / group;
+      int lo, hi;
+      if (!visible_keys(t, page_first, page_rows, &lo, &hi)) continue;
+      float* a = acc.data() + size_t(r) * size_t(dim);
+      const float* w = weights.data() + size_t(r) * size_t(span);
+      for (int k = lo; k <= hi; ++k) {
+        const float prob = w[k - span_first];
+        const float* vvec = rows.data() + size_t(k - page_first) * size_t(dim);
+        for (int d = 0; d < dim; ++d) a[d] += prob * vvec[d];
+      }
+    }
+  });
+  for (int r = 0; r < n_rows; ++r) {
+    const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
+    float* o = out + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
+    std::memcpy(o, acc.data() + size_t(r) * size_t(dim), size_t(dim) * sizeof(float));
   }
 }
 

@@ -14,5 +14,6 @@ using Runner = std::function<int()>;
 Runner add_inspect_command(CLI::App& app);
 Runner add_tokenize_command(CLI::App& app);
 Runner add_generate_command(CLI::App& app);
+Runner add_logits_command(CLI::App& app);
 
 }  // namespace tessera::cli

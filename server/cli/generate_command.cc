@@ -28,6 +28,7 @@ struct GenerateOptions {
   int64_t seed = -1;
   int batch = 512;
   bool ignore_eos = false;
+  bool print_ids = false;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -58,6 +59,7 @@ int run_generate(const GenerateOptions& o) {
   const uint64_t seed = o.seed >= 0 ? uint64_t(o.seed) : std::random_device{}();
   SequenceDriver seq(runner, params, seed);
   IncrementalDetokenizer detok(tokenizer);
+  std::vector<int32_t> ids;
 
   t0 = std::chrono::steady_clock::now();
   seq.feed(prompt, o.batch, false, o.max_tokens > 0);
@@ -68,12 +70,22 @@ int run_generate(const GenerateOptions& o) {
     const SampledToken tok = generated == 0 ? seq.last() : seq.next();
     if (!o.ignore_eos && is_end_of_generation(tokenizer.vocab(), tok.id)) break;
     ++generated;
-    std::fputs(detok.push(tok.id).c_str(), stdout);
-    std::fflush(stdout);
+    if (o.print_ids) {
+      ids.push_back(tok.id);
+    } else {
+      std::fputs(detok.push(tok.id).c_str(), stdout);
+      std::fflush(stdout);
+    }
     if (seq.length() + 1 >= size_t(runner.model().spec().max_context)) break;
   }
-  std::fputs(detok.finish().c_str(), stdout);
-  std::fputc('\n', stdout);
+  if (o.print_ids) {
+    std::string json = "[";
+    for (size_t i = 0; i < ids.size(); ++i) json += (i ? ", " : "") + std::to_string(ids[i]);
+    std::printf("%s]\n", json.c_str());
+  } else {
+    std::fputs(detok.finish().c_str(), stdout);
+    std::fputc('\n', stdout);
+  }
   const double decode_s = seconds_since(t0);
   std::fprintf(stderr, "prompt: %zu tokens in %.3f s (%.1f tok/s); generated: %d tokens in %.3f s (%.1f tok/s)\n", prompt.size(),
                prefill_s, double(prompt.size()) / prefill_s, generated, decode_s, generated > 1 ? (generated - 1) / decode_s : 0.0);
@@ -96,6 +108,7 @@ Runner add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Random seed (-1: random)")->capture_default_str();
   cmd->add_option("--batch", o->batch, "Prompt tokens per forward pass")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep going past end-of-generation tokens");
+  cmd->add_flag("--print-ids", o->print_ids, "Print the generated token ids as a JSON array instead of text");
   return [o] { return run_generate(*o); };
 }
 

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Writes tests/data/generation-goldens/<model>.json: llama.cpp's greedy
+continuations (32 tokens, end-of-generation tokens included) of ten prompts
+for each real model, and llama.cpp-style perplexity of a text.
+
+llama.cpp is reached through llama-cpp-python (see gen_tokenizer_goldens.py
+for the set-up). Run: /tmp/refvenv/bin/python scripts/gen_generation_goldens.py [MODEL_DIR]
+"""
+import json
+import math
+import os
+import pathlib
+import sys
+
+import llama_cpp
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "data" / "generation-goldens"
+MODELS = {"smollm2": "SmolLM2-135M-Instruct.Q4_1.gguf", "gemma3": "gemma-3-270m-q4_k_m.gguf"}
+N_TOKENS = 32
+PPL_CTX = 128
+PPL_CHUNKS = 8
+
+PROMPTS = [
+    "The capital of France is",
+    "Once upon a time, in a small village,",
+    "def fibonacci(n):\n",
+    "Q: What is 12 times 7?\nA:",
+    "The three primary colors are",
+    "<|im_start|>user\nWrite a haiku about the sea.<|im_end|>\n<|im_start|>assistant\n",
+    "<start_of_turn>user\nName three planets.<end_of_turn>\n<start_of_turn>model\n",
+    "Les chats sont",
+    "In 1969, the first human to walk on the moon was",
+    "import numpy as np\nx = np.",
+]
+
+
+def greedy(llm, prompt):
+    tokens = llm.tokenize(prompt.encode(), add_bos=True, special=True)
+    llm.reset()
+    llm.eval(tokens)
+    out = []
+    for _ in range(N_TOKENS):
+        logits = np.asarray(llm.scores[llm.n_tokens - 1])
+        tok = int(np.argmax(logits))
+        out.append(tok)
+        llm.eval([tok])
+    return tokens, out
+
+
+def perplexity(llm, text):
+    tokens = llm.tokenize(text.encode(), add_bos=True, special=False)
+    n_chunks = min(PPL_CHUNKS, len(tokens) // PPL_CTX)
+    first = PPL_CTX // 2
+    nll, count = 0.0, 0
+    for c in range(n_chunks):
+        chunk = list(tokens[c * PPL_CTX:(c + 1) * PPL_CTX])
+        chunk[0] = llm.token_bos()
+        llm.reset()
+        llm.eval(chunk)
+        for j in range(first, PPL_CTX - 1):
+            logits = np.asarray(llm.scores[j], dtype=np.float64)
+            m = logits.max()
+            log_z = m + math.log(np.exp(logits - m).sum())
+            nll += log_z - logits[chunk[j + 1]]
+            count += 1
+    return math.exp(nll / count), n_chunks
+
+
+def main():
+    model_dir = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else
+                             os.environ.get("TESSERA_MODEL_DIR", pathlib.Path.home() / ".cache/tessera/models"))
+    OUT.mkdir(parents=True, exist_ok=True)
+    text = (ROOT / "tests" / "data" / "perplexity" / "gpl-3.0.txt").read_text()
+    for name, file in MODELS.items():
+        llm = llama_cpp.Llama(str(model_dir / file), n_ctx=2048, n_batch=512, n_threads=2, logits_all=True,
+                              verbose=False, seed=0)
+        cases = []
+        for prompt in PROMPTS:
+            prompt_ids, tokens = greedy(llm, prompt)
+            cases.append({"prompt": prompt, "prompt_ids": prompt_ids, "tokens": tokens})
+        ppl, chunks = perplexity(llm, text)
+        (OUT / f"{name}.json").write_text(json.dumps({
+            "llama_cpp_python": llama_cpp.__version__, "greedy_tokens": N_TOKENS, "cases": cases,
+            "perplexity": {"file": "perplexity/gpl-3.0.txt", "ctx": PPL_CTX, "chunks": chunks, "value": ppl}}, indent=1))
+        print(name, "perplexity", ppl)
+
+
+if __name__ == "__main__":
+    main()

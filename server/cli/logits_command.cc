@@ -1,0 +1,54 @@
+// tessera logits: the next-token logits at every prompt position, written as
+// little-endian float32 [n_tokens][vocab] to a file, and the prompt's token
+// ids to stdout. For comparing the engine with reference implementations.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "engine/error.h"
+#include "server/cli/commands.h"
+#include "server/cli/engine_options.h"
+#include "server/cli/sequence_driver.h"
+
+namespace tessera::cli {
+namespace {
+
+struct LogitsOptions {
+  EngineOptions engine;
+  std::string prompt;
+  std::string out;
+  bool add_special = true;
+  int batch = 512;
+};
+
+int run_logits(const LogitsOptions& o) {
+  ModelRunner runner = make_runner(o.engine);
+  const std::vector<int32_t> ids = runner.model().tokenizer().encode(o.prompt, {.add_special = o.add_special, .parse_special = true});
+  if (ids.empty()) throw Error("the prompt has no tokens");
+  SequenceDriver seq(runner, SamplingParams{}, 0);
+  const std::vector<float> logits = seq.feed(ids, o.batch, true, false);
+  std::ofstream f(o.out, std::ios::binary);
+  if (!f) throw Error(o.out + ": cannot open for writing");
+  f.write(reinterpret_cast<const char*>(logits.data()), std::streamsize(logits.size() * sizeof(float)));
+  if (!f) throw Error(o.out + ": write failed");
+  std::string json = "[";
+  for (size_t i = 0; i < ids.size(); ++i) json += (i ? ", " : "") + std::to_string(ids[i]);
+  std::printf("%s]\n", json.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Runner add_logits_command(CLI::App& app) {
+  auto o = std::make_shared<LogitsOptions>();
+  CLI::App* cmd = app.add_subcommand("logits", "Write the logits of every prompt position to a file");
+  add_engine_options(cmd, &o->engine);
+  cmd->add_option("--prompt,-p", o->prompt, "Prompt text")->required();
+  cmd->add_option("--out,-o", o->out, "Output file (float32, [tokens][vocab])")->required();
+  cmd->add_option("--batch", o->batch, "Prompt tokens per forward pass")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  cmd->add_flag("!--no-special", o->add_special, "Do not add BOS/EOS");
+  return [o] { return run_logits(*o); };
+}
+
+}  // namespace tessera::cli
