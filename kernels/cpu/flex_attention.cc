@@ -8,6 +8,7 @@
 
 #include "engine/error.h"
 #include "engine/tensor/half.h"
+#include "kernels/cpu/lane_sum.h"
 
 namespace tessera::cpu {
 namespace {
@@ -120,8 +121,7 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
       const float* qv = queries.data() + size_t(r) * size_t(dim);
       for (int k = lo; k <= hi; ++k) {
         const float* kvec = rows.data() + size_t(k - page_first) * size_t(dim);
-        float dot = 0.0f;
-        for (int d = 0; d < dim; ++d) dot += qv[d] * kvec[d];
+        const float dot = lane_ordered_dot(qv, kvec, dim);
         const float s = score_mod(dot * params.scale, head, batch.positions[t], k);
         weights[size_t(r) * size_t(span) + size_t(k - span_first)] = s;
         row_max[size_t(r)] = std::max(row_max[size_t(r)], s);
