@@ -29,6 +29,7 @@ class ModelRunner {
 
   // Throws tessera::Error when the plan is malformed (ids, pages, positions).
   StepResult step(const StepPlan& plan);
+  void set_observer(ActivationObserver observer) { decoder_.set_observer(std::move(observer)); }
 
  private:
   void validate(const StepPlan& plan) const;

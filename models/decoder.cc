@@ -75,6 +75,7 @@ void Decoder::attention_block(int layer, const ForwardBatch& batch, const KvLayo
     cpu::rms_norm(k_.data(), lw.k_norm, spec_.norm_weight_offset, spec_.norm_eps, int64_t(n) * spec_.n_kv_heads,
                   spec_.head_dim, k_.data(), pool);
   }
+  observe("q_proj", layer, q_, n, int64_t(spec_.n_heads) * spec_.head_dim);
   const int window = spec_.sliding_window[size_t(layer)];
   cpu::RopeParams rope{spec_.rope.style, spec_.rope.dim, spec_.rope.base, spec_.rope.freq_scale, nullptr};
   if (window > 0 && spec_.rope.local_base > 0.0f) {
@@ -83,6 +84,8 @@ void Decoder::attention_block(int layer, const ForwardBatch& batch, const KvLayo
   }
   cpu::apply_rope(q_.data(), batch.positions, n, spec_.n_heads, spec_.head_dim, rope, pool);
   cpu::apply_rope(k_.data(), batch.positions, n, spec_.n_kv_heads, spec_.head_dim, rope, pool);
+  observe("q_rope", layer, q_, n, int64_t(spec_.n_heads) * spec_.head_dim);
+  observe("k_rope", layer, k_, n, int64_t(spec_.n_kv_heads) * spec_.head_dim);
   write_kv(layout, kv, batch.slots, n, k_.data(), v_.data());
 
   cpu::AttentionParams params;
@@ -95,7 +98,9 @@ void Decoder::attention_block(int layer, const ForwardBatch& batch, const KvLayo
   }
   const cpu::PagedKv paged{kv.k, kv.v, layout.dtype, layout.page_size, layout.n_kv_heads, layout.head_dim};
   cpu::flex_attention(q_.data(), spec_.n_heads, paged, batch.attention, params, attn_.data(), pool);
+  observe("attention", layer, attn_, n, int64_t(spec_.n_heads) * spec_.head_dim);
   cpu::matmul(*lw.o, attn_.data(), n, proj_.data(), scratch_, pool);
+  observe("attention_proj", layer, proj_, n, spec_.d_model);
   if (spec_.post_attention_norm) {
     cpu::rms_norm(proj_.data(), lw.post_attn_norm, spec_.norm_weight_offset, spec_.norm_eps, n, spec_.d_model, proj_.data(), pool);
   }
@@ -107,8 +112,12 @@ void Decoder::ffn_block(int layer, int n, cpu::ThreadPool& pool) {
   cpu::rms_norm(x_.data(), lw.ffn_norm, spec_.norm_weight_offset, spec_.norm_eps, n, spec_.d_model, h_.data(), pool);
   cpu::matmul(*lw.gate, h_.data(), n, gate_.data(), scratch_, pool);
   cpu::matmul(*lw.up, h_.data(), n, up_.data(), scratch_, pool);
+  observe("ffn_gate", layer, gate_, n, spec_.ffn_dim);
+  observe("ffn_up", layer, up_, n, spec_.ffn_dim);
   cpu::gated_activation(spec_.activation, gate_.data(), up_.data(), int64_t(n) * spec_.ffn_dim, gate_.data(), pool);
+  observe("ffn_act", layer, gate_, n, spec_.ffn_dim);
   cpu::matmul(*lw.down, gate_.data(), n, proj_.data(), scratch_, pool);
+  observe("ffn_out", layer, proj_, n, spec_.d_model);
   if (spec_.post_ffn_norm) {
     cpu::rms_norm(proj_.data(), lw.post_ffn_norm, spec_.norm_weight_offset, spec_.norm_eps, n, spec_.d_model, proj_.data(), pool);
   }
@@ -127,6 +136,7 @@ void Decoder::forward(const ForwardBatch& batch, const KvLayout& layout, const s
   for (int l = 0; l < spec_.n_layers; ++l) {
     attention_block(l, batch, layout, kv[size_t(l)], pool);
     ffn_block(l, n, pool);
+    observe("layer_out", l, x_, n, spec_.d_model);
   }
   if (batch.n_logit_rows == 0) return;
   const int64_t d = spec_.d_model;

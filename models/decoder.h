@@ -3,6 +3,7 @@
 // many sequences, reading and writing the paged KV cache. Every architecture
 // runs through this code; the spec switches its optional parts.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "kernels/cpu/flex_attention.h"
@@ -36,9 +37,15 @@ struct ForwardBatch {
   const int32_t* logit_rows = nullptr;  // tokens whose next-token logits are wanted
 };
 
+// Sees intermediate activations (name, layer, [n_tokens][width] values) for
+// comparison with reference implementations.
+using ActivationObserver = std::function<void(const char* name, int layer, const float* values, int64_t n_tokens, int64_t width)>;
+
 class Decoder {
  public:
   Decoder(const DecoderSpec& spec, const DecoderWeights& weights) : spec_(spec), w_(weights) {}
+
+  void set_observer(ActivationObserver observer) { observer_ = std::move(observer); }
 
   // Writes [batch.n_logit_rows][vocab] logits.
   void forward(const ForwardBatch& batch, const KvLayout& layout, const std::vector<KvLayer>& kv, float* logits,
@@ -52,7 +59,12 @@ class Decoder {
   const DecoderSpec& spec_;
   const DecoderWeights& w_;
   cpu::MatmulScratch scratch_;
+  void observe(const char* name, int layer, const std::vector<float>& values, int64_t n_tokens, int64_t width) const {
+    if (observer_) observer_(name, layer, values.data(), n_tokens, width);
+  }
+
   std::vector<float> x_, h_, q_, k_, v_, attn_, proj_, gate_, up_, rows_;  // activations, reused
+  ActivationObserver observer_;
 };
 
 }  // namespace tessera

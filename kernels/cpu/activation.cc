@@ -2,10 +2,12 @@
 
 #include <cmath>
 
+#include "kernels/cpu/vector_exp.h"
+
 namespace tessera::cpu {
 namespace {
 
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
+float silu(float x) { return x / (1.0f + vector_expf(-x)); }
 
 float gelu_tanh(float x) {
   constexpr float kSqrt2OverPi = 0.7978845608028654f;

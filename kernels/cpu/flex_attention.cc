@@ -9,6 +9,7 @@
 #include "engine/error.h"
 #include "engine/tensor/half.h"
 #include "kernels/cpu/lane_sum.h"
+#include "kernels/cpu/vector_exp.h"
 
 namespace tessera::cpu {
 namespace {
@@ -121,7 +122,7 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
       const float* qv = queries.data() + size_t(r) * size_t(dim);
       for (int k = lo; k <= hi; ++k) {
         const float* kvec = rows.data() + size_t(k - page_first) * size_t(dim);
-        const float dot = lane_ordered_dot(qv, kvec, dim);
+        const float dot = ordered_dot(qv, kvec, dim);
         const float s = score_mod(dot * params.scale, head, batch.positions[t], k);
         weights[size_t(r) * size_t(span) + size_t(k - span_first)] = s;
         row_max[size_t(r)] = std::max(row_max[size_t(r)], s);
@@ -133,33 +134,45 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
     const int lo = std::max(span_first, mask.first(batch.positions[t]));
     const int hi = std::min(kv_len - 1, mask.last(batch.positions[t], prefix));
     float* w = weights.data() + size_t(r) * size_t(span);
+    for (int k = lo; k <= hi; ++k) w[k - span_first] = vector_expf(w[k - span_first] - row_max[size_t(r)]);
+    // Sixteen keys at a time, aligned to key 0, each group summed in lane order.
     double sum = 0.0;
-    for (int k = lo; k <= hi; ++k) sum += double(w[k - span_first] = std::exp(w[k - span_first] - row_max[size_t(r)]));
+    for (int group_first = lo - lo % kLanes; group_first <= hi; group_first += kLanes) {
+      float lanes[kLanes] = {};
+      for (int l = 0; l < kLanes; ++l) {
+        const int k = group_first + l;
+        if (k >= lo && k <= hi) lanes[l] = w[k - span_first];
+      }
+      sum += double(reduce_16_lanes(lanes));
+    }
     const float inv = sum > 0.0 ? float(1.0 / sum) : 0.0f;
     for (int k = lo; k <= hi; ++k) {
       const float prob = w[k - span_first] * inv;
       w[k - span_first] = f16 ? f16_to_f32(f32_to_f16(prob)) : prob;
     }
   }
-  std::vector<float> acc(static_cast<size_t>(n_rows) * size_t(dim), 0.0f);
+  // acc[r][d][lane]: key k feeds lane k % 16, as a 16-wide multiply over keys does.
+  std::vector<float> acc(static_cast<size_t>(n_rows) * size_t(dim) * kLanes, 0.0f);
   for_each_page(kv.v, [&](int page_first, int page_rows) {
     for (int r = 0; r < n_rows; ++r) {
       const int t = item.token_begin + r / group;
       int lo, hi;
       if (!visible_keys(t, page_first, page_rows, &lo, &hi)) continue;
-      float* a = acc.data() + size_t(r) * size_t(dim);
+      float* a = acc.data() + size_t(r) * size_t(dim) * kLanes;
       const float* w = weights.data() + size_t(r) * size_t(span);
       for (int k = lo; k <= hi; ++k) {
         const float prob = w[k - span_first];
         const float* vvec = rows.data() + size_t(k - page_first) * size_t(dim);
-        for (int d = 0; d < dim; ++d) a[d] += prob * vvec[d];
+        const int lane = k % kLanes;
+        for (int d = 0; d < dim; ++d) a[size_t(d) * kLanes + size_t(lane)] = std::fma(vvec[d], prob, a[size_t(d) * kLanes + size_t(lane)]);
       }
     }
   });
   for (int r = 0; r < n_rows; ++r) {
     const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
     float* o = out + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
-    std::memcpy(o, acc.data() + size_t(r) * size_t(dim), size_t(dim) * sizeof(float));
+    const float* a = acc.data() + size_t(r) * size_t(dim) * kLanes;
+    for (int d = 0; d < dim; ++d) o[d] = reduce_16_lanes(a + size_t(d) * kLanes);
   }
 }
 

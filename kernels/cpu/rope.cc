@@ -26,9 +26,12 @@ void apply_rope(float* x, const int32_t* positions, int64_t n_tokens, int n_head
         for (int i = 0; i < pairs; ++i) {
           const int a = params.style == RopeStyle::kInterleaved ? 2 * i : i;
           const int b = params.style == RopeStyle::kInterleaved ? 2 * i + 1 : i + pairs;
+          // One fused multiply-add per output, as an FMA machine evaluates
+          // x0*cos - x1*sin; llama.cpp's results depend on this rounding.
           const float x0 = v[a], x1 = v[b];
-          v[a] = x0 * cos_table[size_t(i)] - x1 * sin_table[size_t(i)];
-          v[b] = x0 * sin_table[size_t(i)] + x1 * cos_table[size_t(i)];
+          const float c = cos_table[size_t(i)], s = sin_table[size_t(i)];
+          v[a] = std::fma(x0, c, -(x1 * s));
+          v[b] = std::fma(x0, s, x1 * c);
         }
       }
     }

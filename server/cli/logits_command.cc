@@ -18,6 +18,7 @@ struct LogitsOptions {
   EngineOptions engine;
   std::string prompt;
   std::string out;
+  std::string dump_dir;
   bool add_special = true;
   int batch = 512;
 };
@@ -26,6 +27,13 @@ int run_logits(const LogitsOptions& o) {
   ModelRunner runner = make_runner(o.engine);
   const std::vector<int32_t> ids = runner.model().tokenizer().encode(o.prompt, {.add_special = o.add_special, .parse_special = true});
   if (ids.empty()) throw Error("the prompt has no tokens");
+  if (!o.dump_dir.empty()) {
+    runner.set_observer([dir = o.dump_dir](const char* name, int layer, const float* values, int64_t n_tokens, int64_t width) {
+      const std::string path = dir + "/" + name + "-" + std::to_string(layer) + ".f32";
+      std::ofstream f(path, std::ios::binary | std::ios::app);
+      f.write(reinterpret_cast<const char*>(values), std::streamsize(n_tokens * width * int64_t(sizeof(float))));
+    });
+  }
   SequenceDriver seq(runner, SamplingParams{}, 0);
   const std::vector<float> logits = seq.feed(ids, o.batch, true, false);
   std::ofstream f(o.out, std::ios::binary);
@@ -48,6 +56,7 @@ Runner add_logits_command(CLI::App& app) {
   cmd->add_option("--out,-o", o->out, "Output file (float32, [tokens][vocab])")->required();
   cmd->add_option("--batch", o->batch, "Prompt tokens per forward pass")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   cmd->add_flag("!--no-special", o->add_special, "Do not add BOS/EOS");
+  cmd->add_option("--dump-dir", o->dump_dir, "Append each layer's activations to files in this directory");
   return [o] { return run_logits(*o); };
 }
 
