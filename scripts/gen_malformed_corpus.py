@@ -194,6 +194,8 @@ def safetensors_cases():
         "overlap": (st({"w": st_tensor(), "v": st_tensor(offsets=(8, 24))}, data), "overlaps"),
         "metadata_not_object": (st({"__metadata__": [1]}, data), "__metadata__ is not an object"),
         "metadata_value_not_string": (st({"__metadata__": {"a": 1}}, data), "is not a string"),
+        # A number too large for any integer or double (found by fuzzing).
+        "number_overflow": (st(None, raw_header=b'{"w": {"dtype": "F64", "shape": [46116e46116]}}'), "not valid JSON"),
     }
 
 

@@ -29,7 +29,7 @@ std::optional<std::string> read_text_file(const std::string& path) {
 json parse_json_text(const std::string& text, const std::string& source) {
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw Error(source + ": not valid JSON: " + e.what());
   }
 }

@@ -55,7 +55,7 @@ class HeaderParser {
     };
     try {
       return json::parse(text, limit_depth);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
       fail(std::string("header is not valid JSON: ") + e.what());
     }
   }

@@ -208,7 +208,7 @@ class HfVocabReader {
 json parse(std::string_view text, const std::string& source) {
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw Error(source + ": not valid JSON: " + e.what());
   }
 }
