@@ -37,15 +37,17 @@ PROMPTS = [
 
 
 def greedy(llm, prompt):
+    """Each next token is the argmax of llama.cpp's batched evaluation of the
+    whole sequence so far. llama.cpp's one-token decode path rounds
+    differently from its batched path, so its own incremental greedy output
+    depends on how the sequence was batched; re-evaluating every step gives a
+    reference that does not."""
     tokens = llm.tokenize(prompt.encode(), add_bos=True, special=True)
-    llm.reset()
-    llm.eval(tokens)
     out = []
     for _ in range(N_TOKENS):
-        logits = np.asarray(llm.scores[llm.n_tokens - 1])
-        tok = int(np.argmax(logits))
-        out.append(tok)
-        llm.eval([tok])
+        llm.reset()
+        llm.eval(tokens + out)
+        out.append(int(np.argmax(np.asarray(llm.scores[len(tokens) + len(out) - 1]))))
     return tokens, out
 
 

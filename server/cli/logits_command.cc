@@ -17,6 +17,7 @@ namespace {
 struct LogitsOptions {
   EngineOptions engine;
   std::string prompt;
+  std::vector<int32_t> token_ids;
   std::string out;
   std::string dump_dir;
   bool add_special = true;
@@ -25,7 +26,9 @@ struct LogitsOptions {
 
 int run_logits(const LogitsOptions& o) {
   ModelRunner runner = make_runner(o.engine);
-  const std::vector<int32_t> ids = runner.model().tokenizer().encode(o.prompt, {.add_special = o.add_special, .parse_special = true});
+  const std::vector<int32_t> ids =
+      o.token_ids.empty() ? runner.model().tokenizer().encode(o.prompt, {.add_special = o.add_special, .parse_special = true})
+                          : o.token_ids;
   if (ids.empty()) throw Error("the prompt has no tokens");
   if (!o.dump_dir.empty()) {
     runner.set_observer([dir = o.dump_dir](const char* name, int layer, const float* values, int64_t n_tokens, int64_t width) {
@@ -52,7 +55,10 @@ Runner add_logits_command(CLI::App& app) {
   auto o = std::make_shared<LogitsOptions>();
   CLI::App* cmd = app.add_subcommand("logits", "Write the logits of every prompt position to a file");
   add_engine_options(cmd, &o->engine);
-  cmd->add_option("--prompt,-p", o->prompt, "Prompt text")->required();
+  auto* prompt = cmd->add_option("--prompt,-p", o->prompt, "Prompt text");
+  auto* ids = cmd->add_option("--token-ids", o->token_ids, "Prompt as token ids instead of text")->delimiter(',');
+  prompt->excludes(ids);
+  cmd->require_option(1, 0);
   cmd->add_option("--out,-o", o->out, "Output file (float32, [tokens][vocab])")->required();
   cmd->add_option("--batch", o->batch, "Prompt tokens per forward pass")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   cmd->add_flag("!--no-special", o->add_special, "Do not add BOS/EOS");
