@@ -61,6 +61,7 @@ void Decoder::attention_block(int layer, const ForwardBatch& batch, const KvLayo
   const LayerWeights& lw = w_.layers[size_t(layer)];
   const int n = batch.n_tokens;
   cpu::rms_norm(x_.data(), lw.attn_norm, spec_.norm_weight_offset, spec_.norm_eps, n, spec_.d_model, h_.data(), pool);
+  observe("attn_norm", layer, h_, n, spec_.d_model);
   cpu::matmul(*lw.q, h_.data(), n, q_.data(), scratch_, pool);
   cpu::matmul(*lw.k, h_.data(), n, k_.data(), scratch_, pool);
   cpu::matmul(*lw.v, h_.data(), n, v_.data(), scratch_, pool);
@@ -75,7 +76,7 @@ void Decoder::attention_block(int layer, const ForwardBatch& batch, const KvLayo
     cpu::rms_norm(k_.data(), lw.k_norm, spec_.norm_weight_offset, spec_.norm_eps, int64_t(n) * spec_.n_kv_heads,
                   spec_.head_dim, k_.data(), pool);
   }
-  observe("q_proj", layer, q_, n, int64_t(spec_.n_heads) * spec_.head_dim);
+  observe("q_normed", layer, q_, n, int64_t(spec_.n_heads) * spec_.head_dim);
   const int window = spec_.sliding_window[size_t(layer)];
   cpu::RopeParams rope{spec_.rope.style, spec_.rope.dim, spec_.rope.base, spec_.rope.freq_scale, nullptr};
   if (window > 0 && spec_.rope.local_base > 0.0f) {
@@ -103,8 +104,10 @@ void Decoder::attention_block(int layer, const ForwardBatch& batch, const KvLayo
   observe("attention_proj", layer, proj_, n, spec_.d_model);
   if (spec_.post_attention_norm) {
     cpu::rms_norm(proj_.data(), lw.post_attn_norm, spec_.norm_weight_offset, spec_.norm_eps, n, spec_.d_model, proj_.data(), pool);
+    observe("attn_post_norm", layer, proj_, n, spec_.d_model);
   }
   add_into(x_.data(), proj_.data(), int64_t(n) * spec_.d_model);
+  observe("attn_residual", layer, x_, n, spec_.d_model);
 }
 
 void Decoder::ffn_block(int layer, int n, cpu::ThreadPool& pool) {
@@ -133,6 +136,7 @@ void Decoder::forward(const ForwardBatch& batch, const KvLayout& layout, const s
   if (spec_.embedding_scale != 1.0f) {
     for (float& value : x_) value *= spec_.embedding_scale;
   }
+  observe("embedding", 0, x_, n, spec_.d_model);
   for (int l = 0; l < spec_.n_layers; ++l) {
     attention_block(l, batch, layout, kv[size_t(l)], pool);
     ffn_block(l, n, pool);

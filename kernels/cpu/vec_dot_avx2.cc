@@ -20,13 +20,6 @@ float hsum(__m256 v) {
   return _mm_cvtss_f32(lo);
 }
 
-int hsum_i32(__m256i v) {
-  __m128i lo = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  lo = _mm_add_epi32(lo, _mm_unpackhi_epi64(lo, lo));
-  lo = _mm_add_epi32(lo, _mm_shuffle_epi32(lo, 1));
-  return _mm_cvtsi128_si32(lo);
-}
-
 // 16 bytes of packed nibbles -> 32 bytes: low nibbles (elements 0..15), then high.
 __m256i unpack_nibbles(const uint8_t* p) {
   const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
@@ -139,13 +132,17 @@ float dot_q4_k(int64_t n, const void* w, const void* a) {
   const auto* y = static_cast<const BlockQ8_K*>(a);
   const __m256i low_mask = _mm256_set1_epi8(0x0f);
   __m256 acc = _mm256_setzero_ps();
-  float mins_total = 0.0f;
+  __m128 acc_mins = _mm_setzero_ps();  // four lanes, each two sub-blocks' minimum terms
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     uint8_t scales[8], mins[8];
     unpack_q4k_scales(x[b].scales, scales, mins);
-    int sum_mins = 0;
-    for (int g = 0; g < 16; ++g) sum_mins += y[b].bsums[g] * mins[g / 2];
-    mins_total += f16_to_f32(x[b].dmin) * y[b].d * float(sum_mins);
+    // Pairs of 16-element activation sums, weighted by the sub-block minimums.
+    const __m128i bsums = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(y[b].bsums)),
+                                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(y[b].bsums + 8)));
+    const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(mins)));
+    const __m128i min_products = _mm_madd_epi16(mins16, bsums);
+    const float dmin = -y[b].d * f16_to_f32(x[b].dmin);
+    acc_mins = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(min_products), acc_mins);
     __m256i sumi = _mm256_setzero_si256();
     for (int j = 0; j < 4; ++j) {
       const __m256i bits = load32(x[b].qs + 32 * j);
@@ -157,9 +154,11 @@ float dot_q4_k(int64_t n, const void* w, const void* a) {
                                              _mm256_set1_epi16(scales[2 * j + 1]));
       sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p_lo, p_hi));
     }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_to_f32(x[b].d) * y[b].d), _mm256_cvtepi32_ps(sumi), acc);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(y[b].d * f16_to_f32(x[b].d)), _mm256_cvtepi32_ps(sumi), acc);
   }
-  return hsum(acc) - mins_total;
+  acc_mins = _mm_add_ps(acc_mins, _mm_movehl_ps(acc_mins, acc_mins));
+  acc_mins = _mm_add_ss(acc_mins, _mm_movehdup_ps(acc_mins));
+  return hsum(acc) + _mm_cvtss_f32(acc_mins);
 }
 
 float dot_q6_k(int64_t n, const void* w, const void* a) {
@@ -167,11 +166,9 @@ float dot_q6_k(int64_t n, const void* w, const void* a) {
   const auto* y = static_cast<const BlockQ8_K*>(a);
   const __m256i low_mask = _mm256_set1_epi8(0x0f);
   const __m256i two_bits = _mm256_set1_epi8(0x03);
-  float sum = 0.0f;
+  const __m256i offset = _mm256_set1_epi8(32);
+  __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / kQK_K; ++b) {
-    // The stored values are q + 32; take 32 * sum(scale * activations) off at the end.
-    int offset = 0;
-    for (int g = 0; g < 16; ++g) offset += x[b].scales[g] * y[b].bsums[g];
     __m256i sumi = _mm256_setzero_si256();
     for (int half = 0; half < 2; ++half) {
       const uint8_t* ql = x[b].ql + 64 * half;
@@ -181,16 +178,18 @@ float dot_q6_k(int64_t n, const void* w, const void* a) {
         const __m256i low = c < 2 ? _mm256_and_si256(ql_bytes[c], low_mask)
                                   : _mm256_and_si256(_mm256_srli_epi16(ql_bytes[c - 2], 4), low_mask);
         const __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), two_bits), 4);
-        const __m256i q = _mm256_or_si256(low, high);
+        const __m256i q = _mm256_or_si256(low, high);  // stored value, q + 32
+        const __m256i act = load32(y[b].qs + 128 * half + 32 * c);
+        // (q + 32) * a - 32 * a, pairwise in 16 bits.
+        const __m256i pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(q, act), _mm256_maddubs_epi16(offset, act));
         const int group = half * 8 + c * 2;
         const __m256i scale = _mm256_set_m128i(_mm_set1_epi16(x[b].scales[group + 1]), _mm_set1_epi16(x[b].scales[group]));
-        const __m256i pairs = _mm256_maddubs_epi16(q, load32(y[b].qs + 128 * half + 32 * c));
         sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pairs, scale));
       }
     }
-    sum += f16_to_f32(x[b].d) * y[b].d * float(hsum_i32(sumi) - 32 * offset);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(y[b].d * f16_to_f32(x[b].d)), _mm256_cvtepi32_ps(sumi), acc);
   }
-  return sum;
+  return hsum(acc);
 }
 
 }  // namespace
