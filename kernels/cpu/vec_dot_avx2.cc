@@ -166,9 +166,12 @@ float dot_q6_k(int64_t n, const void* w, const void* a) {
   const auto* y = static_cast<const BlockQ8_K*>(a);
   const __m256i low_mask = _mm256_set1_epi8(0x0f);
   const __m256i two_bits = _mm256_set1_epi8(0x03);
-  const __m256i offset = _mm256_set1_epi8(32);
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / kQK_K; ++b) {
+    // Stored values are q + 32: multiply them as they are and take off
+    // 32 * scale * (activation sum) per pair of 16-element groups.
+    const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].scales)));
+    const __m256i correction = _mm256_slli_epi32(_mm256_madd_epi16(load32(y[b].bsums), scales16), 5);
     __m256i sumi = _mm256_setzero_si256();
     for (int half = 0; half < 2; ++half) {
       const uint8_t* ql = x[b].ql + 64 * half;
@@ -178,15 +181,14 @@ float dot_q6_k(int64_t n, const void* w, const void* a) {
         const __m256i low = c < 2 ? _mm256_and_si256(ql_bytes[c], low_mask)
                                   : _mm256_and_si256(_mm256_srli_epi16(ql_bytes[c - 2], 4), low_mask);
         const __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), two_bits), 4);
-        const __m256i q = _mm256_or_si256(low, high);  // stored value, q + 32
-        const __m256i act = load32(y[b].qs + 128 * half + 32 * c);
-        // (q + 32) * a - 32 * a, pairwise in 16 bits.
-        const __m256i pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(q, act), _mm256_maddubs_epi16(offset, act));
+        const __m256i q = _mm256_or_si256(low, high);
+        const __m256i pairs = _mm256_maddubs_epi16(q, load32(y[b].qs + 128 * half + 32 * c));
         const int group = half * 8 + c * 2;
         const __m256i scale = _mm256_set_m128i(_mm_set1_epi16(x[b].scales[group + 1]), _mm_set1_epi16(x[b].scales[group]));
         sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pairs, scale));
       }
     }
+    sumi = _mm256_sub_epi32(sumi, correction);
     acc = _mm256_fmadd_ps(_mm256_set1_ps(y[b].d * f16_to_f32(x[b].d)), _mm256_cvtepi32_ps(sumi), acc);
   }
   return hsum(acc);
