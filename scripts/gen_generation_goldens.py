@@ -13,6 +13,7 @@ import pathlib
 import sys
 
 import llama_cpp
+import llama_cpp.llama_cpp as llama_cpp_c
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -34,6 +35,21 @@ PROMPTS = [
     "In 1969, the first human to walk on the moon was",
     "import numpy as np\nx = np.",
 ]
+
+
+def without_weight_repacking():
+    """llama.cpp repacks Q4_0/Q4_K weights into interleaved layouts on x86 and
+    multiplies them with kernels that sum in another order. The references
+    use its plain kernels (use_extra_bufts = false), so they do not depend on
+    which repacking a given llama.cpp build and CPU choose."""
+    default = llama_cpp_c.llama_model_default_params
+
+    def patched():
+        params = default()
+        params.use_extra_bufts = False
+        return params
+
+    llama_cpp_c.llama_model_default_params = patched
 
 
 def greedy(llm, prompt):
@@ -74,6 +90,7 @@ def main():
     model_dir = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else
                              os.environ.get("TESSERA_MODEL_DIR", pathlib.Path.home() / ".cache/tessera/models"))
     OUT.mkdir(parents=True, exist_ok=True)
+    without_weight_repacking()
     text = (ROOT / "tests" / "data" / "perplexity" / "gpl-3.0.txt").read_text()
     for name, file in MODELS.items():
         llm = llama_cpp.Llama(str(model_dir / file), n_ctx=2048, n_batch=512, n_threads=2, logits_all=True,
