@@ -67,14 +67,30 @@ def greedy(llm, prompt):
     return tokens, out
 
 
+def greedy_one_token_at_a_time(llm, prompt_ids):
+    """The same continuation from llama.cpp fed one token per evaluation.
+    Where llama.cpp's batched and one-token paths round differently, the two
+    continuations part; the point where they do is recorded."""
+    llm.reset()
+    llm.eval(prompt_ids)
+    out = []
+    for _ in range(N_TOKENS):
+        out.append(int(np.argmax(np.asarray(llm.scores[llm.n_tokens - 1]))))
+        llm.eval([out[-1]])
+    return out
+
+
 def perplexity(llm, text):
     tokens = llm.tokenize(text.encode(), add_bos=True, special=False)
+    # Like llama-perplexity: chunks start with BOS only when the model adds one.
+    adds_bos = len(llm.tokenize(b"x", add_bos=True)) > len(llm.tokenize(b"x", add_bos=False))
     n_chunks = min(PPL_CHUNKS, len(tokens) // PPL_CTX)
     first = PPL_CTX // 2
     nll, count = 0.0, 0
     for c in range(n_chunks):
         chunk = list(tokens[c * PPL_CTX:(c + 1) * PPL_CTX])
-        chunk[0] = llm.token_bos()
+        if adds_bos:
+            chunk[0] = llm.token_bos()
         llm.reset()
         llm.eval(chunk)
         for j in range(first, PPL_CTX - 1):
@@ -95,10 +111,15 @@ def main():
     for name, file in MODELS.items():
         llm = llama_cpp.Llama(str(model_dir / file), n_ctx=2048, n_batch=512, n_threads=2, logits_all=True,
                               verbose=False, seed=0)
+        single = llama_cpp.Llama(str(model_dir / file), n_ctx=2048, n_batch=1, n_ubatch=1, n_threads=2,
+                                 logits_all=True, verbose=False, seed=0)
         cases = []
         for prompt in PROMPTS:
             prompt_ids, tokens = greedy(llm, prompt)
-            cases.append({"prompt": prompt, "prompt_ids": prompt_ids, "tokens": tokens})
+            one_by_one = greedy_one_token_at_a_time(single, prompt_ids)
+            agree = next((i for i, (a, b) in enumerate(zip(tokens, one_by_one)) if a != b), N_TOKENS)
+            cases.append({"prompt": prompt, "prompt_ids": prompt_ids, "tokens": tokens,
+                          "tokens_one_at_a_time": one_by_one, "llama_cpp_paths_agree_for": agree})
         ppl, chunks = perplexity(llm, text)
         (OUT / f"{name}.json").write_text(json.dumps({
             "llama_cpp_python": llama_cpp.__version__, "greedy_tokens": N_TOKENS, "cases": cases,

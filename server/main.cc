@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   runners["tokenize"] = tessera::cli::add_tokenize_command(app);
   runners["generate"] = tessera::cli::add_generate_command(app);
   runners["logits"] = tessera::cli::add_logits_command(app);
+  runners["perplexity"] = tessera::cli::add_perplexity_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
