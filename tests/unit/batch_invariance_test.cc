@@ -1,0 +1,111 @@
+// A sequence's greedy tokens do not depend on what it is batched with or on
+// how its prompt is cut into prefill chunks: every row of the batch is
+// computed the same way whatever the batch holds.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "engine/model_runner.h"
+#include "kernels/cpu/isa.h"
+#include "scheduler/block_allocator.h"
+#include "tests/unit/test_files.h"
+
+namespace tessera {
+namespace {
+
+struct Seq {
+  std::vector<int32_t> tokens;   // prompt, then generated
+  size_t prompt_len = 0;
+  size_t done = 0;               // tokens already in the KV cache
+  std::vector<int32_t> pages;
+  std::mt19937_64 rng{0};
+};
+
+class BatchInvariance : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string path = test::model_dir() + "/SmolLM2-135M-Instruct.Q4_1.gguf";
+    if (!std::filesystem::exists(path)) return;
+    RunnerConfig config;
+    config.kv_budget_bytes = 64ull << 20;
+    config.n_threads = 2;
+    runner_ = new ModelRunner(Model::load(path, cpu::detect_isa()), config);
+  }
+  static void TearDownTestSuite() { delete runner_; }
+  void SetUp() override {
+    if (!runner_) GTEST_SKIP() << "SmolLM2 not fetched (scripts/fetch-models.sh)";
+  }
+
+  // Runs all sequences to `new_tokens` generated tokens; each step feeds every
+  // sequence at most `chunk` pending tokens.
+  static void run(std::vector<Seq>& seqs, size_t chunk, size_t new_tokens) {
+    BlockAllocator allocator(int32_t(runner_->kv_cache().n_pages()));
+    SamplingParams greedy;
+    greedy.temperature = 0.0f;
+    while (true) {
+      StepPlan plan;
+      std::vector<Seq*> in_plan;
+      for (Seq& s : seqs) {
+        if (s.tokens.size() - s.prompt_len >= new_tokens && s.done == s.tokens.size()) continue;
+        const size_t n = std::min(chunk, s.tokens.size() - s.done);
+        while (s.pages.size() * size_t(runner_->page_size()) < s.done + n) s.pages.push_back(*allocator.allocate());
+        SequenceStep step;
+        step.seq_id = uint64_t(&s - seqs.data());
+        step.tokens = std::span<const int32_t>(s.tokens).subspan(s.done, n);
+        step.start_position = int32_t(s.done);
+        step.block_table = s.pages;
+        step.sample = s.done + n == s.tokens.size() && s.tokens.size() - s.prompt_len < new_tokens;
+        step.sampling = &greedy;
+        step.history = s.tokens;
+        step.prompt_len = s.prompt_len;
+        step.rng = &s.rng;
+        plan.sequences.push_back(step);
+        in_plan.push_back(&s);
+      }
+      if (plan.sequences.empty()) return;
+      const StepResult result = runner_->step(plan);
+      for (size_t i = 0; i < in_plan.size(); ++i) {
+        in_plan[i]->done += plan.sequences[i].tokens.size();
+        if (result.sequences[i].sampled) in_plan[i]->tokens.push_back(result.sequences[i].token.id);
+      }
+    }
+  }
+
+  static Seq make(const std::string& prompt) {
+    Seq s;
+    s.tokens = runner_->model().tokenizer().encode(prompt, {.add_special = true});
+    s.prompt_len = s.tokens.size();
+    return s;
+  }
+
+  static ModelRunner* runner_;
+};
+
+ModelRunner* BatchInvariance::runner_ = nullptr;
+
+TEST_F(BatchInvariance, AloneBatchedAndChunkedGiveTheSameTokens) {
+  const std::string prompt = "Write a short story about a robot who learns to paint, in three sentences.";
+  std::vector<Seq> alone{make(prompt)};
+  run(alone, 1 << 20, 16);
+  const std::vector<int32_t> want(alone[0].tokens.begin() + long(alone[0].prompt_len), alone[0].tokens.end());
+  ASSERT_EQ(want.size(), 16u);
+
+  for (size_t chunk : {1u, 3u, 7u, 16u}) {
+    std::vector<Seq> chunked{make(prompt)};
+    run(chunked, chunk, 16);
+    EXPECT_EQ(std::vector<int32_t>(chunked[0].tokens.begin() + long(chunked[0].prompt_len), chunked[0].tokens.end()), want)
+        << "prefill chunk " << chunk;
+  }
+
+  std::vector<Seq> batch;
+  const char* others[] = {"Hi", "The weather today is", "def add(a, b):", "1, 2, 3, 4, 5,", "Bonjour, je m'appelle",
+                          "A long time ago in a galaxy far, far away, there was", "Q: Why is the sky blue?\nA:"};
+  for (const char* o : others) batch.push_back(make(o));
+  batch.insert(batch.begin() + 3, make(prompt));
+  run(batch, 5, 16);
+  const Seq& ours = batch[3];
+  EXPECT_EQ(std::vector<int32_t>(ours.tokens.begin() + long(ours.prompt_len), ours.tokens.end()), want) << "batched with 7 others";
+}
+
+}  // namespace
+}  // namespace tessera
