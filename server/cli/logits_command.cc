@@ -2,6 +2,7 @@
 // little-endian float32 [n_tokens][vocab] to a file, and the prompt's token
 // ids to stdout. For comparing the engine with reference implementations.
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -38,7 +39,10 @@ int run_logits(const LogitsOptions& o) {
     });
   }
   SequenceDriver seq(runner, SamplingParams{}, 0);
+  const auto t0 = std::chrono::steady_clock::now();
   const std::vector<float> logits = seq.feed(ids, o.batch, true, false);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "prefill: %.1f tok/s (%zu tokens, logits for all)\n", double(ids.size()) / seconds, ids.size());
   std::ofstream f(o.out, std::ios::binary);
   if (!f) throw Error(o.out + ": cannot open for writing");
   f.write(reinterpret_cast<const char*>(logits.data()), std::streamsize(logits.size() * sizeof(float)));
