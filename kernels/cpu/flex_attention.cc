@@ -7,195 +7,10 @@
 #include <vector>
 
 #include "engine/error.h"
-#include "engine/tensor/half.h"
-#include "kernels/cpu/lane_sum.h"
-#include "kernels/cpu/vector_exp.h"
+#include "kernels/cpu/flex_attention_variants.h"
+#include "kernels/cpu/isa.h"
 
 namespace tessera::cpu {
-namespace {
-
-constexpr int kQueryTile = 16;
-
-// Every mask here admits one contiguous key range per query: [first, last].
-struct CausalMask {
-  int first(int) const { return 0; }
-  int last(int q, int) const { return q; }
-};
-struct SlidingWindowMask {
-  int window;
-  int first(int q) const { return std::max(0, q - window + 1); }
-  int last(int q, int) const { return q; }
-};
-struct PrefixLmMask {
-  int first(int) const { return 0; }
-  int last(int q, int prefix) const { return std::max(q, prefix - 1); }
-};
-
-struct NoScoreMod {
-  float operator()(float s, int, int, int) const { return s; }
-};
-struct SoftcapMod {
-  float cap;
-  float operator()(float s, int, int, int) const { return cap * std::tanh(s / cap); }
-};
-struct AlibiMod {
-  const float* slopes;
-  float operator()(float s, int head, int q, int k) const { return s + slopes[head] * float(k - q); }
-};
-
-struct WorkItem {
-  int seq;
-  int token_begin, token_end;
-  int kv_head;
-};
-
-void load_rows(const PagedKv& kv, const void* pool, int page, int kv_head, int rows, float* dst) {
-  const size_t elems_per_row = size_t(kv.n_kv_heads) * size_t(kv.head_dim);
-  const size_t first = (size_t(page) * size_t(kv.page_size)) * elems_per_row + size_t(kv_head) * size_t(kv.head_dim);
-  for (int r = 0; r < rows; ++r) {
-    const size_t offset = first + size_t(r) * elems_per_row;
-    float* out = dst + size_t(r) * size_t(kv.head_dim);
-    if (kv.dtype == DType::kF32) {
-      std::memcpy(out, static_cast<const float*>(pool) + offset, size_t(kv.head_dim) * sizeof(float));
-    } else {
-      const uint16_t* src = static_cast<const uint16_t*>(pool) + offset;
-      for (int d = 0; d < kv.head_dim; ++d) out[d] = f16_to_f32(src[d]);
-    }
-  }
-}
-
-// Attention for one tile of a sequence's queries and one KV head, in three
-// passes over the visible pages: scores and their row maxima, normalised
-// probabilities, then the weighted sum of values. With an f16 cache the
-// queries and the probabilities are rounded to f16 before they meet the f16
-// keys and values, the arithmetic of an f16 matrix multiply.
-template <class Mask, class Score>
-void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv, const AttentionBatch& batch,
-            const AttentionParams& params, const Mask& mask, const Score& score_mod, float* out) {
-  const int group = n_heads / kv.n_kv_heads;
-  const int dim = kv.head_dim;
-  const bool f16 = kv.dtype == DType::kF16;
-  const int n_tokens = item.token_end - item.token_begin;
-  const int n_rows = n_tokens * group;
-  const int prefix = batch.prefix_len ? batch.prefix_len[item.seq] : 0;
-  const int kv_len = batch.kv_len[item.seq];
-  // Keys any query of the tile may see: [span_first, span_last].
-  int span_first = std::numeric_limits<int>::max(), span_last = -1;
-  for (int t = item.token_begin; t < item.token_end; ++t) {
-    span_first = std::min(span_first, mask.first(batch.positions[t]));
-    span_last = std::max(span_last, std::min(kv_len - 1, mask.last(batch.positions[t], prefix)));
-  }
-  if (span_last < span_first) span_last = span_first - 1;
-  const int span = span_last - span_first + 1;
-  std::vector<float> queries(static_cast<size_t>(n_rows) * size_t(dim));
-  for (int r = 0; r < n_rows; ++r) {
-    const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
-    const float* src = q + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
-    for (int d = 0; d < dim; ++d) queries[size_t(r) * size_t(dim) + size_t(d)] = f16 ? f16_to_f32(f32_to_f16(src[d])) : src[d];
-  }
-  // weights[r][k - span_first]: the score, then the probability.
-  std::vector<float> weights(static_cast<size_t>(n_rows) * size_t(std::max(span, 0)), 0.0f);
-  std::vector<float> row_max(static_cast<size_t>(n_rows), -std::numeric_limits<float>::infinity());
-  std::vector<float> rows(static_cast<size_t>(kv.page_size) * size_t(dim));
-  const int n_pages = batch.page_indptr[item.seq + 1] - batch.page_indptr[item.seq];
-  auto visible_keys = [&](int t, int page_first, int page_rows, int* lo, int* hi) {
-    const int pos = batch.positions[t];
-    *lo = std::max(page_first, mask.first(pos));
-    *hi = std::min(page_first + page_rows - 1, mask.last(pos, prefix));
-    return *lo <= *hi;
-  };
-  auto for_each_page = [&](const void* pool, auto&& body) {
-    for (int p = 0; p < n_pages; ++p) {
-      const int page_first = p * kv.page_size;
-      const int page_rows = std::min(kv.page_size, kv_len - page_first);
-      if (page_rows <= 0) break;
-      if (page_first + page_rows - 1 < span_first || page_first > span_last) continue;  // wholly masked
-      load_rows(kv, pool, batch.page_indices[batch.page_indptr[item.seq] + p], item.kv_head, page_rows, rows.data());
-      body(page_first, page_rows);
-    }
-  };
-  for_each_page(kv.k, [&](int page_first, int page_rows) {
-    for (int r = 0; r < n_rows; ++r) {
-      const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
-      int lo, hi;
-      if (!visible_keys(t, page_first, page_rows, &lo, &hi)) continue;
-      const float* qv = queries.data() + size_t(r) * size_t(dim);
-      for (int k = lo; k <= hi; ++k) {
-        const float* kvec = rows.data() + size_t(k - page_first) * size_t(dim);
-        const float dot = ordered_dot(qv, kvec, dim);
-        const float s = score_mod(dot * params.scale, head, batch.positions[t], k);
-        weights[size_t(r) * size_t(span) + size_t(k - span_first)] = s;
-        row_max[size_t(r)] = std::max(row_max[size_t(r)], s);
-      }
-    }
-  });
-  for (int r = 0; r < n_rows; ++r) {
-    const int t = item.token_begin + r / group;
-    const int lo = std::max(span_first, mask.first(batch.positions[t]));
-    const int hi = std::min(kv_len - 1, mask.last(batch.positions[t], prefix));
-    float* w = weights.data() + size_t(r) * size_t(span);
-    for (int k = lo; k <= hi; ++k) w[k - span_first] = vector_expf(w[k - span_first] - row_max[size_t(r)]);
-    // Sixteen keys at a time, aligned to key 0, each group summed in lane order.
-    double sum = 0.0;
-    for (int group_first = lo - lo % kLanes; group_first <= hi; group_first += kLanes) {
-      float lanes[kLanes] = {};
-      for (int l = 0; l < kLanes; ++l) {
-        const int k = group_first + l;
-        if (k >= lo && k <= hi) lanes[l] = w[k - span_first];
-      }
-      sum += double(reduce_16_lanes(lanes));
-    }
-    const float inv = sum > 0.0 ? float(1.0 / sum) : 0.0f;
-    for (int k = lo; k <= hi; ++k) {
-      const float prob = w[k - span_first] * inv;
-      w[k - span_first] = f16 ? f16_to_f32(f32_to_f16(prob)) : prob;
-    }
-  }
-  // acc[r][d][lane]: key k feeds lane k % 16, as a 16-wide multiply over keys does.
-  std::vector<float> acc(static_cast<size_t>(n_rows) * size_t(dim) * kLanes, 0.0f);
-  for_each_page(kv.v, [&](int page_first, int page_rows) {
-    for (int r = 0; r < n_rows; ++r) {
-      const int t = item.token_begin + r / group;
-      int lo, hi;
-      if (!visible_keys(t, page_first, page_rows, &lo, &hi)) continue;
-      float* a = acc.data() + size_t(r) * size_t(dim) * kLanes;
-      const float* w = weights.data() + size_t(r) * size_t(span);
-      for (int k = lo; k <= hi; ++k) {
-        const float prob = w[k - span_first];
-        const float* vvec = rows.data() + size_t(k - page_first) * size_t(dim);
-        const int lane = k % kLanes;
-        for (int d = 0; d < dim; ++d) a[size_t(d) * kLanes + size_t(lane)] = std::fma(vvec[d], prob, a[size_t(d) * kLanes + size_t(lane)]);
-      }
-    }
-  });
-  for (int r = 0; r < n_rows; ++r) {
-    const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
-    float* o = out + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
-    const float* a = acc.data() + size_t(r) * size_t(dim) * kLanes;
-    for (int d = 0; d < dim; ++d) o[d] = reduce_16_lanes(a + size_t(d) * kLanes);
-  }
-}
-
-template <class Mask, class Score>
-void run_all(const std::vector<WorkItem>& items, const float* q, int n_heads, const PagedKv& kv, const AttentionBatch& batch,
-             const AttentionParams& params, const Mask& mask, const Score& score, float* out, ThreadPool& pool) {
-  pool.parallel_for(int64_t(items.size()), 1, [&](int, int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) attend(items[size_t(i)], q, n_heads, kv, batch, params, mask, score, out);
-  });
-}
-
-template <class Mask>
-void dispatch_score(const std::vector<WorkItem>& items, const float* q, int n_heads, const PagedKv& kv,
-                    const AttentionBatch& batch, const AttentionParams& params, const Mask& mask, float* out,
-                    ThreadPool& pool) {
-  switch (params.score) {
-    case ScoreMod::kNone: return run_all(items, q, n_heads, kv, batch, params, mask, NoScoreMod{}, out, pool);
-    case ScoreMod::kSoftcap: return run_all(items, q, n_heads, kv, batch, params, mask, SoftcapMod{params.softcap}, out, pool);
-    case ScoreMod::kAlibi: return run_all(items, q, n_heads, kv, batch, params, mask, AlibiMod{params.alibi_slopes}, out, pool);
-  }
-}
-
-}  // namespace
 
 void flex_attention(const float* q, int n_heads, const PagedKv& kv, const AttentionBatch& batch,
                     const AttentionParams& params, float* out, ThreadPool& pool) {
@@ -203,18 +18,18 @@ void flex_attention(const float* q, int n_heads, const PagedKv& kv, const Attent
   if (kv.dtype != DType::kF32 && kv.dtype != DType::kF16) throw Error("attention: KV cache must be F32 or F16");
   if (params.score == ScoreMod::kAlibi && !params.alibi_slopes) throw Error("attention: ALiBi needs slopes");
   if (params.score == ScoreMod::kSoftcap && !(params.softcap > 0.0f)) throw Error("attention: softcap must be positive");
-  std::vector<WorkItem> items;
+  std::vector<AttentionWorkItem> items;
   for (int s = 0; s < batch.n_seqs; ++s) {
     for (int t = batch.query_start[s]; t < batch.query_start[s + 1]; t += kQueryTile) {
       for (int h = 0; h < kv.n_kv_heads; ++h) items.push_back({s, t, std::min(t + kQueryTile, batch.query_start[s + 1]), h});
     }
   }
-  switch (params.mask) {
-    case MaskMod::kCausal: return dispatch_score(items, q, n_heads, kv, batch, params, CausalMask{}, out, pool);
-    case MaskMod::kSlidingWindow:
-      if (params.window <= 0) throw Error("attention: sliding window must be positive");
-      return dispatch_score(items, q, n_heads, kv, batch, params, SlidingWindowMask{params.window}, out, pool);
-    case MaskMod::kPrefixLm: return dispatch_score(items, q, n_heads, kv, batch, params, PrefixLmMask{}, out, pool);
+  if (params.mask == MaskMod::kSlidingWindow && params.window <= 0) throw Error("attention: sliding window must be positive");
+  const IsaFeatures isa = detect_isa();
+  if (isa.avx2 && isa.fma && isa.f16c) {
+    flex_attention_avx2(items, q, n_heads, kv, batch, params, out, pool);
+  } else {
+    flex_attention_generic(items, q, n_heads, kv, batch, params, out, pool);
   }
 }
 

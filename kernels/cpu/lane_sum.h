@@ -11,7 +11,7 @@ namespace tessera::cpu {
 constexpr int kLanes = 16;
 
 // The reduction of one 16-lane register: halves, then quarters, then pairs.
-inline float reduce_16_lanes(const float* a) {
+static inline float reduce_16_lanes(const float* a) {
   float t3[8], t6[4];
   for (int i = 0; i < 8; ++i) t3[i] = a[i + 8] + a[i];
   for (int i = 0; i < 4; ++i) t6[i] = t3[i + 4] + t3[i];
@@ -20,7 +20,7 @@ inline float reduce_16_lanes(const float* a) {
 
 // sum_i x[i] * y[i] with one 16-lane accumulator: lane l takes i = l, l+16, …
 // by fused multiply-add, then the lanes are reduced. For n % 16 == 0.
-inline float lane16_dot(const float* x, const float* y, int n) {
+static inline float lane16_dot(const float* x, const float* y, int n) {
   float acc[kLanes] = {};
   for (int i = 0; i < n; i += kLanes) {
     for (int l = 0; l < kLanes; ++l) acc[l] = std::fma(x[i + l], y[i + l], acc[l]);
@@ -30,7 +30,7 @@ inline float lane16_dot(const float* x, const float* y, int n) {
 
 // The same sum for any n: four accumulators over 64-element steps, the tail
 // added in double.
-inline float lane64_dot(const float* x, const float* y, int n) {
+static inline float lane64_dot(const float* x, const float* y, int n) {
   float acc[4][kLanes] = {};
   const int whole = n - n % (4 * kLanes);
   for (int i = 0; i < whole; i += 4 * kLanes) {
@@ -44,7 +44,7 @@ inline float lane64_dot(const float* x, const float* y, int n) {
   return float(sum);
 }
 
-inline float ordered_dot(const float* x, const float* y, int n) {
+static inline float ordered_dot(const float* x, const float* y, int n) {
   return n % kLanes == 0 ? lane16_dot(x, y, n) : lane64_dot(x, y, n);
 }
 

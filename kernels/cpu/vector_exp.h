@@ -9,7 +9,7 @@ namespace tessera::cpu {
 // accurate to about 1.5 ulp; the coefficients are those of the widely used
 // single-precision vector exp (ARM optimized-routines), which llama.cpp's
 // CPU backend uses too.
-inline float vector_expf(float x) {
+static inline float vector_expf(float x) {
   const float shift = 0x1.8p23f;
   const float z = std::fma(x, 0x1.715476p+0f, shift);
   const float n = z - shift;

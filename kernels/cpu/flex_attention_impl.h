@@ -1,0 +1,230 @@
+#pragma once
+// The flex attention kernel body, compiled once per instruction set (see
+// flex_attention_generic.cc and flex_attention_avx2.cc): the same source and
+// the same order of operations, so every build gives the same bits.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
+#include "engine/tensor/half.h"
+#include "kernels/cpu/flex_attention_variants.h"
+#include "kernels/cpu/lane_sum.h"
+#include "kernels/cpu/vector_exp.h"
+
+// Internal linkage: each including file gets its own copy, built with its own
+// instruction-set flags.
+namespace tessera::cpu {
+namespace {
+
+
+
+// Every mask here admits one contiguous key range per query: [first, last].
+struct CausalMask {
+  int first(int) const { return 0; }
+  int last(int q, int) const { return q; }
+};
+struct SlidingWindowMask {
+  int window;
+  int first(int q) const { return std::max(0, q - window + 1); }
+  int last(int q, int) const { return q; }
+};
+struct PrefixLmMask {
+  int first(int) const { return 0; }
+  int last(int q, int prefix) const { return std::max(q, prefix - 1); }
+};
+
+struct NoScoreMod {
+  float operator()(float s, int, int, int) const { return s; }
+};
+struct SoftcapMod {
+  float cap;
+  float operator()(float s, int, int, int) const { return cap * std::tanh(s / cap); }
+};
+struct AlibiMod {
+  const float* slopes;
+  float operator()(float s, int head, int q, int k) const { return s + slopes[head] * float(k - q); }
+};
+
+using WorkItem = AttentionWorkItem;
+
+void load_rows(const PagedKv& kv, const void* pool, int page, int kv_head, int rows, float* dst) {
+  const size_t elems_per_row = size_t(kv.n_kv_heads) * size_t(kv.head_dim);
+  const size_t first = (size_t(page) * size_t(kv.page_size)) * elems_per_row + size_t(kv_head) * size_t(kv.head_dim);
+  for (int r = 0; r < rows; ++r) {
+    const size_t offset = first + size_t(r) * elems_per_row;
+    float* out = dst + size_t(r) * size_t(kv.head_dim);
+    if (kv.dtype == DType::kF32) {
+      std::memcpy(out, static_cast<const float*>(pool) + offset, size_t(kv.head_dim) * sizeof(float));
+    } else {
+      const uint16_t* src = static_cast<const uint16_t*>(pool) + offset;
+      int d = 0;
+#if defined(__F16C__)
+      for (; d + 8 <= kv.head_dim; d += 8) {
+        _mm256_storeu_ps(out + d, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + d))));
+      }
+#endif
+      for (; d < kv.head_dim; ++d) out[d] = f16_to_f32(src[d]);
+    }
+  }
+}
+
+// Attention for one tile of a sequence's queries and one KV head, in three
+// passes over the visible pages: scores and their row maxima, normalised
+// probabilities, then the weighted sum of values. With an f16 cache the
+// queries and the probabilities are rounded to f16 before they meet the f16
+// keys and values, the arithmetic of an f16 matrix multiply.
+template <class Mask, class Score>
+void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv, const AttentionBatch& batch,
+            const AttentionParams& params, const Mask& mask, const Score& score_mod, float* out) {
+  const int group = n_heads / kv.n_kv_heads;
+  const int dim = kv.head_dim;
+  const bool f16 = kv.dtype == DType::kF16;
+  const int n_tokens = item.token_end - item.token_begin;
+  const int n_rows = n_tokens * group;
+  const int prefix = batch.prefix_len ? batch.prefix_len[item.seq] : 0;
+  const int kv_len = batch.kv_len[item.seq];
+  // Keys any query of the tile may see: [span_first, span_last].
+  int span_first = std::numeric_limits<int>::max(), span_last = -1;
+  for (int t = item.token_begin; t < item.token_end; ++t) {
+    span_first = std::min(span_first, mask.first(batch.positions[t]));
+    span_last = std::max(span_last, std::min(kv_len - 1, mask.last(batch.positions[t], prefix)));
+  }
+  if (span_last < span_first) span_last = span_first - 1;
+  const int span = span_last - span_first + 1;
+  std::vector<float> queries(static_cast<size_t>(n_rows) * size_t(dim));
+  for (int r = 0; r < n_rows; ++r) {
+    const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
+    const float* src = q + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
+    for (int d = 0; d < dim; ++d) queries[size_t(r) * size_t(dim) + size_t(d)] = f16 ? f16_to_f32(f32_to_f16(src[d])) : src[d];
+  }
+  // weights[r][k - span_first]: the score, then the probability.
+  std::vector<float> weights(static_cast<size_t>(n_rows) * size_t(std::max(span, 0)), 0.0f);
+  std::vector<float> row_max(static_cast<size_t>(n_rows), -std::numeric_limits<float>::infinity());
+  std::vector<float> rows(static_cast<size_t>(kv.page_size) * size_t(dim));
+  const int n_pages = batch.page_indptr[item.seq + 1] - batch.page_indptr[item.seq];
+  auto visible_keys = [&](int t, int page_first, int page_rows, int* lo, int* hi) {
+    const int pos = batch.positions[t];
+    *lo = std::max(page_first, mask.first(pos));
+    *hi = std::min(page_first + page_rows - 1, mask.last(pos, prefix));
+    return *lo <= *hi;
+  };
+  auto for_each_page = [&](const void* pool, auto&& body) {
+    for (int p = 0; p < n_pages; ++p) {
+      const int page_first = p * kv.page_size;
+      const int page_rows = std::min(kv.page_size, kv_len - page_first);
+      if (page_rows <= 0) break;
+      if (page_first + page_rows - 1 < span_first || page_first > span_last) continue;  // wholly masked
+      load_rows(kv, pool, batch.page_indices[batch.page_indptr[item.seq] + p], item.kv_head, page_rows, rows.data());
+      body(page_first, page_rows);
+    }
+  };
+  for_each_page(kv.k, [&](int page_first, int page_rows) {
+    for (int r = 0; r < n_rows; ++r) {
+      const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
+      int lo, hi;
+      if (!visible_keys(t, page_first, page_rows, &lo, &hi)) continue;
+      const float* qv = queries.data() + size_t(r) * size_t(dim);
+      for (int k = lo; k <= hi; ++k) {
+        const float* kvec = rows.data() + size_t(k - page_first) * size_t(dim);
+        const float dot = ordered_dot(qv, kvec, dim);
+        const float s = score_mod(dot * params.scale, head, batch.positions[t], k);
+        weights[size_t(r) * size_t(span) + size_t(k - span_first)] = s;
+        row_max[size_t(r)] = std::max(row_max[size_t(r)], s);
+      }
+    }
+  });
+  for (int r = 0; r < n_rows; ++r) {
+    const int t = item.token_begin + r / group;
+    const int lo = std::max(span_first, mask.first(batch.positions[t]));
+    const int hi = std::min(kv_len - 1, mask.last(batch.positions[t], prefix));
+    float* w = weights.data() + size_t(r) * size_t(span);
+    for (int k = lo; k <= hi; ++k) w[k - span_first] = vector_expf(w[k - span_first] - row_max[size_t(r)]);
+    // Sixteen keys at a time, aligned to key 0, each group summed in lane order.
+    double sum = 0.0;
+    for (int group_first = lo - lo % kLanes; group_first <= hi; group_first += kLanes) {
+      float lanes[kLanes] = {};
+      for (int l = 0; l < kLanes; ++l) {
+        const int k = group_first + l;
+        if (k >= lo && k <= hi) lanes[l] = w[k - span_first];
+      }
+      sum += double(reduce_16_lanes(lanes));
+    }
+    const float inv = sum > 0.0 ? float(1.0 / sum) : 0.0f;
+    for (int k = lo; k <= hi; ++k) {
+      const float prob = w[k - span_first] * inv;
+      w[k - span_first] = f16 ? f16_to_f32(f32_to_f16(prob)) : prob;
+    }
+  }
+  // acc[r][lane][d]: key k feeds lane k % 16, as a 16-wide multiply over keys
+  // does; laid out so each key's update runs along d.
+  const size_t row_stride = size_t(kLanes) * size_t(dim);
+  std::vector<float> acc(static_cast<size_t>(n_rows) * row_stride, 0.0f);
+  for_each_page(kv.v, [&](int page_first, int page_rows) {
+    for (int r = 0; r < n_rows; ++r) {
+      const int t = item.token_begin + r / group;
+      int lo, hi;
+      if (!visible_keys(t, page_first, page_rows, &lo, &hi)) continue;
+      float* a = acc.data() + size_t(r) * row_stride;
+      const float* w = weights.data() + size_t(r) * size_t(span);
+      for (int k = lo; k <= hi; ++k) {
+        const float prob = w[k - span_first];
+        const float* vvec = rows.data() + size_t(k - page_first) * size_t(dim);
+        float* lane = a + size_t(k % kLanes) * size_t(dim);
+        for (int d = 0; d < dim; ++d) lane[d] = std::fma(vvec[d], prob, lane[d]);
+      }
+    }
+  });
+  // The 16-lane reduction tree, applied to every d at once.
+  for (int r = 0; r < n_rows; ++r) {
+    const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
+    float* o = out + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
+    float* a = acc.data() + size_t(r) * row_stride;
+    auto lane = [&](int l) { return a + size_t(l) * size_t(dim); };
+    for (int i = 0; i < 8; ++i) {
+      for (int d = 0; d < dim; ++d) lane(i)[d] = lane(i + 8)[d] + lane(i)[d];
+    }
+    for (int i = 0; i < 4; ++i) {
+      for (int d = 0; d < dim; ++d) lane(i)[d] = lane(i + 4)[d] + lane(i)[d];
+    }
+    for (int d = 0; d < dim; ++d) o[d] = (lane(0)[d] + lane(2)[d]) + (lane(1)[d] + lane(3)[d]);
+  }
+}
+
+template <class Mask, class Score>
+void run_all(const std::vector<WorkItem>& items, const float* q, int n_heads, const PagedKv& kv, const AttentionBatch& batch,
+             const AttentionParams& params, const Mask& mask, const Score& score, float* out, ThreadPool& pool) {
+  pool.parallel_for(int64_t(items.size()), 1, [&](int, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) attend(items[size_t(i)], q, n_heads, kv, batch, params, mask, score, out);
+  });
+}
+
+template <class Mask>
+void dispatch_score(const std::vector<WorkItem>& items, const float* q, int n_heads, const PagedKv& kv,
+                    const AttentionBatch& batch, const AttentionParams& params, const Mask& mask, float* out,
+                    ThreadPool& pool) {
+  switch (params.score) {
+    case ScoreMod::kNone: return run_all(items, q, n_heads, kv, batch, params, mask, NoScoreMod{}, out, pool);
+    case ScoreMod::kSoftcap: return run_all(items, q, n_heads, kv, batch, params, mask, SoftcapMod{params.softcap}, out, pool);
+    case ScoreMod::kAlibi: return run_all(items, q, n_heads, kv, batch, params, mask, AlibiMod{params.alibi_slopes}, out, pool);
+  }
+}
+
+// Runs every work item; the public entry point has checked the arguments.
+inline void run_items(const std::vector<WorkItem>& items, const float* q, int n_heads, const PagedKv& kv,
+                      const AttentionBatch& batch, const AttentionParams& params, float* out, ThreadPool& pool) {
+  switch (params.mask) {
+    case MaskMod::kCausal: return dispatch_score(items, q, n_heads, kv, batch, params, CausalMask{}, out, pool);
+    case MaskMod::kSlidingWindow:
+      return dispatch_score(items, q, n_heads, kv, batch, params, SlidingWindowMask{params.window}, out, pool);
+    case MaskMod::kPrefixLm: return dispatch_score(items, q, n_heads, kv, batch, params, PrefixLmMask{}, out, pool);
+  }
+}
+
+}  // namespace
+}  // namespace tessera::cpu
