@@ -45,11 +45,18 @@ const GeluTable& gelu_table() {
 
 void gated_activation(GatedActivation act, const float* gate, const float* up, int64_t n, float* out, ThreadPool& pool) {
   pool.parallel_for(n, 4096, [&](int, int64_t begin, int64_t end) {
-    if (act == GatedActivation::kSilu) {
-      for (int64_t i = begin; i < end; ++i) out[i] = silu(gate[i]) * up[i];
-    } else {
-      const GeluTable& gelu = gelu_table();
-      for (int64_t i = begin; i < end; ++i) out[i] = gelu(gate[i]) * up[i];
+    switch (act) {
+      case GatedActivation::kSilu:
+        for (int64_t i = begin; i < end; ++i) out[i] = silu(gate[i]) * up[i];
+        break;
+      case GatedActivation::kGeluTanh:
+        for (int64_t i = begin; i < end; ++i) out[i] = gelu_tanh(gate[i]) * up[i];
+        break;
+      case GatedActivation::kGeluTanhTable: {
+        const GeluTable& gelu = gelu_table();
+        for (int64_t i = begin; i < end; ++i) out[i] = gelu(gate[i]) * up[i];
+        break;
+      }
     }
   });
 }

@@ -7,7 +7,8 @@ namespace tessera::cpu {
 
 enum class GatedActivation : uint8_t {
   kSilu,      // SwiGLU: silu(gate) * up (Llama, Mistral, Qwen2)
-  kGeluTanh,  // GeGLU with the tanh approximation (Gemma)
+  kGeluTanh,       // GeGLU with the tanh approximation (Gemma), evaluated exactly
+  kGeluTanhTable,  // the same through a table over f16 inputs, as llama.cpp evaluates it
 };
 
 // out[i] = act(gate[i]) * up[i] for i < n.

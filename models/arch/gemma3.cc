@@ -14,7 +14,6 @@ constexpr float kLocalRopeBase = 10000.0f;
 
 void finish(int window, int global_every, DecoderSpec* spec) {
   spec->rope.style = cpu::RopeStyle::kHalves;
-  spec->activation = cpu::GatedActivation::kGeluTanh;
   spec->qk_norm = true;
   spec->post_attention_norm = true;
   spec->post_ffn_norm = true;
@@ -30,6 +29,9 @@ void gemma3_from_gguf(const gguf::File& file, DecoderSpec* spec) {
   spec->attention_scale = 1.0f / std::sqrt(float(spec->head_dim));
   // The converter stores norm weights with Gemma's +1 already added.
   spec->norm_weight_offset = 0.0f;
+  // GGUF checkpoints are compared with llama.cpp, which evaluates GELU
+  // through an f16 table; Hugging Face ones with transformers' exact GELU.
+  spec->activation = cpu::GatedActivation::kGeluTanhTable;
   finish(int(file.get_uint("gemma3.attention.sliding_window").value_or(512)), kDefaultGlobalEvery, spec);
 }
 
@@ -38,6 +40,7 @@ void gemma3_from_hf(const nlohmann::json& config, DecoderSpec* spec) {
   spec->rope.local_base = config.value("rope_local_base_freq", kLocalRopeBase);
   spec->attention_scale = 1.0f / std::sqrt(config.value("query_pre_attn_scalar", float(spec->head_dim)));
   spec->norm_weight_offset = 1.0f;
+  spec->activation = cpu::GatedActivation::kGeluTanh;
   spec->tied_embeddings = config.value("tie_word_embeddings", true);
   if (config.contains("final_logit_softcapping") && config["final_logit_softcapping"].is_number()) {
     spec->final_logit_softcap = config["final_logit_softcapping"].get<float>();

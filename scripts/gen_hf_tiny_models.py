@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Writes tests/data/hf-tiny/<arch>/: tiny random-weight models made and saved
+by Hugging Face transformers (Llama, Mistral, Qwen2, Gemma 3), with the logits
+transformers computes for a few token sequences (expected.json + .f32 files).
+
+Needs torch and transformers (>= 4.50 for Gemma 3):
+  /tmp/hfvenv/bin/python scripts/gen_hf_tiny_models.py
+"""
+import json
+import pathlib
+import shutil
+
+import numpy as np
+import torch
+import transformers
+from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM, MistralConfig,
+                          MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM)
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "data" / "hf-tiny"
+TOKENIZER_DIR = ROOT / "tests" / "data" / "hf" / "tiny-sharded"
+VOCAB = 400
+COMMON = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=3, num_attention_heads=4,
+              num_key_value_heads=2, head_dim=16, max_position_embeddings=128, rms_norm_eps=1e-6,
+              torch_dtype="float32", attn_implementation="eager")
+
+
+def models():
+    yield "llama", LlamaForCausalLM(LlamaConfig(**COMMON, rope_theta=10000.0, tie_word_embeddings=False))
+    yield "mistral", MistralForCausalLM(MistralConfig(**COMMON, rope_theta=10000.0, sliding_window=6,
+                                                      tie_word_embeddings=False))
+    yield "qwen2", Qwen2ForCausalLM(Qwen2Config(**COMMON, rope_theta=1000000.0, tie_word_embeddings=True,
+                                                use_sliding_window=False))
+    gemma = Gemma3TextConfig(**COMMON, rope_theta=1000000.0, rope_local_base_freq=10000.0, sliding_window=6,
+                             sliding_window_pattern=2, query_pre_attn_scalar=16, tie_word_embeddings=True,
+                             hidden_activation="gelu_pytorch_tanh")
+    yield "gemma3", Gemma3ForCausalLM(gemma)
+
+
+def main():
+    torch.manual_seed(1234)
+    rng = np.random.default_rng(99)
+    sequences = [rng.integers(3, VOCAB, size=n).tolist() for n in (5, 12, 17)]
+    for name, model in models():
+        model.eval()
+        with torch.no_grad():
+            for p in model.parameters():
+                p.normal_(0.0, 0.1)
+        d = OUT / name
+        if d.exists():
+            shutil.rmtree(d)
+        model.config._attn_implementation = "eager"
+        model.save_pretrained(d, safe_serialization=True)
+        for f in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(TOKENIZER_DIR / f, d / f)
+        cases = []
+        for i, ids in enumerate(sequences):
+            with torch.no_grad():
+                logits = model(torch.tensor([ids])).logits[0].float().numpy()
+            logits.astype("<f4").tofile(d / f"logits_{i}.f32")
+            cases.append({"ids": ids, "logits": f"logits_{i}.f32"})
+        (d / "expected.json").write_text(json.dumps({
+            "transformers": transformers.__version__, "torch": torch.__version__, "cases": cases}, indent=1))
+        print(name, "written")
+
+
+if __name__ == "__main__":
+    main()
