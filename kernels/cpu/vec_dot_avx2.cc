@@ -12,6 +12,9 @@
 namespace tessera::cpu {
 namespace {
 
+// Hardware f16 conversion (F16C); exact, like the portable one.
+float fp16(uint16_t h) { return _cvtsh_ss(h); }
+
 float hsum(__m256 v) {
   __m128 lo = _mm256_castps256_ps128(v);
   lo = _mm_add_ps(lo, _mm256_extractf128_ps(v, 1));
@@ -73,7 +76,7 @@ float dot_f16(int64_t n, const void* w, const void* a) {
     acc = _mm256_fmadd_ps(xv, yv, acc);
   }
   float sum = hsum(acc);
-  for (; i < n; ++i) sum += f16_to_f32(x[i]) * f16_to_f32(y[i]);
+  for (; i < n; ++i) sum += fp16(x[i]) * fp16(y[i]);
   return sum;
 }
 
@@ -82,7 +85,7 @@ float dot_q4_0(int64_t n, const void* w, const void* a) {
   const auto* y = static_cast<const BlockQ8_0*>(a);
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / kQK; ++b) {
-    const __m256 d = _mm256_set1_ps(f16_to_f32(x[b].d) * f16_to_f32(y[b].d));
+    const __m256 d = _mm256_set1_ps(fp16(x[b].d) * fp16(y[b].d));
     const __m256i qx = _mm256_sub_epi8(unpack_nibbles(x[b].qs), _mm256_set1_epi8(8));
     acc = _mm256_fmadd_ps(d, madd_ss(qx, load32(y[b].qs)), acc);
   }
@@ -95,8 +98,8 @@ float dot_q4_1(int64_t n, const void* w, const void* a) {
   __m256 acc = _mm256_setzero_ps();
   float mins = 0.0f;
   for (int64_t b = 0; b < n / kQK; ++b) {
-    mins += f16_to_f32(x[b].m) * f16_to_f32(y[b].s);
-    const __m256 d = _mm256_set1_ps(f16_to_f32(x[b].d) * f16_to_f32(y[b].d));
+    mins += fp16(x[b].m) * fp16(y[b].s);
+    const __m256 d = _mm256_set1_ps(fp16(x[b].d) * fp16(y[b].d));
     acc = _mm256_fmadd_ps(d, madd_us(unpack_nibbles(x[b].qs), load32(y[b].qs)), acc);
   }
   return hsum(acc) + mins;
@@ -107,7 +110,7 @@ float dot_q5_0(int64_t n, const void* w, const void* a) {
   const auto* y = static_cast<const BlockQ8_0*>(a);
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / kQK; ++b) {
-    const __m256 d = _mm256_set1_ps(f16_to_f32(x[b].d) * f16_to_f32(y[b].d));
+    const __m256 d = _mm256_set1_ps(fp16(x[b].d) * fp16(y[b].d));
     // nibble | 0xF0 reads as nibble - 16 where the fifth bit is clear.
     const __m256i high = _mm256_andnot_si256(expand_bits(x[b].qh), _mm256_set1_epi8(char(0xf0)));
     const __m256i qx = _mm256_or_si256(unpack_nibbles(x[b].qs), high);
@@ -121,7 +124,7 @@ float dot_q8_0(int64_t n, const void* w, const void* a) {
   const auto* y = static_cast<const BlockQ8_0*>(a);
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / kQK; ++b) {
-    const __m256 d = _mm256_set1_ps(f16_to_f32(x[b].d) * f16_to_f32(y[b].d));
+    const __m256 d = _mm256_set1_ps(fp16(x[b].d) * fp16(y[b].d));
     acc = _mm256_fmadd_ps(d, madd_ss(load32(x[b].qs), load32(y[b].qs)), acc);
   }
   return hsum(acc);
@@ -141,7 +144,7 @@ float dot_q4_k(int64_t n, const void* w, const void* a) {
                                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(y[b].bsums + 8)));
     const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(mins)));
     const __m128i min_products = _mm_madd_epi16(mins16, bsums);
-    const float dmin = -y[b].d * f16_to_f32(x[b].dmin);
+    const float dmin = -y[b].d * fp16(x[b].dmin);
     acc_mins = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(min_products), acc_mins);
     __m256i sumi = _mm256_setzero_si256();
     for (int j = 0; j < 4; ++j) {
@@ -154,7 +157,7 @@ float dot_q4_k(int64_t n, const void* w, const void* a) {
                                              _mm256_set1_epi16(scales[2 * j + 1]));
       sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p_lo, p_hi));
     }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(y[b].d * f16_to_f32(x[b].d)), _mm256_cvtepi32_ps(sumi), acc);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(y[b].d * fp16(x[b].d)), _mm256_cvtepi32_ps(sumi), acc);
   }
   acc_mins = _mm_add_ps(acc_mins, _mm_movehl_ps(acc_mins, acc_mins));
   acc_mins = _mm_add_ss(acc_mins, _mm_movehdup_ps(acc_mins));
@@ -189,7 +192,7 @@ float dot_q6_k(int64_t n, const void* w, const void* a) {
       }
     }
     sumi = _mm256_sub_epi32(sumi, correction);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(y[b].d * f16_to_f32(x[b].d)), _mm256_cvtepi32_ps(sumi), acc);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(y[b].d * fp16(x[b].d)), _mm256_cvtepi32_ps(sumi), acc);
   }
   return hsum(acc);
 }
