@@ -55,7 +55,9 @@ BatchArrays build_batch(const StepPlan& plan, int page_size) {
 }  // namespace
 
 ModelRunner::ModelRunner(std::unique_ptr<Model> model, const RunnerConfig& config)
-    : model_(std::move(model)), pool_(default_threads(config.n_threads)), decoder_(model_->spec(), model_->weights()) {
+    : model_(std::move(model)),
+      pool_(default_threads(config.n_threads)),
+      decoder_(model_->spec(), model_->weights(), cpu::detect_isa()) {
   const DecoderSpec& spec = model_->spec();
   const KvLayout layout{config.kv_dtype, config.page_size, spec.n_kv_heads, spec.head_dim};
   const int64_t pages = PagedKvCache::pages_for_budget(layout, spec.n_layers, config.kv_budget_bytes);

@@ -98,7 +98,7 @@ void Decoder::attention_block(int layer, const ForwardBatch& batch, const KvLayo
     params.softcap = spec_.attn_softcap;
   }
   const cpu::PagedKv paged{kv.k, kv.v, layout.dtype, layout.page_size, layout.n_kv_heads, layout.head_dim};
-  cpu::flex_attention(q_.data(), spec_.n_heads, paged, batch.attention, params, attn_.data(), pool);
+  cpu::flex_attention(q_.data(), spec_.n_heads, paged, batch.attention, params, attn_.data(), pool, isa_);
   observe("attention", layer, attn_, n, int64_t(spec_.n_heads) * spec_.head_dim);
   cpu::matmul(*lw.o, attn_.data(), n, proj_.data(), scratch_, pool);
   observe("attention_proj", layer, proj_, n, spec_.d_model);

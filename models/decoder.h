@@ -43,7 +43,8 @@ using ActivationObserver = std::function<void(const char* name, int layer, const
 
 class Decoder {
  public:
-  Decoder(const DecoderSpec& spec, const DecoderWeights& weights) : spec_(spec), w_(weights) {}
+  Decoder(const DecoderSpec& spec, const DecoderWeights& weights, const cpu::IsaFeatures& isa)
+      : spec_(spec), w_(weights), isa_(isa) {}
 
   void set_observer(ActivationObserver observer) { observer_ = std::move(observer); }
 
@@ -58,6 +59,7 @@ class Decoder {
 
   const DecoderSpec& spec_;
   const DecoderWeights& w_;
+  cpu::IsaFeatures isa_;
   cpu::MatmulScratch scratch_;
   void observe(const char* name, int layer, const std::vector<float>& values, int64_t n_tokens, int64_t width) const {
     if (observer_) observer_(name, layer, values.data(), n_tokens, width);

@@ -13,7 +13,7 @@
 namespace tessera::cpu {
 
 void flex_attention(const float* q, int n_heads, const PagedKv& kv, const AttentionBatch& batch,
-                    const AttentionParams& params, float* out, ThreadPool& pool) {
+                    const AttentionParams& params, float* out, ThreadPool& pool, const IsaFeatures& isa) {
   if (kv.n_kv_heads <= 0 || n_heads % kv.n_kv_heads != 0) throw Error("attention: query heads not a multiple of KV heads");
   if (kv.dtype != DType::kF32 && kv.dtype != DType::kF16) throw Error("attention: KV cache must be F32 or F16");
   if (params.score == ScoreMod::kAlibi && !params.alibi_slopes) throw Error("attention: ALiBi needs slopes");
@@ -25,7 +25,6 @@ void flex_attention(const float* q, int n_heads, const PagedKv& kv, const Attent
     }
   }
   if (params.mask == MaskMod::kSlidingWindow && params.window <= 0) throw Error("attention: sliding window must be positive");
-  const IsaFeatures isa = detect_isa();
   if (isa.avx2 && isa.fma && isa.f16c) {
     flex_attention_avx2(items, q, n_heads, kv, batch, params, out, pool);
   } else {

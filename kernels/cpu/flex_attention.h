@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "engine/tensor/dtype.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace tessera::cpu {
@@ -56,7 +57,8 @@ struct AttentionBatch {
 
 // q and out: [n_tokens][n_heads][head_dim], f32. n_heads is a multiple of
 // kv.n_kv_heads (grouped-query attention).
+// `isa` picks the kernel build; every build gives the same bits.
 void flex_attention(const float* q, int n_heads, const PagedKv& kv, const AttentionBatch& batch,
-                    const AttentionParams& params, float* out, ThreadPool& pool);
+                    const AttentionParams& params, float* out, ThreadPool& pool, const IsaFeatures& isa);
 
 }  // namespace tessera::cpu

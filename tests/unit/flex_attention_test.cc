@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -137,8 +138,12 @@ TEST_P(FlexAttention, MatchesDenseReference) {
   p.alibi_slopes = f.slopes.data();
   ThreadPool pool(2);
   std::vector<float> out(f.q.size(), NAN);
-  flex_attention(f.q.data(), kHeads, f.kv(), f.batch(), p, out.data(), pool);
   const std::vector<float> want = dense_reference(f, p);
+  // Every build of the kernel, the portable one included, gives the same bits.
+  std::vector<float> portable(f.q.size(), NAN);
+  flex_attention(f.q.data(), kHeads, f.kv(), f.batch(), p, portable.data(), pool, IsaFeatures{});
+  flex_attention(f.q.data(), kHeads, f.kv(), f.batch(), p, out.data(), pool, detect_isa());
+  EXPECT_EQ(0, std::memcmp(portable.data(), out.data(), out.size() * sizeof(float)));
   // f16 probabilities sit on a grid of 2^-11 relative steps; a score that
   // differs in its last bit can land one step over, so f16 allows a few steps.
   const double tolerance = dtype == DType::kF16 ? 2e-3 : 2e-5;
@@ -164,8 +169,8 @@ TEST(FlexAttentionArgs, BadParametersAreErrors) {
   std::vector<float> out(f.q.size());
   AttentionParams p;
   p.mask = MaskMod::kSlidingWindow;  // window left at 0
-  EXPECT_THROW(flex_attention(f.q.data(), kHeads, f.kv(), f.batch(), p, out.data(), pool), Error);
-  EXPECT_THROW(flex_attention(f.q.data(), 3, f.kv(), f.batch(), AttentionParams{}, out.data(), pool), Error);
+  EXPECT_THROW(flex_attention(f.q.data(), kHeads, f.kv(), f.batch(), p, out.data(), pool, detect_isa()), Error);
+  EXPECT_THROW(flex_attention(f.q.data(), 3, f.kv(), f.batch(), AttentionParams{}, out.data(), pool, detect_isa()), Error);
 }
 
 }  // namespace
