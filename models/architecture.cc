@@ -127,6 +127,35 @@ void fill_common_gguf(const gguf::File& file, const std::string& arch, DecoderSp
   spec->sliding_window.assign(size_t(std::max(spec->n_layers, 0)), 0);
 }
 
+namespace {
+
+// Llama 3's frequency-dependent rope scaling: long wavelengths are divided
+// by `factor`, short ones kept, the band between blended.
+std::vector<float> llama3_freq_factors(const nlohmann::json& scaling, float base, int dim) {
+  const double factor = scaling.value("factor", 8.0);
+  const double low = scaling.value("low_freq_factor", 1.0);
+  const double high = scaling.value("high_freq_factor", 4.0);
+  const double old_context = scaling.value("original_max_position_embeddings", 8192.0);
+  if (!(factor > 0.0) || !(high > low) || !(old_context > 0.0)) throw Error("config.json: rope_scaling (llama3) has invalid factors");
+  const double low_wavelen = old_context / low, high_wavelen = old_context / high;
+  std::vector<float> factors;
+  for (int i = 0; i < dim / 2; ++i) {
+    const double freq = 1.0 / std::pow(double(base), 2.0 * i / dim);
+    const double wavelen = 2.0 * M_PI / freq;
+    double scaled = freq;
+    if (wavelen > low_wavelen) {
+      scaled = freq / factor;
+    } else if (wavelen >= high_wavelen) {
+      const double smooth = (old_context / wavelen - low) / (high - low);
+      scaled = (1.0 - smooth) * freq / factor + smooth * freq;
+    }
+    factors.push_back(float(freq / scaled));
+  }
+  return factors;
+}
+
+}  // namespace
+
 void fill_common_hf(const nlohmann::json& config, DecoderSpec* spec) {
   auto required = [&](const char* key) -> int {
     if (!config.contains(key) || !config[key].is_number_integer()) throw Error(std::string("config.json: '") + key + "' missing or not an integer");
@@ -155,6 +184,7 @@ void fill_common_hf(const nlohmann::json& config, DecoderSpec* spec) {
     const auto& scaling = config["rope_scaling"];
     const std::string type = scaling.value("rope_type", scaling.value("type", ""));
     if (type == "linear") spec->rope.freq_scale = 1.0f / scaling.value("factor", 1.0f);
+    else if (type == "llama3") spec->rope.freq_factors = llama3_freq_factors(scaling, spec->rope.base, spec->rope.dim);
     else if (!type.empty() && type != "default") throw Error("config.json: rope_scaling type '" + type + "' is not supported");
   }
   spec->sliding_window.assign(size_t(spec->n_layers), 0);

@@ -78,10 +78,12 @@ void Decoder::attention_block(int layer, const ForwardBatch& batch, const KvLayo
   }
   observe("q_normed", layer, q_, n, int64_t(spec_.n_heads) * spec_.head_dim);
   const int window = spec_.sliding_window[size_t(layer)];
-  cpu::RopeParams rope{spec_.rope.style, spec_.rope.dim, spec_.rope.base, spec_.rope.freq_scale, nullptr};
+  cpu::RopeParams rope{spec_.rope.style, spec_.rope.dim, spec_.rope.base, spec_.rope.freq_scale,
+                       spec_.rope.freq_factors.empty() ? nullptr : spec_.rope.freq_factors.data()};
   if (window > 0 && spec_.rope.local_base > 0.0f) {
     rope.freq_base = spec_.rope.local_base;
     rope.freq_scale = 1.0f;  // scaling applies to the global layers only
+    rope.freq_factors = nullptr;
   }
   cpu::apply_rope(q_.data(), batch.positions, n, spec_.n_heads, spec_.head_dim, rope, pool);
   cpu::apply_rope(k_.data(), batch.positions, n, spec_.n_kv_heads, spec_.head_dim, rope, pool);

@@ -17,6 +17,7 @@ struct RopeSpec {
   float base = 10000.0f;       // full-attention layers
   float local_base = 0.0f;     // sliding-window layers, when they use another base (Gemma 3)
   float freq_scale = 1.0f;     // linear scaling: 1 / factor
+  std::vector<float> freq_factors;  // per rotary pair, divides the frequency (Llama 3 scaling); empty: none
 };
 
 struct DecoderSpec {

@@ -28,10 +28,22 @@ void Model::load_gguf(const cpu::IsaFeatures& isa) {
     if (embedding && embedding->shape.size() == 2) spec_.vocab_size = int(embedding->shape[0]);
   }
   spec_.tied_embeddings = spec_.tied_embeddings || !source.find(arch.gguf_names.output);
+  read_rope_freq_factors(source);
   spec_.validate(path_);
   weights_ = bind_weights(spec_, arch.gguf_names, source, isa);
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*gguf_));
   chat_template_ = gguf_->get_string("tokenizer.chat_template").value_or("");
+}
+
+// Llama 3.1+ GGUF files carry the rope scaling as a tensor of per-pair divisors.
+void Model::read_rope_freq_factors(const TensorSource& source) {
+  const auto t = source.find("rope_freqs.weight");
+  if (!t) return;
+  if (t->dtype != DType::kF32 || t->shape != std::vector<int64_t>{spec_.rope.dim / 2}) {
+    throw Error(path_ + ": tensor 'rope_freqs.weight' must be F32 of " + std::to_string(spec_.rope.dim / 2) + " elements");
+  }
+  const float* f = static_cast<const float*>(t->data);
+  spec_.rope.freq_factors.assign(f, f + spec_.rope.dim / 2);
 }
 
 void Model::load_hf(const cpu::IsaFeatures& isa) {

@@ -14,6 +14,8 @@
 
 namespace tessera {
 
+class TensorSource;
+
 class Model {
  public:
   // A GGUF file or a Hugging Face directory. Throws tessera::Error.
@@ -29,6 +31,7 @@ class Model {
   Model() = default;
   void load_gguf(const cpu::IsaFeatures& isa);
   void load_hf(const cpu::IsaFeatures& isa);
+  void read_rope_freq_factors(const TensorSource& source);
 
   std::string path_;
   std::optional<gguf::File> gguf_;

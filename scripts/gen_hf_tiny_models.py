@@ -27,6 +27,11 @@ COMMON = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidde
 
 def models():
     yield "llama", LlamaForCausalLM(LlamaConfig(**COMMON, rope_theta=10000.0, tie_word_embeddings=False))
+    # Llama 3 rope scaling, with a short original context so it matters here.
+    llama3_scaling = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                      "original_max_position_embeddings": 16}
+    yield "llama3", LlamaForCausalLM(LlamaConfig(**COMMON, rope_theta=500000.0, rope_scaling=llama3_scaling,
+                                                 tie_word_embeddings=False))
     yield "mistral", MistralForCausalLM(MistralConfig(**COMMON, rope_theta=10000.0, sliding_window=6,
                                                       tie_word_embeddings=False))
     yield "qwen2", Qwen2ForCausalLM(Qwen2Config(**COMMON, rope_theta=1000000.0, tie_word_embeddings=True,

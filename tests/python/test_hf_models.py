@@ -8,7 +8,7 @@ import pytest
 
 from conftest import DATA, run
 
-ARCHS = ["llama", "mistral", "qwen2", "gemma3"]
+ARCHS = ["llama", "llama3", "mistral", "qwen2", "gemma3"]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
