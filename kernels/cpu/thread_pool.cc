@@ -1,9 +1,14 @@
 #include "kernels/cpu/thread_pool.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
+#include <chrono>
 
 namespace tessera::cpu {
 namespace {
+
+constexpr auto kSpinTime = std::chrono::microseconds(200);
 
 std::pair<int64_t, int64_t> chunk_range(int64_t n, int chunks, int index) {
   const int64_t base = n / chunks, extra = n % chunks;
@@ -26,27 +31,31 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
+// Spins for a while, then sleeps, until a new generation or shutdown.
+bool ThreadPool::wait_for_job(uint64_t seen) {
+  const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
+  while (generation_.load(std::memory_order_acquire) == seen && !stopping_.load(std::memory_order_acquire)) {
+    if (std::chrono::steady_clock::now() < spin_until) {
+      _mm_pause();
+      continue;
+    }
+    std::unique_lock lock(mutex_);
+    sleeping_.fetch_add(1);
+    wake_.wait(lock, [&] { return stopping_.load() || generation_.load() != seen; });
+    sleeping_.fetch_sub(1);
+  }
+  return !stopping_.load(std::memory_order_acquire);
+}
+
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
-  while (true) {
-    const std::function<void(int, int64_t, int64_t)>* job;
-    int64_t n;
-    int chunks;
-    {
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-      if (stopping_) return;
-      seen = generation_;
-      job = job_;
-      n = job_n_;
-      chunks = job_chunks_;
+  while (wait_for_job(seen)) {
+    seen = generation_.load(std::memory_order_acquire);
+    if (index < job_chunks_) {
+      const auto [begin, end] = chunk_range(job_n_, job_chunks_, index);
+      (*job_)(index, begin, end);
     }
-    if (index < chunks) {
-      const auto [begin, end] = chunk_range(n, chunks, index);
-      (*job)(index, begin, end);
-    }
-    std::lock_guard lock(mutex_);
-    if (--pending_ == 0) done_.notify_one();
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
@@ -57,19 +66,19 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
     fn(0, 0, n);
     return;
   }
+  job_ = &fn;
+  job_n_ = n;
+  job_chunks_ = chunks;
+  pending_.store(int(workers_.size()), std::memory_order_relaxed);
   {
+    // Publishing under the lock pairs with the sleepers' predicate check.
     std::lock_guard lock(mutex_);
-    job_ = &fn;
-    job_n_ = n;
-    job_chunks_ = chunks;
-    pending_ = int(workers_.size());
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_acq_rel);
   }
-  wake_.notify_all();
+  if (sleeping_.load() > 0) wake_.notify_all();
   const auto [begin, end] = chunk_range(n, chunks, 0);
   fn(0, begin, end);
-  std::unique_lock lock(mutex_);
-  done_.wait(lock, [&] { return pending_ == 0; });
+  while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
 }
 
 }  // namespace tessera::cpu

@@ -1,6 +1,9 @@
 #pragma once
 // A fixed set of worker threads that run one parallel loop at a time. The
-// calling thread takes part, so a pool of N threads has N-1 workers.
+// calling thread takes part, so a pool of N threads has N-1 workers. Workers
+// spin briefly between loops (a forward pass issues hundreds of small ones),
+// then sleep until the next.
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -25,17 +28,18 @@ class ThreadPool {
 
  private:
   void worker_loop(int index);
+  bool wait_for_job(uint64_t seen);
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::condition_variable done_;
   const std::function<void(int, int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0;
   int job_chunks_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stopping_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<int> sleeping_{0};
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace tessera::cpu

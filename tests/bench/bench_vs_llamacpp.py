@@ -41,10 +41,10 @@ def llama_cpp_numbers(path, threads, n_prefill, n_decode):
 
 def tessera_numbers(binary, path, threads, n_prefill, n_decode):
     llm = llama_cpp.Llama(str(path), vocab_only=True, verbose=False)
-    prompt_ids = llm.tokenize(TEXT.encode())[:n_prefill]
-    out = subprocess.run([binary, "logits", "-m", path, "--token-ids", ",".join(map(str, prompt_ids)), "-o", os.devnull,
-                          "-t", str(threads), "--batch", str(n_prefill)], capture_output=True, check=True)
-    prefill_match = re.search(rb"prefill: ([0-9.]+) tok/s", out.stderr)
+    prompt = llm.detokenize(llm.tokenize(TEXT.encode(), add_bos=False)[:n_prefill - 1]).decode(errors="ignore")
+    out = subprocess.run([binary, "generate", "-m", path, "-p", prompt, "-n", "1", "--temperature", "0", "-t",
+                          str(threads), "--batch", str(n_prefill)], capture_output=True, check=True)
+    prefill_match = re.search(rb"prompt: \d+ tokens in [0-9.]+ s \(([0-9.]+) tok/s\)", out.stderr)
     gen = subprocess.run([binary, "generate", "-m", path, "-p", "Once upon a time", "-n", str(n_decode + 1), "--temperature",
                           "0", "--ignore-eos", "-t", str(threads)], capture_output=True, check=True)
     decode_match = re.search(rb"generated: \d+ tokens in [0-9.]+ s \(([0-9.]+) tok/s\)", gen.stderr)
