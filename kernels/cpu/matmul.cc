@@ -21,6 +21,7 @@ LinearWeight::LinearWeight(std::string name, DType dtype, const void* data, int6
   }
   row_bytes_ = *row_bytes;
   act_row_bytes_ = *act_bytes;
+  if (dtype == DType::kF32) dense_ = std::make_shared<OnednnMatmul>(static_cast<const float*>(data), rows, cols);
 }
 
 void convert_activation_row(DType type, const float* x, void* out, int64_t n) {
@@ -35,6 +36,10 @@ void convert_activation_row(DType type, const float* x, void* out, int64_t n) {
 }
 
 void matmul(const LinearWeight& w, const float* x, int64_t n_tokens, float* y, MatmulScratch& scratch, ThreadPool& pool) {
+  if (w.dense()) {
+    w.dense()->run(x, n_tokens, y);
+    return;
+  }
   const int64_t cols = w.cols(), rows = w.rows();
   const size_t act_bytes = w.activation_row_bytes();
   if (scratch.activations.size() < act_bytes * size_t(n_tokens)) scratch.activations.resize(act_bytes * size_t(n_tokens));

@@ -3,10 +3,12 @@
 // rows stay in place (mmap'd GGUF blocks included); activation rows are
 // converted once per call to the format the weight's dot product expects.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/tensor/dtype.h"
+#include "kernels/cpu/onednn_matmul.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/vec_dot.h"
 
@@ -25,6 +27,8 @@ class LinearWeight {
   const uint8_t* row(int64_t r) const { return data_ + r * row_bytes_; }
   const VecDotKernel& kernel() const { return kernel_; }
   size_t activation_row_bytes() const { return act_row_bytes_; }
+  // f32 weights go through oneDNN; null for the quantised formats.
+  const OnednnMatmul* dense() const { return dense_.get(); }
 
  private:
   std::string name_;
@@ -34,6 +38,7 @@ class LinearWeight {
   size_t row_bytes_;
   VecDotKernel kernel_;
   size_t act_row_bytes_;
+  std::shared_ptr<OnednnMatmul> dense_;
 };
 
 // Scratch memory reused across calls.

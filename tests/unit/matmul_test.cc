@@ -142,3 +142,30 @@ TEST(Matmul, UnsupportedFormatIsRefusedAtLoad) {
 
 }  // namespace
 }  // namespace tessera::cpu
+
+namespace tessera::cpu {
+namespace {
+
+TEST(OnednnMatmul, MatchesAnF64Reference) {
+  for (int64_t tokens : {1, 7}) {
+    const int64_t rows = 33, cols = 64;
+    const std::vector<float> w = random_row(rows * cols, 21);
+    const std::vector<float> x = random_row(tokens * cols, 22);
+    std::vector<float> y(static_cast<size_t>(tokens * rows));
+    const LinearWeight weight("dense", DType::kF32, w.data(), rows, cols, detect_isa());
+    ASSERT_NE(weight.dense(), nullptr);
+    ThreadPool pool(2);
+    MatmulScratch scratch;
+    matmul(weight, x.data(), tokens, y.data(), scratch, pool);
+    for (int64_t m = 0; m < tokens; ++m) {
+      for (int64_t r = 0; r < rows; ++r) {
+        double want = 0.0;
+        for (int64_t k = 0; k < cols; ++k) want += double(x[size_t(m * cols + k)]) * double(w[size_t(r * cols + k)]);
+        EXPECT_NEAR(y[size_t(m * rows + r)], want, 1e-4) << m << "," << r;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::cpu

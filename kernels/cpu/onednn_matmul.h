@@ -1,0 +1,28 @@
+#pragma once
+// y = x · Wᵀ for f32 weight matrices through oneDNN's matmul, used for the
+// plain floating-point checkpoints (Hugging Face safetensors). The weights
+// stay where they are; oneDNN reads them as the transposed operand.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace tessera::cpu {
+
+class OnednnMatmul {
+ public:
+  // `weights` is [rows][cols] f32, row-major, and must outlive this object.
+  OnednnMatmul(const float* weights, int64_t rows, int64_t cols);
+  ~OnednnMatmul();
+  OnednnMatmul(const OnednnMatmul&) = delete;
+  OnednnMatmul& operator=(const OnednnMatmul&) = delete;
+
+  // y[m][r] = sum_k x[m][k] * W[r][k] for m < n_tokens.
+  void run(const float* x, int64_t n_tokens, float* y) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace tessera::cpu
