@@ -3,7 +3,9 @@
 // row (quantised to the matching 8-bit format). One table per instruction
 // set; the matmul driver picks the table once, at load.
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
+#include <utility>
 
 #include "engine/tensor/dtype.h"
 #include "kernels/cpu/isa.h"
@@ -20,6 +22,9 @@ struct VecDotKernel {
 
 // The activation format a weight format is multiplied against, or nullopt.
 std::optional<DType> activation_type_for(DType weight_type);
+
+// The entry for `weight_type` in one instruction set's list of kernels.
+VecDotKernel pick_vec_dot(DType weight_type, std::initializer_list<std::pair<DType, VecDotFn>> kernels);
 
 // The best kernel for `weight_type` on this CPU; fn is null if unsupported.
 VecDotKernel select_vec_dot(DType weight_type, const IsaFeatures& isa);

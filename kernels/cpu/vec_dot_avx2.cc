@@ -200,19 +200,9 @@ float dot_q6_k(int64_t n, const void* w, const void* a) {
 }  // namespace
 
 VecDotKernel avx2_vec_dot(DType weight_type) {
-  const auto act = activation_type_for(weight_type);
-  if (!act) return {};
-  switch (weight_type) {
-    case DType::kF32: return {*act, dot_f32};
-    case DType::kF16: return {*act, dot_f16};
-    case DType::kQ4_0: return {*act, dot_q4_0};
-    case DType::kQ4_1: return {*act, dot_q4_1};
-    case DType::kQ5_0: return {*act, dot_q5_0};
-    case DType::kQ8_0: return {*act, dot_q8_0};
-    case DType::kQ4_K: return {*act, dot_q4_k};
-    case DType::kQ6_K: return {*act, dot_q6_k};
-    default: return {};
-  }
+  return pick_vec_dot(weight_type, {{DType::kF32, dot_f32}, {DType::kF16, dot_f16}, {DType::kQ4_0, dot_q4_0},
+                                    {DType::kQ4_1, dot_q4_1}, {DType::kQ5_0, dot_q5_0}, {DType::kQ8_0, dot_q8_0},
+                                    {DType::kQ4_K, dot_q4_k}, {DType::kQ6_K, dot_q6_k}});
 }
 
 }  // namespace tessera::cpu

@@ -132,19 +132,18 @@ std::optional<DType> activation_type_for(DType weight_type) {
 }
 
 VecDotKernel scalar_vec_dot(DType weight_type) {
+  return pick_vec_dot(weight_type, {{DType::kF32, dot_f32}, {DType::kF16, dot_f16}, {DType::kQ4_0, dot_q4_0},
+                                    {DType::kQ4_1, dot_q4_1}, {DType::kQ5_0, dot_q5_0}, {DType::kQ8_0, dot_q8_0},
+                                    {DType::kQ4_K, dot_q4_k}, {DType::kQ6_K, dot_q6_k}});
+}
+
+VecDotKernel pick_vec_dot(DType weight_type, std::initializer_list<std::pair<DType, VecDotFn>> kernels) {
   const auto act = activation_type_for(weight_type);
   if (!act) return {};
-  switch (weight_type) {
-    case DType::kF32: return {*act, dot_f32};
-    case DType::kF16: return {*act, dot_f16};
-    case DType::kQ4_0: return {*act, dot_q4_0};
-    case DType::kQ4_1: return {*act, dot_q4_1};
-    case DType::kQ5_0: return {*act, dot_q5_0};
-    case DType::kQ8_0: return {*act, dot_q8_0};
-    case DType::kQ4_K: return {*act, dot_q4_k};
-    case DType::kQ6_K: return {*act, dot_q6_k};
-    default: return {};
+  for (const auto& [type, fn] : kernels) {
+    if (type == weight_type) return {*act, fn};
   }
+  return {};
 }
 
 VecDotKernel select_vec_dot(DType weight_type, const IsaFeatures& isa) {

@@ -22,20 +22,21 @@ def model_dir():
     return pathlib.Path(os.environ.get("TESSERA_MODEL_DIR", pathlib.Path.home() / ".cache" / "tessera" / "models"))
 
 
-@pytest.fixture(scope="session")
-def smollm2(model_dir):
-    path = model_dir / "SmolLM2-135M-Instruct.Q4_1.gguf"
+def real_model(model_dir, file):
+    path = model_dir / file
     if not path.exists():
         pytest.skip(f"{path} not fetched (scripts/fetch-models.sh)")
     return path
+
+
+@pytest.fixture(scope="session")
+def smollm2(model_dir):
+    return real_model(model_dir, "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
 @pytest.fixture(scope="session")
 def gemma3(model_dir):
-    path = model_dir / "gemma-3-270m-q4_k_m.gguf"
-    if not path.exists():
-        pytest.skip(f"{path} not fetched (scripts/fetch-models.sh)")
-    return path
+    return real_model(model_dir, "gemma-3-270m-q4_k_m.gguf")
 
 
 def run(args, **kwargs):
