@@ -39,7 +39,7 @@ class Binder {
 
   std::unique_ptr<cpu::LinearWeight> matrix(const std::string& name, int64_t rows, int64_t cols) {
     const SourceTensor t = require(name, {rows, cols});
-    if (cpu::select_vec_dot(t.dtype, isa_).fn) {
+    if (t.dtype == DType::kBF16 || cpu::select_vec_dot(t.dtype, isa_).fn) {
       return std::make_unique<cpu::LinearWeight>(name, t.dtype, t.data, rows, cols, isa_);
     }
     return std::make_unique<cpu::LinearWeight>(name, DType::kF32, converted(name, t), rows, cols, isa_);

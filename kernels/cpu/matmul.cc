@@ -11,6 +11,14 @@ namespace tessera::cpu {
 LinearWeight::LinearWeight(std::string name, DType dtype, const void* data, int64_t rows, int64_t cols,
                            const IsaFeatures& isa)
     : name_(std::move(name)), dtype_(dtype), data_(static_cast<const uint8_t*>(data)), rows_(rows), cols_(cols) {
+  if (dtype == DType::kBF16) {
+    // bf16 goes to oneDNN only; the row geometry below is that of f32 activations.
+    row_bytes_ = size_t(cols) * 2;
+    act_row_bytes_ = size_t(cols) * sizeof(float);
+    kernel_ = {DType::kF32, nullptr};
+    dense_ = std::make_shared<OnednnMatmul>(data, true, rows, cols);
+    return;
+  }
   kernel_ = select_vec_dot(dtype, isa);
   if (!kernel_.fn) throw Error("weight '" + name_ + "': no CPU matmul kernel for " + std::string(dtype_name(dtype)));
   const auto row_bytes = dtype_bytes(dtype, uint64_t(cols));
@@ -21,7 +29,7 @@ LinearWeight::LinearWeight(std::string name, DType dtype, const void* data, int6
   }
   row_bytes_ = *row_bytes;
   act_row_bytes_ = *act_bytes;
-  if (dtype == DType::kF32) dense_ = std::make_shared<OnednnMatmul>(static_cast<const float*>(data), rows, cols);
+  if (dtype == DType::kF32) dense_ = std::make_shared<OnednnMatmul>(data, false, rows, cols);
 }
 
 void convert_activation_row(DType type, const float* x, void* out, int64_t n) {

@@ -1,8 +1,10 @@
 #include "kernels/cpu/onednn_matmul.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
+#include <vector>
 
 #include "engine/error.h"
+#include "engine/tensor/half.h"
 
 namespace tessera::cpu {
 
@@ -11,8 +13,10 @@ namespace tessera::cpu {
 struct OnednnMatmul::State {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
-  const float* weights;
+  const void* weights;
+  dnnl::memory::data_type type;  // of the weights and of the activations fed to them
   int64_t rows, cols;
+  std::vector<uint16_t> bf16_acts;
   std::mutex mutex;  // guards the primitive cache
   std::map<int64_t, dnnl::matmul> primitives;
 
@@ -21,16 +25,17 @@ struct OnednnMatmul::State {
     if (it != primitives.end()) return it->second;
     using dt = dnnl::memory::data_type;
     using tag = dnnl::memory::format_tag;
-    const dnnl::memory::desc src({m, cols}, dt::f32, tag::ab);
-    const dnnl::memory::desc wei({cols, rows}, dt::f32, tag::ba);  // W stored [rows][cols] is Wᵀ in "ba"
+    const dnnl::memory::desc src({m, cols}, type, tag::ab);
+    const dnnl::memory::desc wei({cols, rows}, type, tag::ba);  // W stored [rows][cols] is Wᵀ in "ba"
     const dnnl::memory::desc dst({m, rows}, dt::f32, tag::ab);
     const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), engine);
     return primitives.emplace(m, dnnl::matmul(pd)).first->second;
   }
 };
 
-OnednnMatmul::OnednnMatmul(const float* weights, int64_t rows, int64_t cols) : state_(std::make_unique<State>()) {
+OnednnMatmul::OnednnMatmul(const void* weights, bool bf16, int64_t rows, int64_t cols) : state_(std::make_unique<State>()) {
   state_->weights = weights;
+  state_->type = bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
   state_->rows = rows;
   state_->cols = cols;
 }
@@ -44,8 +49,14 @@ void OnednnMatmul::run(const float* x, int64_t n_tokens, float* y) const {
   std::lock_guard lock(s.mutex);
   try {
     dnnl::matmul& mm = s.primitive(n_tokens);
-    dnnl::memory src({{n_tokens, s.cols}, dt::f32, tag::ab}, s.engine, const_cast<float*>(x));
-    dnnl::memory wei({{s.cols, s.rows}, dt::f32, tag::ba}, s.engine, const_cast<float*>(s.weights));
+    void* src_data = const_cast<float*>(x);
+    if (s.type == dt::bf16) {
+      s.bf16_acts.resize(size_t(n_tokens * s.cols));
+      for (size_t i = 0; i < s.bf16_acts.size(); ++i) s.bf16_acts[i] = f32_to_bf16(x[i]);
+      src_data = s.bf16_acts.data();
+    }
+    dnnl::memory src({{n_tokens, s.cols}, s.type, tag::ab}, s.engine, src_data);
+    dnnl::memory wei({{s.cols, s.rows}, s.type, tag::ba}, s.engine, const_cast<void*>(s.weights));
     dnnl::memory dst({{n_tokens, s.rows}, dt::f32, tag::ab}, s.engine, y);
     mm.execute(s.stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
     s.stream.wait();

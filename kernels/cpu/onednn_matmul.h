@@ -1,7 +1,9 @@
 #pragma once
-// y = x · Wᵀ for f32 weight matrices through oneDNN's matmul, used for the
-// plain floating-point checkpoints (Hugging Face safetensors). The weights
-// stay where they are; oneDNN reads them as the transposed operand.
+// y = x · Wᵀ for f32 or bf16 weight matrices through oneDNN's matmul, used
+// for the plain floating-point checkpoints (Hugging Face safetensors). The
+// weights stay where they are; oneDNN reads them as the transposed operand.
+// With bf16 weights the activations are rounded to bf16 and the products
+// accumulate in f32, as bf16 matrix hardware does.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -11,8 +13,9 @@ namespace tessera::cpu {
 
 class OnednnMatmul {
  public:
-  // `weights` is [rows][cols] f32, row-major, and must outlive this object.
-  OnednnMatmul(const float* weights, int64_t rows, int64_t cols);
+  // `weights` is [rows][cols] of f32 (bf16 = false) or bf16, row-major, and
+  // must outlive this object.
+  OnednnMatmul(const void* weights, bool bf16, int64_t rows, int64_t cols);
   ~OnednnMatmul();
   OnednnMatmul(const OnednnMatmul&) = delete;
   OnednnMatmul& operator=(const OnednnMatmul&) = delete;

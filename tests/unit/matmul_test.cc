@@ -167,5 +167,29 @@ TEST(OnednnMatmul, MatchesAnF64Reference) {
   }
 }
 
+TEST(OnednnMatmul, Bf16WeightsUsedDirectly) {
+  const int64_t rows = 40, cols = 96, tokens = 3;
+  const std::vector<float> wf = random_row(rows * cols, 31);
+  std::vector<uint16_t> w(wf.size());
+  for (size_t i = 0; i < w.size(); ++i) w[i] = f32_to_bf16(wf[i]);
+  const std::vector<float> x = random_row(tokens * cols, 32);
+  const LinearWeight weight("bf16", DType::kBF16, w.data(), rows, cols, detect_isa());
+  ASSERT_NE(weight.dense(), nullptr);
+  std::vector<float> y(static_cast<size_t>(tokens * rows));
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  matmul(weight, x.data(), tokens, y.data(), scratch, pool);
+  for (int64_t m = 0; m < tokens; ++m) {
+    for (int64_t r = 0; r < rows; ++r) {
+      // Reference: both operands rounded to bf16, products summed in f64.
+      double want = 0.0;
+      for (int64_t k = 0; k < cols; ++k) {
+        want += double(bf16_to_f32(f32_to_bf16(x[size_t(m * cols + k)]))) * double(bf16_to_f32(w[size_t(r * cols + k)]));
+      }
+      EXPECT_NEAR(y[size_t(m * rows + r)], want, 1e-3) << m << "," << r;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera::cpu
