@@ -1,0 +1,60 @@
+#pragma once
+// The daemon's configuration, parsed once from YAML into typed structs. Every
+// error names the file, the line, the key and what is allowed.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+struct ServerConfig {
+  std::string host = "0.0.0.0";
+  int http_port = 8080;
+  int grpc_port = 50051;
+  int64_t max_body_bytes = 8 << 20;
+  int max_header_bytes = 16 << 10;
+  int max_headers = 100;
+  int max_json_depth = 64;
+  int max_stop_strings = 16;
+  int max_n = 16;
+  int max_top_logprobs = 20;
+  double drain_timeout_s = 30.0;
+};
+
+struct KvCacheConfig {
+  int64_t budget_mb = 256;
+  int block_size = 16;
+  std::string dtype = "f16";  // f16 or f32
+};
+
+struct SchedulerConfig {
+  int max_batch_tokens = 2048;
+  int max_sequences = 64;
+  int prefill_chunk = 512;
+  int max_queued_requests = 256;
+  int64_t max_queued_tokens = 1 << 20;
+};
+
+struct ModelConfig {
+  std::string name;
+  std::string path;            // GGUF file or Hugging Face directory
+  std::string device = "cpu";  // cpu, cuda:N
+  std::string dtype = "auto";  // auto, f32, f16, bf16
+  int threads = 0;             // 0: every hardware thread
+  KvCacheConfig kv_cache;
+  SchedulerConfig scheduler;
+  int max_model_len = 0;       // 0: the model's own context length
+  std::optional<std::string> chat_template;  // overrides the model's template
+};
+
+struct Config {
+  ServerConfig server;
+  std::vector<ModelConfig> models;
+};
+
+// Throws tessera::Error naming `source` (a path or "<string>") and the line.
+Config parse_config(const std::string& yaml_text, const std::string& source);
+Config load_config_file(const std::string& path);
+
+}  // namespace tessera

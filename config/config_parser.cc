@@ -1,0 +1,187 @@
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "config/config.h"
+#include "engine/error.h"
+
+namespace tessera {
+namespace {
+
+class Parser {
+ public:
+  explicit Parser(std::string source) : source_(std::move(source)) {}
+
+  Config parse(const YAML::Node& root) {
+    Config config;
+    if (!root.IsDefined() || root.IsNull()) fail(root, "the file is empty");
+    require_map(root, "the top level");
+    check_keys(root, "the top level", {"server", "models"});
+    if (root["server"]) parse_server(root["server"], &config.server);
+    const YAML::Node models = root["models"];
+    if (!models || !models.IsSequence() || models.size() == 0) fail(models ? models : root, "'models' must be a non-empty list");
+    std::set<std::string> names;
+    for (size_t i = 0; i < models.size(); ++i) {
+      ModelConfig m = parse_model(models[i], "models[" + std::to_string(i) + "]");
+      if (!names.insert(m.name).second) fail(models[i]["name"], "models[" + std::to_string(i) + "].name: '" + m.name + "' is used twice");
+      config.models.push_back(std::move(m));
+    }
+    return config;
+  }
+
+ private:
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& what) const {
+    const YAML::Mark mark = node.Mark();
+    const std::string where = mark.line >= 0 ? ":" + std::to_string(mark.line + 1) : "";
+    throw Error(source_ + where + ": " + what);
+  }
+
+  void require_map(const YAML::Node& node, const std::string& what) const {
+    if (!node.IsMap()) fail(node, what + " must be a mapping");
+  }
+
+  void check_keys(const YAML::Node& node, const std::string& where, std::initializer_list<const char*> allowed) const {
+    for (const auto& kv : node) {
+      const std::string key = kv.first.as<std::string>();
+      bool known = false;
+      std::string list;
+      for (const char* a : allowed) {
+        known |= key == a;
+        list += (list.empty() ? "" : ", ") + std::string(a);
+      }
+      if (!known) fail(kv.first, "unknown key '" + key + "' in " + where + " (allowed: " + list + ")");
+    }
+  }
+
+  template <typename T>
+  void integer(const YAML::Node& parent, const char* key, const std::string& path, int64_t lo, int64_t hi, T* out) const {
+    const YAML::Node n = parent[key];
+    if (!n) return;
+    int64_t v;
+    try {
+      if (!n.IsScalar()) throw YAML::Exception(n.Mark(), "not a scalar");
+      v = n.as<int64_t>();
+    } catch (const YAML::Exception&) {
+      fail(n, path + "." + key + ": expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+    }
+    if (v < lo || v > hi) {
+      fail(n, path + "." + key + ": " + std::to_string(v) + " is outside " + std::to_string(lo) + " to " + std::to_string(hi));
+    }
+    *out = T(v);
+  }
+
+  void number(const YAML::Node& parent, const char* key, const std::string& path, double lo, double hi, double* out) const {
+    const YAML::Node n = parent[key];
+    if (!n) return;
+    double v;
+    try {
+      if (!n.IsScalar()) throw YAML::Exception(n.Mark(), "not a scalar");
+      v = n.as<double>();
+    } catch (const YAML::Exception&) {
+      fail(n, path + "." + key + ": expected a number");
+    }
+    if (!(v >= lo && v <= hi)) fail(n, path + "." + key + ": " + n.Scalar() + " is outside " + std::to_string(lo) + " to " + std::to_string(hi));
+    *out = v;
+  }
+
+  void text(const YAML::Node& parent, const char* key, const std::string& path, std::string* out,
+            std::initializer_list<const char*> choices = {}) const {
+    const YAML::Node n = parent[key];
+    if (!n) return;
+    if (!n.IsScalar()) fail(n, path + "." + key + ": expected a string");
+    const std::string v = n.Scalar();
+    if (choices.size() > 0) {
+      std::string list;
+      bool ok = false;
+      for (const char* c : choices) {
+        ok |= v == c;
+        list += (list.empty() ? "" : ", ") + std::string(c);
+      }
+      if (!ok) fail(n, path + "." + key + ": '" + v + "' is not one of " + list);
+    }
+    *out = v;
+  }
+
+  void parse_server(const YAML::Node& n, ServerConfig* s) const {
+    require_map(n, "server");
+    check_keys(n, "server", {"host", "http_port", "grpc_port", "max_body_bytes", "max_header_bytes", "max_headers",
+                             "max_json_depth", "max_stop_strings", "max_n", "max_top_logprobs", "drain_timeout_s"});
+    text(n, "host", "server", &s->host);
+    integer(n, "http_port", "server", 1, 65535, &s->http_port);
+    integer(n, "grpc_port", "server", 1, 65535, &s->grpc_port);
+    integer(n, "max_body_bytes", "server", 1024, int64_t(1) << 30, &s->max_body_bytes);
+    integer(n, "max_header_bytes", "server", 1024, 1 << 20, &s->max_header_bytes);
+    integer(n, "max_headers", "server", 8, 10000, &s->max_headers);
+    integer(n, "max_json_depth", "server", 4, 1024, &s->max_json_depth);
+    integer(n, "max_stop_strings", "server", 0, 1024, &s->max_stop_strings);
+    integer(n, "max_n", "server", 1, 1024, &s->max_n);
+    integer(n, "max_top_logprobs", "server", 0, 100, &s->max_top_logprobs);
+    number(n, "drain_timeout_s", "server", 0.0, 86400.0, &s->drain_timeout_s);
+    if (s->http_port == s->grpc_port) fail(n, "server: http_port and grpc_port must differ");
+  }
+
+  ModelConfig parse_model(const YAML::Node& n, const std::string& path) const {
+    require_map(n, path);
+    check_keys(n, path, {"name", "path", "device", "dtype", "threads", "kv_cache", "scheduler", "max_model_len", "chat_template"});
+    ModelConfig m;
+    if (!n["name"] || !n["path"]) fail(n, path + ": 'name' and 'path' are required");
+    text(n, "name", path, &m.name);
+    text(n, "path", path, &m.path);
+    if (m.name.empty()) fail(n["name"], path + ".name: must not be empty");
+    text(n, "device", path, &m.device);
+    if (m.device != "cpu" && m.device.rfind("cuda:", 0) != 0) fail(n["device"], path + ".device: '" + m.device + "' is not cpu or cuda:N");
+    text(n, "dtype", path, &m.dtype, {"auto", "f32", "f16", "bf16"});
+    integer(n, "threads", path, 0, 1024, &m.threads);
+    integer(n, "max_model_len", path, 0, 1 << 24, &m.max_model_len);
+    if (n["chat_template"]) {
+      std::string t;
+      text(n, "chat_template", path, &t);
+      m.chat_template = t;
+    }
+    if (const YAML::Node kv = n["kv_cache"]) {
+      const std::string p = path + ".kv_cache";
+      require_map(kv, p);
+      check_keys(kv, p, {"budget_mb", "block_size", "dtype"});
+      integer(kv, "budget_mb", p, 1, int64_t(1) << 24, &m.kv_cache.budget_mb);
+      integer(kv, "block_size", p, 1, 1024, &m.kv_cache.block_size);
+      text(kv, "dtype", p, &m.kv_cache.dtype, {"f16", "f32"});
+    }
+    if (const YAML::Node s = n["scheduler"]) {
+      const std::string p = path + ".scheduler";
+      require_map(s, p);
+      check_keys(s, p, {"max_batch_tokens", "max_sequences", "prefill_chunk", "max_queued_requests", "max_queued_tokens"});
+      integer(s, "max_batch_tokens", p, 1, 1 << 24, &m.scheduler.max_batch_tokens);
+      integer(s, "max_sequences", p, 1, 1 << 16, &m.scheduler.max_sequences);
+      integer(s, "prefill_chunk", p, 1, 1 << 24, &m.scheduler.prefill_chunk);
+      integer(s, "max_queued_requests", p, 0, 1 << 24, &m.scheduler.max_queued_requests);
+      integer(s, "max_queued_tokens", p, 0, int64_t(1) << 40, &m.scheduler.max_queued_tokens);
+    }
+    return m;
+  }
+
+  std::string source_;
+};
+
+}  // namespace
+
+Config parse_config(const std::string& yaml_text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    throw Error(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  }
+  return Parser(source).parse(root);
+}
+
+Config load_config_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_config(text.str(), path);
+}
+
+}  // namespace tessera

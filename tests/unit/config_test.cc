@@ -1,0 +1,69 @@
+#include <gtest/gtest.h>
+
+#include "config/config.h"
+#include "engine/error.h"
+#include "tests/unit/test_files.h"
+
+namespace tessera {
+namespace {
+
+std::string error_of(const std::string& yaml) {
+  try {
+    parse_config(yaml, "test.yaml");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, TheDefaultFileParses) {
+  const Config c = load_config_file(std::string(TESSERA_SOURCE_DIR) + "/config/default.yaml");
+  EXPECT_EQ(c.server.http_port, 8080);
+  EXPECT_EQ(c.server.grpc_port, 50051);
+  ASSERT_EQ(c.models.size(), 1u);
+  EXPECT_EQ(c.models[0].name, "smollm2");
+  EXPECT_EQ(c.models[0].kv_cache.block_size, 16);
+  EXPECT_EQ(c.models[0].scheduler.prefill_chunk, 512);
+}
+
+TEST(Config, SeveralModelsAndDefaults) {
+  const Config c = parse_config(R"(
+models:
+  - name: a
+    path: /m/a.gguf
+  - name: b
+    path: /m/b
+    device: cuda:0
+    dtype: bf16
+    kv_cache: {budget_mb: 1024, dtype: f32}
+    chat_template: "{{ messages }}"
+)", "t");
+  ASSERT_EQ(c.models.size(), 2u);
+  EXPECT_EQ(c.models[0].kv_cache.budget_mb, 256);
+  EXPECT_EQ(c.models[1].device, "cuda:0");
+  EXPECT_EQ(c.models[1].kv_cache.dtype, "f32");
+  EXPECT_EQ(c.models[1].chat_template.value(), "{{ messages }}");
+  EXPECT_EQ(c.server.host, "0.0.0.0");
+}
+
+TEST(Config, ErrorsNameTheLineTheKeyAndWhatIsAllowed) {
+  EXPECT_EQ(error_of("models:\n  - name: a\n    path: x\n    colour: red\n"),
+            "test.yaml:4: unknown key 'colour' in models[0] (allowed: name, path, device, dtype, threads, kv_cache, scheduler, "
+            "max_model_len, chat_template)");
+  EXPECT_EQ(error_of("server:\n  http_port: 70000\nmodels: [{name: a, path: x}]\n"),
+            "test.yaml:2: server.http_port: 70000 is outside 1 to 65535");
+  EXPECT_EQ(error_of("server:\n  http_port: eighty\nmodels: [{name: a, path: x}]\n"),
+            "test.yaml:2: server.http_port: expected an integer from 1 to 65535");
+  EXPECT_NE(error_of("models:\n  - name: a\n    path: x\n    kv_cache: {dtype: q4}\n").find("'q4' is not one of f16, f32"), std::string::npos);
+  EXPECT_NE(error_of("models: [{name: a, path: x}, {name: a, path: y}]\n").find("'a' is used twice"), std::string::npos);
+  EXPECT_NE(error_of("models: []\n").find("'models' must be a non-empty list"), std::string::npos);
+  EXPECT_NE(error_of("models: [{name: a}]\n").find("'name' and 'path' are required"), std::string::npos);
+  EXPECT_NE(error_of("models: [{name: a, path: x, device: tpu}]\n").find("'tpu' is not cpu or cuda:N"), std::string::npos);
+  EXPECT_NE(error_of("server: {http_port: 1, grpc_port: 1}\nmodels: [{name: a, path: x}]\n").find("must differ"), std::string::npos);
+  EXPECT_NE(error_of("models: [{name: a, path: x\n").find("not valid YAML"), std::string::npos);
+  EXPECT_NE(error_of("").find("empty"), std::string::npos);
+  EXPECT_NE(error_of("- 1\n- 2\n").find("must be a mapping"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera
