@@ -1,0 +1,39 @@
+#pragma once
+// What a client asks for, and what flows back to it. Each accepted request
+// ends with exactly one final event: finished (stop or length), cancelled, or
+// an error.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/sampler.h"
+#include "engine/sampling_params.h"
+
+namespace tessera {
+
+enum class FinishReason : uint8_t { kNone, kStop, kLength, kCancelled, kError };
+
+struct Request {
+  uint64_t id = 0;
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  int max_new_tokens = 16;
+  int priority = 0;                      // higher runs first; FCFS within a priority
+  std::vector<int32_t> stop_token_ids;   // end-of-generation tokens (not emitted as text)
+  bool ignore_eos = false;
+};
+
+struct RequestEvent {
+  uint64_t request_id = 0;
+  bool has_token = false;
+  SampledToken token;                   // valid when has_token
+  FinishReason finish = FinishReason::kNone;  // set on the final event
+  std::string error;                    // kError only
+  int prompt_tokens = 0;                // on the final event: usage
+  int completion_tokens = 0;
+};
+
+using EventSink = std::function<void(const RequestEvent&)>;
+
+}  // namespace tessera

@@ -1,0 +1,247 @@
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+
+namespace tessera {
+
+struct Scheduler::Sequence {
+  Request request;
+  EventSink sink;
+  uint64_t arrival = 0;
+  std::vector<int32_t> tokens;  // prompt, then output
+  size_t computed = 0;          // tokens whose keys and values are in the cache
+  std::vector<int32_t> pages;
+  std::mt19937_64 rng;
+  int generated = 0;
+  bool cancelled = false;
+  bool planned = false;  // in the plan being built
+  bool queued = true;    // its prompt counts against the queue's token bound
+
+  // Runs before `other`: higher priority, then earlier arrival.
+  bool before(const Sequence& other) const {
+    if (request.priority != other.request.priority) return request.priority > other.request.priority;
+    return arrival < other.arrival;
+  }
+};
+
+namespace {
+
+template <typename List>
+void insert_in_order(List& list, typename List::value_type seq) {
+  auto it = std::find_if(list.begin(), list.end(), [&](const auto& other) { return seq->before(*other); });
+  list.insert(it, std::move(seq));
+}
+
+}  // namespace
+
+Scheduler::Scheduler(const SchedulerLimits& limits, int32_t n_blocks, int block_size)
+    : limits_(limits), block_size_(block_size), blocks_(n_blocks) {}
+
+Scheduler::~Scheduler() = default;
+
+bool Scheduler::admits(const Request& r, std::string* why) const {
+  const int64_t total = int64_t(r.prompt.size()) + r.max_new_tokens;
+  if (r.prompt.empty()) {
+    *why = "the prompt is empty";
+    return false;
+  }
+  if (r.max_new_tokens < 1) {
+    *why = "max_new_tokens must be at least 1";
+    return false;
+  }
+  if (total > limits_.max_model_len) {
+    *why = "prompt (" + std::to_string(r.prompt.size()) + " tokens) plus max_new_tokens (" + std::to_string(r.max_new_tokens) +
+           ") exceeds the model length of " + std::to_string(limits_.max_model_len);
+    return false;
+  }
+  if ((total + block_size_ - 1) / block_size_ > blocks_.total()) {
+    *why = "prompt plus max_new_tokens needs more KV cache than the whole cache holds";
+    return false;
+  }
+  return true;
+}
+
+Admission Scheduler::submit(Request request, EventSink sink) {
+  std::string why;
+  if (!admits(request, &why)) return Admission::kTooLong;
+  if (int(waiting_.size()) >= limits_.max_queued_requests ||
+      queued_tokens_ + int64_t(request.prompt.size()) > limits_.max_queued_tokens) {
+    return Admission::kQueueFull;
+  }
+  auto s = std::make_unique<Sequence>();
+  s->arrival = arrivals_++;
+  s->tokens = request.prompt;
+  s->rng.seed(request.sampling.seed.value_or(std::random_device{}()));
+  s->request = std::move(request);
+  s->sink = std::move(sink);
+  queued_tokens_ += int64_t(s->tokens.size());
+  by_id_[s->request.id] = s.get();
+  insert_in_order(waiting_, std::move(s));
+  return Admission::kAccepted;
+}
+
+void Scheduler::cancel(uint64_t request_id) {
+  auto it = by_id_.find(request_id);
+  if (it != by_id_.end()) it->second->cancelled = true;
+}
+
+bool Scheduler::ensure_blocks(Sequence& s, int64_t positions) {
+  while (int64_t(s.pages.size()) * block_size_ < positions) {
+    const auto page = blocks_.allocate();
+    if (!page) return false;
+    s.pages.push_back(*page);
+  }
+  return true;
+}
+
+Scheduler::Sequence* Scheduler::pick_victim() {
+  // The running sequence that would run last, if it is not already planned.
+  for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+    if (!(*it)->planned) return it->get();
+  }
+  return nullptr;
+}
+
+// Frees the pages; the sequence recomputes its tokens when it runs again.
+void Scheduler::preempt(Sequence& victim) {
+  for (int32_t page : victim.pages) blocks_.release(page);
+  victim.pages.clear();
+  victim.computed = 0;
+  ++preemptions_;
+  auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& p) { return p.get() == &victim; });
+  std::unique_ptr<Sequence> moved = std::move(*it);
+  running_.erase(it);
+  insert_in_order(waiting_, std::move(moved));
+}
+
+void Scheduler::finish(Sequence& s, FinishReason reason, const std::string& error) {
+  for (int32_t page : s.pages) blocks_.release(page);
+  s.pages.clear();
+  if (s.queued) queued_tokens_ -= int64_t(s.request.prompt.size());
+  s.queued = false;
+  RequestEvent event;
+  event.request_id = s.request.id;
+  event.finish = reason;
+  event.error = error;
+  event.prompt_tokens = int(s.request.prompt.size());
+  event.completion_tokens = s.generated;
+  const EventSink sink = std::move(s.sink);
+  by_id_.erase(s.request.id);
+  for (auto* list : {&running_, &waiting_}) {
+    auto it = std::find_if(list->begin(), list->end(), [&](const auto& p) { return p.get() == &s; });
+    if (it == list->end()) continue;
+    list->erase(it);
+    break;
+  }
+  if (sink) sink(event);
+}
+
+StepPlan Scheduler::schedule() {
+  std::vector<Sequence*> cancelled;
+  for (auto* list : {&running_, &waiting_}) {
+    for (auto& s : *list) {
+      if (s->cancelled) cancelled.push_back(s.get());
+    }
+  }
+  for (Sequence* s : cancelled) {
+    ++cancelled_;
+    finish(*s, FinishReason::kCancelled);
+  }
+
+  StepPlan plan;
+  std::vector<std::pair<Sequence*, size_t>> chosen;
+  int budget = limits_.max_batch_tokens;
+  for (auto& s : running_) s->planned = false;
+  // Running sequences first, best first; the worst give up their pages.
+  for (auto it = running_.begin(); it != running_.end() && budget > 0 && int(chosen.size()) < limits_.max_sequences;) {
+    Sequence& s = **it;
+    const size_t pending = s.tokens.size() - s.computed;
+    const size_t n = std::min({pending, size_t(limits_.prefill_chunk), size_t(budget)});
+    bool fits = ensure_blocks(s, int64_t(s.computed + n));
+    while (!fits) {
+      Sequence* victim = pick_victim();
+      if (victim == nullptr) break;
+      const bool self = victim == &s;
+      if (self) ++it;  // `s` leaves the running list
+      preempt(*victim);
+      if (self) break;
+      fits = ensure_blocks(s, int64_t(s.computed + n));
+    }
+    if (!fits) continue;
+    s.planned = true;
+    chosen.emplace_back(&s, n);
+    budget -= int(n);
+    ++it;
+  }
+  // Then waiting requests in order, while pages and budget last.
+  while (!waiting_.empty() && budget > 0 && int(chosen.size()) < limits_.max_sequences) {
+    Sequence& s = *waiting_.front();
+    const size_t n = std::min({s.tokens.size() - s.computed, size_t(limits_.prefill_chunk), size_t(budget)});
+    if (!ensure_blocks(s, int64_t(s.computed + n))) break;  // first come, first served: no skipping
+    if (s.queued) queued_tokens_ -= int64_t(s.request.prompt.size());
+    s.queued = false;
+    s.planned = true;
+    chosen.emplace_back(&s, n);
+    budget -= int(n);
+    std::unique_ptr<Sequence> moved = std::move(waiting_.front());
+    waiting_.pop_front();
+    insert_in_order(running_, std::move(moved));
+  }
+  for (const auto& [s, n] : chosen) {
+    SequenceStep step;
+    step.seq_id = s->request.id;
+    step.tokens = std::span<const int32_t>(s->tokens).subspan(s->computed, n);
+    step.start_position = int32_t(s->computed);
+    step.block_table = s->pages;
+    step.sample = s->computed + n == s->tokens.size();
+    step.sampling = &s->request.sampling;
+    step.history = s->tokens;
+    step.prompt_len = s->request.prompt.size();
+    step.rng = &s->rng;
+    plan.sequences.push_back(step);
+  }
+  return plan;
+}
+
+void Scheduler::postprocess(const StepPlan& plan, const StepResult& result) {
+  for (size_t i = 0; i < plan.sequences.size() && i < result.sequences.size(); ++i) {
+    auto found = by_id_.find(plan.sequences[i].seq_id);
+    if (found == by_id_.end()) continue;
+    Sequence& s = *found->second;
+    s.computed += plan.sequences[i].tokens.size();
+    if (!result.sequences[i].sampled) continue;
+    const SampledToken& token = result.sequences[i].token;
+    s.tokens.push_back(token.id);
+    ++s.generated;
+    const bool is_stop = !s.request.ignore_eos &&
+        std::find(s.request.stop_token_ids.begin(), s.request.stop_token_ids.end(), token.id) != s.request.stop_token_ids.end();
+    if (is_stop) {
+      finish(s, FinishReason::kStop);
+      continue;
+    }
+    RequestEvent event;
+    event.request_id = s.request.id;
+    event.has_token = true;
+    event.token = token;
+    if (s.sink) s.sink(event);
+    if (s.generated >= s.request.max_new_tokens || int(s.tokens.size()) >= limits_.max_model_len) {
+      finish(s, FinishReason::kLength);
+    }
+  }
+}
+
+void Scheduler::fail_all(const std::string& message) {
+  std::vector<Sequence*> all;
+  for (auto* list : {&running_, &waiting_}) {
+    for (auto& s : *list) all.push_back(s.get());
+  }
+  for (Sequence* s : all) finish(*s, FinishReason::kError, message);
+}
+
+bool Scheduler::has_work() const { return !running_.empty() || !waiting_.empty(); }
+
+SchedulerStats Scheduler::stats() const {
+  return {int(running_.size()), int(waiting_.size()), blocks_.free_count(), blocks_.total(), preemptions_, cancelled_};
+}
+
+}  // namespace tessera

@@ -1,0 +1,89 @@
+#pragma once
+// Iteration-level continuous batching. Each call to schedule() admits work
+// under a token budget: running sequences first (one decode token each, or
+// the next prefill chunk), then waiting requests by priority and arrival.
+// Pages come from the BlockAllocator; when they run out, the running
+// sequence with the lowest priority that arrived last is preempted: its pages
+// are freed and it is recomputed from its tokens when it runs again, which
+// gives the same result because the engine is batch-invariant. Pure
+// bookkeeping: no model, no device.
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <memory>
+#include <random>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/step_plan.h"
+#include "scheduler/block_allocator.h"
+#include "scheduler/request.h"
+
+namespace tessera {
+
+struct SchedulerLimits {
+  int max_batch_tokens = 2048;   // tokens per iteration, prefill and decode together
+  int max_sequences = 64;        // sequences per iteration
+  int prefill_chunk = 512;       // prompt tokens per sequence per iteration
+  int max_queued_requests = 256;
+  int64_t max_queued_tokens = 1 << 20;  // prompt tokens waiting
+  int max_model_len = 4096;      // prompt + output
+};
+
+enum class Admission : uint8_t {
+  kAccepted,
+  kQueueFull,  // try again later (HTTP 429)
+  kTooLong,    // can never fit (HTTP 400)
+};
+
+struct SchedulerStats {
+  int running = 0;
+  int waiting = 0;
+  int free_blocks = 0;
+  int total_blocks = 0;
+  uint64_t preemptions = 0;
+  uint64_t cancelled = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerLimits& limits, int32_t n_blocks, int block_size);
+  ~Scheduler();
+
+  // The sink receives every event of the request, from the thread that calls
+  // postprocess() or cancel_pending().
+  Admission submit(Request request, EventSink sink);
+  // Marks the request cancelled; its pages are freed at the next schedule().
+  void cancel(uint64_t request_id);
+
+  StepPlan schedule();
+  // Appends sampled tokens, emits events, finishes and frees what is done.
+  void postprocess(const StepPlan& plan, const StepResult& result);
+  // Ends every request with an error (engine fault, shutdown).
+  void fail_all(const std::string& message);
+
+  bool has_work() const;
+  SchedulerStats stats() const;
+
+ private:
+  struct Sequence;
+
+  bool admits(const Request& r, std::string* why) const;
+  bool ensure_blocks(Sequence& s, int64_t positions);
+  void preempt(Sequence& victim);
+  void finish(Sequence& s, FinishReason reason, const std::string& error = "");
+  Sequence* pick_victim();
+
+  SchedulerLimits limits_;
+  int block_size_;
+  BlockAllocator blocks_;
+  uint64_t arrivals_ = 0;
+  std::list<std::unique_ptr<Sequence>> waiting_;   // sorted: priority, then arrival
+  std::list<std::unique_ptr<Sequence>> running_;
+  std::unordered_map<uint64_t, Sequence*> by_id_;
+  int64_t queued_tokens_ = 0;
+  uint64_t preemptions_ = 0;
+  uint64_t cancelled_ = 0;
+};
+
+}  // namespace tessera

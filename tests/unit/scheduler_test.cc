@@ -1,0 +1,195 @@
+// The scheduler against a fake engine whose "model" picks each next token as
+// a function of the sequence so far, so results do not depend on batching or
+// on recomputation, just as the real engine's greedy outputs do not.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "scheduler/scheduler.h"
+
+namespace tessera {
+namespace {
+
+int32_t next_token(std::span<const int32_t> history) {
+  uint32_t h = 2166136261u;
+  for (int32_t t : history) h = (h ^ uint32_t(t)) * 16777619u;
+  return int32_t(h % 1000) + 10;
+}
+
+struct Harness {
+  Scheduler scheduler;
+  std::map<uint64_t, std::vector<int32_t>> outputs;
+  std::map<uint64_t, std::vector<RequestEvent>> finals;
+  std::vector<StepPlan> plans;
+  int iterations = 0;
+
+  Harness(const SchedulerLimits& limits, int32_t blocks, int block_size) : scheduler(limits, blocks, block_size) {}
+
+  Admission submit(uint64_t id, int prompt_len, int max_new, int priority = 0, std::vector<int32_t> stop = {}) {
+    Request r;
+    r.id = id;
+    for (int i = 0; i < prompt_len; ++i) r.prompt.push_back(int32_t(id * 100 + i) % 997 + 1);
+    r.max_new_tokens = max_new;
+    r.priority = priority;
+    r.stop_token_ids = std::move(stop);
+    return scheduler.submit(std::move(r), [this](const RequestEvent& e) {
+      if (e.has_token) outputs[e.request_id].push_back(e.token.id);
+      if (e.finish != FinishReason::kNone) finals[e.request_id].push_back(e);
+    });
+  }
+
+  // One iteration: plan, fake forward (checking the plan), postprocess.
+  void step() {
+    StepPlan plan = scheduler.schedule();
+    StepResult result;
+    for (const SequenceStep& s : plan.sequences) {
+      SequenceResult r;
+      r.seq_id = s.seq_id;
+      if (s.sample) {
+        r.sampled = true;
+        r.token.id = next_token(s.history.subspan(0, size_t(s.start_position) + s.tokens.size()));
+      }
+      result.sequences.push_back(r);
+    }
+    plans.push_back(plan);
+    scheduler.postprocess(plan, result);
+    ++iterations;
+  }
+
+  void run(int max_iterations = 10000) {
+    while (scheduler.has_work() && iterations < max_iterations) step();
+  }
+};
+
+SchedulerLimits limits(int batch_tokens = 64, int chunk = 16, int max_len = 256) {
+  SchedulerLimits l;
+  l.max_batch_tokens = batch_tokens;
+  l.prefill_chunk = chunk;
+  l.max_model_len = max_len;
+  l.max_sequences = 8;
+  l.max_queued_requests = 4;
+  l.max_queued_tokens = 1000;
+  return l;
+}
+
+TEST(Scheduler, AdmissionRefusesWhatCanNeverFitAndWhatOverflowsTheQueue) {
+  Harness h(limits(), 8, 16);
+  EXPECT_EQ(h.submit(1, 250, 10), Admission::kTooLong);     // over the model length
+  EXPECT_EQ(h.submit(2, 100, 100), Admission::kTooLong);    // over the whole cache (128 positions)
+  EXPECT_EQ(h.submit(3, 0, 1), Admission::kTooLong);
+  for (uint64_t id = 10; id < 14; ++id) EXPECT_EQ(h.submit(id, 4, 2), Admission::kAccepted);
+  EXPECT_EQ(h.submit(14, 4, 2), Admission::kQueueFull);     // four waiting already
+  h.step();
+  EXPECT_EQ(h.submit(15, 4, 2), Admission::kAccepted);      // the queue drained into the batch
+}
+
+TEST(Scheduler, BudgetChunksAndSequenceLimitsHoldEveryIteration) {
+  SchedulerLimits l = limits(20, 8);
+  l.max_sequences = 3;
+  l.max_queued_requests = 100;
+  Harness h(l, 64, 16);
+  for (uint64_t id = 1; id <= 6; ++id) ASSERT_EQ(h.submit(id, 30, 5), Admission::kAccepted);
+  h.run();
+  for (const StepPlan& p : h.plans) {
+    size_t tokens = 0;
+    for (const SequenceStep& s : p.sequences) {
+      tokens += s.tokens.size();
+      EXPECT_LE(s.tokens.size(), 8u);
+    }
+    EXPECT_LE(tokens, 20u);
+    EXPECT_LE(p.sequences.size(), 3u);
+  }
+  for (uint64_t id = 1; id <= 6; ++id) {
+    EXPECT_EQ(h.outputs[id].size(), 5u);
+    ASSERT_EQ(h.finals[id].size(), 1u);
+    EXPECT_EQ(h.finals[id][0].finish, FinishReason::kLength);
+    EXPECT_EQ(h.finals[id][0].completion_tokens, 5);
+  }
+  EXPECT_EQ(h.scheduler.stats().free_blocks, 64);
+}
+
+TEST(Scheduler, PriorityFirstThenArrivalOrder) {
+  SchedulerLimits l = limits(8, 8);
+  l.max_sequences = 1;
+  l.max_queued_requests = 10;
+  Harness h(l, 64, 16);
+  h.submit(1, 4, 1, 0);
+  h.submit(2, 4, 1, 5);
+  h.submit(3, 4, 1, 0);
+  h.submit(4, 4, 1, 5);
+  h.run();
+  std::vector<uint64_t> order;
+  for (const StepPlan& p : h.plans) {
+    for (const SequenceStep& s : p.sequences) {
+      if (order.empty() || order.back() != s.seq_id) order.push_back(s.seq_id);
+    }
+  }
+  EXPECT_EQ(order, (std::vector<uint64_t>{2, 4, 1, 3}));
+}
+
+TEST(Scheduler, PreemptionByRecomputeGivesTheSameOutputs) {
+  SchedulerLimits l = limits(64, 16);
+  l.max_queued_requests = 10;
+  Harness roomy(l, 64, 4);
+  Harness tight(l, 12, 4);  // 48 positions for four sequences of up to 40
+  for (Harness* h : {&roomy, &tight}) {
+    for (uint64_t id = 1; id <= 4; ++id) ASSERT_EQ(h->submit(id, 10, 30), Admission::kAccepted);
+    h->run();
+  }
+  EXPECT_EQ(roomy.scheduler.stats().preemptions, 0u);
+  EXPECT_GT(tight.scheduler.stats().preemptions, 0u);
+  for (uint64_t id = 1; id <= 4; ++id) {
+    EXPECT_EQ(tight.outputs[id], roomy.outputs[id]) << "request " << id;
+    EXPECT_EQ(tight.finals[id].size(), 1u);
+  }
+  EXPECT_EQ(tight.scheduler.stats().free_blocks, 12);
+}
+
+TEST(Scheduler, CancellationFreesPagesAtTheNextStepWithOneFinalEvent) {
+  Harness h(limits(), 16, 4);
+  h.submit(1, 8, 50);
+  h.submit(2, 8, 50);
+  h.step();
+  h.step();
+  const int free_before = h.scheduler.stats().free_blocks;
+  h.scheduler.cancel(1);
+  h.step();
+  EXPECT_GT(h.scheduler.stats().free_blocks, free_before - 1);
+  ASSERT_EQ(h.finals[1].size(), 1u);
+  EXPECT_EQ(h.finals[1][0].finish, FinishReason::kCancelled);
+  for (const SequenceStep& s : h.plans.back().sequences) EXPECT_NE(s.seq_id, 1u);
+  h.run();
+  EXPECT_EQ(h.finals[1].size(), 1u);
+  EXPECT_EQ(h.finals[2].size(), 1u);
+  EXPECT_EQ(h.scheduler.stats().cancelled, 1u);
+}
+
+TEST(Scheduler, StopTokenEndsTheRequestWithoutBeingEmitted) {
+  Harness h(limits(), 16, 4);
+  // The fake model's first token for request 7's prompt becomes its stop token.
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 5; ++i) prompt.push_back(int32_t(7 * 100 + i) % 997 + 1);
+  h.submit(7, 5, 10, 0, {next_token(prompt)});
+  h.run();
+  EXPECT_TRUE(h.outputs[7].empty());
+  ASSERT_EQ(h.finals[7].size(), 1u);
+  EXPECT_EQ(h.finals[7][0].finish, FinishReason::kStop);
+}
+
+TEST(Scheduler, FailAllEndsEveryRequestWithAnError) {
+  Harness h(limits(), 16, 4);
+  h.submit(1, 4, 5);
+  h.submit(2, 4, 5);
+  h.step();
+  h.scheduler.fail_all("engine fault");
+  EXPECT_FALSE(h.scheduler.has_work());
+  for (uint64_t id : {1u, 2u}) {
+    ASSERT_EQ(h.finals[id].size(), 1u);
+    EXPECT_EQ(h.finals[id][0].finish, FinishReason::kError);
+    EXPECT_EQ(h.finals[id][0].error, "engine fault");
+  }
+  EXPECT_EQ(h.scheduler.stats().free_blocks, 16);
+}
+
+}  // namespace
+}  // namespace tessera
