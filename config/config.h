@@ -29,11 +29,11 @@ struct KvCacheConfig {
 };
 
 struct SchedulerConfig {
-  int max_batch_tokens = 2048;
-  int max_sequences = 64;
-  int prefill_chunk = 512;
+  int max_batch_tokens = 2048;          // tokens per iteration, prefill and decode together
+  int max_sequences = 64;               // sequences per iteration
+  int prefill_chunk = 512;              // prompt tokens per sequence per iteration
   int max_queued_requests = 256;
-  int64_t max_queued_tokens = 1 << 20;
+  int64_t max_queued_tokens = 1 << 20;  // prompt tokens waiting
 };
 
 struct ModelConfig {

@@ -15,19 +15,16 @@
 #include <unordered_map>
 #include <vector>
 
+#include "config/config.h"
 #include "engine/step_plan.h"
 #include "scheduler/block_allocator.h"
 #include "scheduler/request.h"
 
 namespace tessera {
 
-struct SchedulerLimits {
-  int max_batch_tokens = 2048;   // tokens per iteration, prefill and decode together
-  int max_sequences = 64;        // sequences per iteration
-  int prefill_chunk = 512;       // prompt tokens per sequence per iteration
-  int max_queued_requests = 256;
-  int64_t max_queued_tokens = 1 << 20;  // prompt tokens waiting
-  int max_model_len = 4096;      // prompt + output
+// The configured limits plus the model length they apply to.
+struct SchedulerLimits : SchedulerConfig {
+  int max_model_len = 4096;  // prompt + output
 };
 
 enum class Admission : uint8_t {
