@@ -7,7 +7,7 @@ repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo_root"
 build_dir=${FUZZ_BUILD_DIR:-build-fuzz}
 seconds=${FUZZ_SECONDS:-600}
-targets=${FUZZ_TARGETS:-"gguf_fuzz safetensors_fuzz tokenizer_fuzz"}
+targets=${FUZZ_TARGETS:-"gguf_fuzz safetensors_fuzz tokenizer_fuzz hf_tokenizer_fuzz"}
 
 CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_FUZZ=ON \
   -DTESSERA_CUDA=OFF -DTESSERA_TESTS=ON -DTESSERA_SANITIZE=address,undefined >/dev/null
@@ -20,6 +20,7 @@ seed_dir() {  # target -> a fresh corpus seeded from the test data
     gguf_fuzz) cp tests/data/malformed/*.gguf tests/data/gguf/*.gguf "$corpus/" ;;
     safetensors_fuzz) cp tests/data/malformed/*.safetensors "$corpus/" ;;
     tokenizer_fuzz) cp tests/data/tokenizer-vectors/*.inp "$corpus/" ;;
+    hf_tokenizer_fuzz) cp tests/data/hf/spm-bpe/tokenizer.json "$corpus/spm.json"; cp tests/data/hf/tiny-sharded/tokenizer.json "$corpus/byte.json" ;;
   esac
   echo "$corpus"
 }
