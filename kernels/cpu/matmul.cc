@@ -57,11 +57,22 @@ void matmul(const LinearWeight& w, const float* x, int64_t n_tokens, float* y, M
     for (int64_t m = begin; m < end; ++m) convert_activation_row(act_type, x + m * cols, acts + size_t(m) * act_bytes, cols);
   });
   const VecDotFn dot = w.kernel().fn;
+  const VecDot4Fn dot4 = w.kernel().fn4;
   constexpr int64_t kRowTile = 16;  // weight rows reused across all tokens while in cache
   pool.parallel_for((rows + kRowTile - 1) / kRowTile, 1, [&](int, int64_t tile_begin, int64_t tile_end) {
     for (int64_t tile = tile_begin; tile < tile_end; ++tile) {
       const int64_t r0 = tile * kRowTile, r1 = std::min(rows, r0 + kRowTile);
-      for (int64_t m = 0; m < n_tokens; ++m) {
+      int64_t m = 0;
+      for (; dot4 && m + 4 <= n_tokens; m += 4) {
+        const void* four[4];
+        for (int j = 0; j < 4; ++j) four[j] = acts + size_t(m + j) * act_bytes;
+        float out[4];
+        for (int64_t r = r0; r < r1; ++r) {
+          dot4(cols, w.row(r), four, out);
+          for (int j = 0; j < 4; ++j) y[(m + j) * rows + r] = out[j];
+        }
+      }
+      for (; m < n_tokens; ++m) {
         const uint8_t* act = acts + size_t(m) * act_bytes;
         float* out = y + m * rows;
         for (int64_t r = r0; r < r1; ++r) out[r] = dot(cols, w.row(r), act);

@@ -15,9 +15,15 @@ namespace tessera::cpu {
 // n: elements in the row (a whole number of weight blocks).
 using VecDotFn = float (*)(int64_t n, const void* weight_row, const void* activation_row);
 
+// Four activation rows at once: out[j] = dot(weight_row, activation_rows[j]),
+// each summed exactly as the one-row kernel sums it, the weight block
+// decoded once for all four (prefill).
+using VecDot4Fn = void (*)(int64_t n, const void* weight_row, const void* const* activation_rows, float* out);
+
 struct VecDotKernel {
   DType activation_type = DType::kF32;  // what activations are converted to
   VecDotFn fn = nullptr;
+  VecDot4Fn fn4 = nullptr;  // optional
 };
 
 // The activation format a weight format is multiplied against, or nullopt.

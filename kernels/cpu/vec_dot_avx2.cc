@@ -119,6 +119,51 @@ float dot_q5_0(int64_t n, const void* w, const void* a) {
   return hsum(acc);
 }
 
+// Weight values of one 32-element block as signed bytes.
+__m256i q4_0_values(const BlockQ4_0& b) { return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8)); }
+__m256i q5_0_values(const BlockQ5_0& b) {
+  // nibble | 0xF0 reads as nibble - 16 where the fifth bit is clear.
+  const __m256i high = _mm256_andnot_si256(expand_bits(b.qh), _mm256_set1_epi8(char(0xf0)));
+  return _mm256_or_si256(unpack_nibbles(b.qs), high);
+}
+__m256i q8_0_values(const BlockQ8_0& b) { return load32(b.qs); }
+
+// Signed-weight formats against Q8_0 activations, four rows at a time.
+template <class Block, __m256i (*values)(const Block&)>
+void dot4_signed(int64_t n, const void* w, const void* const* a, float* out) {
+  const auto* x = static_cast<const Block*>(w);
+  const BlockQ8_0* y[4];
+  for (int j = 0; j < 4; ++j) y[j] = static_cast<const BlockQ8_0*>(a[j]);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    const float dx = fp16(x[b].d);
+    const __m256i qx = values(x[b]);
+    const __m256i ax = _mm256_sign_epi8(qx, qx);
+    for (int j = 0; j < 4; ++j) {
+      const __m256 d = _mm256_set1_ps(dx * fp16(y[j][b].d));
+      acc[j] = _mm256_fmadd_ps(d, madd_us(ax, _mm256_sign_epi8(load32(y[j][b].qs), qx)), acc[j]);
+    }
+  }
+  for (int j = 0; j < 4; ++j) out[j] = hsum(acc[j]);
+}
+
+void dot4_q4_1(int64_t n, const void* w, const void* const* a, float* out) {
+  const auto* x = static_cast<const BlockQ4_1*>(w);
+  const BlockQ8_1* y[4];
+  for (int j = 0; j < 4; ++j) y[j] = static_cast<const BlockQ8_1*>(a[j]);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  float mins[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    const float dx = fp16(x[b].d), mx = fp16(x[b].m);
+    const __m256i qx = unpack_nibbles(x[b].qs);
+    for (int j = 0; j < 4; ++j) {
+      mins[j] += mx * fp16(y[j][b].s);
+      acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dx * fp16(y[j][b].d)), madd_us(qx, load32(y[j][b].qs)), acc[j]);
+    }
+  }
+  for (int j = 0; j < 4; ++j) out[j] = hsum(acc[j]) + mins[j];
+}
+
 float dot_q8_0(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ8_0*>(w);
   const auto* y = static_cast<const BlockQ8_0*>(a);
@@ -200,9 +245,17 @@ float dot_q6_k(int64_t n, const void* w, const void* a) {
 }  // namespace
 
 VecDotKernel avx2_vec_dot(DType weight_type) {
-  return pick_vec_dot(weight_type, {{DType::kF32, dot_f32}, {DType::kF16, dot_f16}, {DType::kQ4_0, dot_q4_0},
-                                    {DType::kQ4_1, dot_q4_1}, {DType::kQ5_0, dot_q5_0}, {DType::kQ8_0, dot_q8_0},
-                                    {DType::kQ4_K, dot_q4_k}, {DType::kQ6_K, dot_q6_k}});
+  VecDotKernel k = pick_vec_dot(weight_type, {{DType::kF32, dot_f32}, {DType::kF16, dot_f16}, {DType::kQ4_0, dot_q4_0},
+                                              {DType::kQ4_1, dot_q4_1}, {DType::kQ5_0, dot_q5_0}, {DType::kQ8_0, dot_q8_0},
+                                              {DType::kQ4_K, dot_q4_k}, {DType::kQ6_K, dot_q6_k}});
+  switch (weight_type) {
+    case DType::kQ4_0: k.fn4 = dot4_signed<BlockQ4_0, q4_0_values>; break;
+    case DType::kQ4_1: k.fn4 = dot4_q4_1; break;
+    case DType::kQ5_0: k.fn4 = dot4_signed<BlockQ5_0, q5_0_values>; break;
+    case DType::kQ8_0: k.fn4 = dot4_signed<BlockQ8_0, q8_0_values>; break;
+    default: break;
+  }
+  return k;
 }
 
 }  // namespace tessera::cpu

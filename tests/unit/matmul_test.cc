@@ -130,6 +130,27 @@ TEST(Matmul, ManyTokensMatchesPerRowDots) {
   }
 }
 
+TEST(Matmul, FourRowKernelsGiveTheOneRowBits) {
+  for (const char* type : {"Q4_0", "Q4_1", "Q5_0", "Q8_0"}) {
+    const WeightRows w = weight_rows(type);
+    const VecDotKernel k = select_vec_dot(w.dtype, detect_isa());
+    if (!k.fn4) continue;  // this CPU has no four-row kernel for it
+    const size_t row_bytes = *dtype_bytes(w.dtype, uint64_t(w.cols));
+    std::vector<std::vector<uint8_t>> acts(4, std::vector<uint8_t>(*dtype_bytes(k.activation_type, uint64_t(w.cols))));
+    const void* four[4];
+    for (int j = 0; j < 4; ++j) {
+      const std::vector<float> x = random_row(w.cols, uint32_t(40 + j));
+      convert_activation_row(k.activation_type, x.data(), acts[size_t(j)].data(), w.cols);
+      four[j] = acts[size_t(j)].data();
+    }
+    for (int64_t r = 0; r < w.rows; ++r) {
+      float out[4];
+      k.fn4(w.cols, w.bytes.data() + r * row_bytes, four, out);
+      for (int j = 0; j < 4; ++j) EXPECT_EQ(out[j], k.fn(w.cols, w.bytes.data() + r * row_bytes, four[j])) << type << " row " << r;
+    }
+  }
+}
+
 TEST(Matmul, UnsupportedFormatIsRefusedAtLoad) {
   std::vector<uint8_t> bytes(66);
   try {
