@@ -95,8 +95,24 @@ int inspect_hf_dir(const std::string& path) {
   return 0;
 }
 
+int inspect_safetensors(const std::string& path) {
+  const safetensors::File file = safetensors::File::open(path);
+  std::printf("file: %s\n", path.c_str());
+  std::printf("format: safetensors, %zu metadata entries\n", file.metadata().size());
+  std::map<std::string, int> type_counts;
+  uint64_t tensor_bytes = 0;
+  for (const auto& t : file.tensors()) {
+    ++type_counts[std::string(dtype_name(t.dtype))];
+    tensor_bytes += t.end - t.begin;
+  }
+  print_tensor_summary(type_counts, file.tensors().size(), tensor_bytes, std::filesystem::file_size(path));
+  return 0;
+}
+
 int run_inspect(const InspectOptions& options) {
   if (std::filesystem::is_directory(options.path)) return inspect_hf_dir(options.path);
+  const std::string& p = options.path;
+  if (p.size() > 12 && p.compare(p.size() - 12, 12, ".safetensors") == 0) return inspect_safetensors(p);
   const gguf::File file = gguf::File::open(options.path);
   const std::string arch = file.get_string("general.architecture").value_or("unknown");
   std::printf("file: %s\n", options.path.c_str());

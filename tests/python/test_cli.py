@@ -92,3 +92,12 @@ def test_inspect_hf_directory(tessera_bin):
     assert re.search(r"num_hidden_layers\s+1\n", out)
     assert "tokenizer: bpe (byte-level), 400 tokens" in out
     assert "tensors: 4 (F16 x1, F32 x3)" in out
+
+
+def test_inspect_safetensors_file(tessera_bin):
+    result = run([tessera_bin, "inspect", DATA / "hf" / "tiny-sharded" / "model-00001-of-00002.safetensors"])
+    assert result.returncode == 0, result.stderr
+    assert b"format: safetensors, 1 metadata entries" in result.stdout
+    assert b"tensors: 2 (F16 x1, F32 x1)" in result.stdout
+    bad = run([tessera_bin, "inspect", DATA / "malformed" / "overlap.safetensors"])
+    assert bad.returncode == 1 and b"overlaps" in bad.stderr
