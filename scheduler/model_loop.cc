@@ -1,0 +1,95 @@
+#include "scheduler/model_loop.h"
+
+#include <exception>
+
+namespace tessera {
+
+ModelLoop::ModelLoop(std::unique_ptr<ModelRunner> runner, const SchedulerLimits& limits)
+    : runner_(std::move(runner)),
+      scheduler_(limits, int32_t(runner_->kv_cache().n_pages()), runner_->page_size()),
+      thread_([this] { run(); }) {}
+
+ModelLoop::~ModelLoop() {
+  stop_ = true;
+  work_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Submission ModelLoop::submit(Request request) {
+  Submission s;
+  if (state_.load() != LoopState::kReady) {
+    s.admission = Admission::kQueueFull;
+    return s;
+  }
+  auto stream = std::make_shared<RequestStream>();
+  {
+    std::lock_guard lock(mutex_);
+    request.id = next_id_++;
+    s.request_id = request.id;
+    s.admission = scheduler_.submit(std::move(request), [stream](const RequestEvent& e) { stream->push(e); });
+  }
+  if (s.admission == Admission::kAccepted) {
+    s.stream = std::move(stream);
+    work_.notify_all();
+  }
+  return s;
+}
+
+void ModelLoop::cancel(uint64_t request_id) {
+  {
+    std::lock_guard lock(mutex_);
+    scheduler_.cancel(request_id);
+  }
+  work_.notify_all();
+}
+
+SchedulerStats ModelLoop::stats() const {
+  std::lock_guard lock(mutex_);
+  return scheduler_.stats();
+}
+
+void ModelLoop::run() {
+  while (true) {
+    StepPlan plan;
+    {
+      std::unique_lock lock(mutex_);
+      work_.wait(lock, [&] { return stop_.load() || scheduler_.has_work(); });
+      if (stop_.load()) {
+        scheduler_.fail_all("the server is shutting down");
+        return;
+      }
+      plan = scheduler_.schedule();
+    }
+    if (plan.sequences.empty()) continue;  // only cancellations were pending
+    try {
+      // The plan's views stay valid: submissions only add waiting requests
+      // and cancellations only mark them until the next schedule().
+      const StepResult result = runner_->step(plan);
+      std::lock_guard lock(mutex_);
+      scheduler_.postprocess(plan, result);
+    } catch (const std::exception& e) {
+      state_ = LoopState::kFaulted;
+      std::lock_guard lock(mutex_);
+      scheduler_.fail_all(std::string("engine fault: ") + e.what());
+    }
+  }
+}
+
+void ModelLoop::drain(std::chrono::milliseconds timeout) {
+  LoopState expected = LoopState::kReady;
+  state_.compare_exchange_strong(expected, LoopState::kDraining);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!scheduler_.has_work()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  stop_ = true;
+  work_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (state_.load() != LoopState::kFaulted) state_ = LoopState::kStopped;
+}
+
+}  // namespace tessera

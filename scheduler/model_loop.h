@@ -1,0 +1,62 @@
+#pragma once
+// One model's serving loop: a thread that repeatedly schedules a step, runs
+// it on the engine and hands the events to each request's stream. Submission
+// and cancellation are thread-safe and take effect at the next step. An
+// engine fault ends every request with an error and leaves the loop faulted,
+// which health checks report.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "engine/model_runner.h"
+#include "scheduler/request_stream.h"
+#include "scheduler/scheduler.h"
+
+namespace tessera {
+
+enum class LoopState : uint8_t { kReady, kDraining, kStopped, kFaulted };
+
+struct Submission {
+  Admission admission = Admission::kAccepted;
+  uint64_t request_id = 0;
+  std::shared_ptr<RequestStream> stream;  // set when accepted
+};
+
+class ModelLoop {
+ public:
+  ModelLoop(std::unique_ptr<ModelRunner> runner, const SchedulerLimits& limits);
+  ~ModelLoop();
+  ModelLoop(const ModelLoop&) = delete;
+  ModelLoop& operator=(const ModelLoop&) = delete;
+
+  // The request's id is assigned here. A loop that is draining, stopped or
+  // faulted refuses with kQueueFull.
+  Submission submit(Request request);
+  void cancel(uint64_t request_id);
+
+  // Stops accepting, lets running and queued requests finish for up to
+  // `timeout`, then ends the rest with an error and stops the thread.
+  void drain(std::chrono::milliseconds timeout);
+
+  LoopState state() const { return state_.load(); }
+  SchedulerStats stats() const;
+  const ModelRunner& runner() const { return *runner_; }
+
+ private:
+  void run();
+
+  std::unique_ptr<ModelRunner> runner_;
+  mutable std::mutex mutex_;  // guards scheduler_ and next_id_
+  std::condition_variable work_;
+  Scheduler scheduler_;
+  uint64_t next_id_ = 1;
+  std::atomic<LoopState> state_{LoopState::kReady};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace tessera

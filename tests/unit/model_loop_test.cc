@@ -1,0 +1,120 @@
+// The serving loop on the real engine: concurrent submissions, streaming,
+// cancellation, refusal, drain. Every accepted request ends with exactly one
+// final event.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "kernels/cpu/isa.h"
+#include "scheduler/model_loop.h"
+#include "tests/unit/test_files.h"
+
+namespace tessera {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Collected {
+  std::vector<int32_t> tokens;
+  int finals = 0;
+  FinishReason finish = FinishReason::kNone;
+};
+
+Collected collect(RequestStream& stream) {
+  Collected c;
+  while (auto e = stream.pop(60s)) {
+    if (e->has_token) c.tokens.push_back(e->token.id);
+    if (e->finish != FinishReason::kNone) {
+      ++c.finals;
+      c.finish = e->finish;
+      break;
+    }
+  }
+  return c;
+}
+
+class ModelLoopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string path = test::model_dir() + "/SmolLM2-135M-Instruct.Q4_1.gguf";
+    if (!std::filesystem::exists(path)) GTEST_SKIP() << "SmolLM2 not fetched (scripts/fetch-models.sh)";
+    RunnerConfig config;
+    config.kv_budget_bytes = 32ull << 20;
+    config.n_threads = 2;
+    SchedulerLimits limits;
+    limits.max_model_len = 512;
+    limits.max_queued_requests = 3;
+    loop_ = std::make_unique<ModelLoop>(std::make_unique<ModelRunner>(Model::load(path, cpu::detect_isa()), config), limits);
+  }
+
+  Request request(const std::string& prompt, int max_new) {
+    Request r;
+    r.prompt = loop_->runner().model().tokenizer().encode(prompt, {.add_special = true});
+    r.sampling.temperature = 0.0f;
+    r.max_new_tokens = max_new;
+    return r;
+  }
+
+  std::unique_ptr<ModelLoop> loop_;
+};
+
+TEST_F(ModelLoopTest, ConcurrentRequestsStreamTheirOwnGreedyTokens) {
+  const Submission alone = loop_->submit(request("The capital of France is", 12));
+  ASSERT_EQ(alone.admission, Admission::kAccepted);
+  const Collected want = collect(*alone.stream);
+  ASSERT_EQ(want.tokens.size(), 12u);
+
+  std::vector<Collected> got(3);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 3; ++i) {
+    clients.emplace_back([&, i] {
+      const Submission s = loop_->submit(request(i == 1 ? "The capital of France is" : "def add(a, b):", 12));
+      ASSERT_EQ(s.admission, Admission::kAccepted);
+      got[size_t(i)] = collect(*s.stream);
+    });
+  }
+  for (auto& c : clients) c.join();
+  EXPECT_EQ(got[1].tokens, want.tokens);
+  EXPECT_EQ(got[0].tokens, got[2].tokens);
+  for (const Collected& c : got) {
+    EXPECT_EQ(c.finals, 1);
+    EXPECT_EQ(c.finish, FinishReason::kLength);
+  }
+}
+
+TEST_F(ModelLoopTest, CancelEndsTheStreamAndFreesPages) {
+  const int total = loop_->stats().total_blocks;
+  const Submission s = loop_->submit(request("Tell me a very long story about dragons.", 400));
+  ASSERT_EQ(s.admission, Admission::kAccepted);
+  ASSERT_TRUE(s.stream->pop(60s).has_value());  // the first token arrived
+  loop_->cancel(s.request_id);
+  const Collected rest = collect(*s.stream);
+  EXPECT_EQ(rest.finals, 1);
+  EXPECT_EQ(rest.finish, FinishReason::kCancelled);
+  EXPECT_EQ(loop_->stats().free_blocks, total);
+}
+
+TEST_F(ModelLoopTest, TooLongIsRefusedAndDrainFinishesInFlightWork) {
+  EXPECT_EQ(loop_->submit(request("hi", 600)).admission, Admission::kTooLong);
+  const Submission s = loop_->submit(request("Once upon a time", 8));
+  ASSERT_EQ(s.admission, Admission::kAccepted);
+  loop_->drain(30s);
+  const Collected c = collect(*s.stream);
+  EXPECT_EQ(c.tokens.size(), 8u);
+  EXPECT_EQ(c.finish, FinishReason::kLength);
+  EXPECT_EQ(loop_->state(), LoopState::kStopped);
+  EXPECT_EQ(loop_->submit(request("hi", 2)).admission, Admission::kQueueFull);
+}
+
+TEST_F(ModelLoopTest, DrainTimeoutEndsTheRestWithAnError) {
+  const Submission s = loop_->submit(request("Write an essay about the ocean.", 450));
+  ASSERT_EQ(s.admission, Admission::kAccepted);
+  loop_->drain(50ms);
+  const Collected c = collect(*s.stream);
+  EXPECT_EQ(c.finals, 1);
+  EXPECT_EQ(c.finish, FinishReason::kError);
+}
+
+}  // namespace
+}  // namespace tessera
