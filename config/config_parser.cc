@@ -89,7 +89,7 @@ class Parser {
   void text(const YAML::Node& parent, const char* key, const std::string& path, std::string* out,
             std::initializer_list<const char*> choices = {}) const {
     const YAML::Node n = parent[key];
-    if (!n) return;
+    if (!n || n.IsNull()) return;  // null means "not set"
     if (!n.IsScalar()) fail(n, path + "." + key + ": expected a string");
     const std::string v = n.Scalar();
     if (choices.size() > 0) {
@@ -135,7 +135,7 @@ class Parser {
     text(n, "dtype", path, &m.dtype, {"auto", "f32", "f16", "bf16"});
     integer(n, "threads", path, 0, 1024, &m.threads);
     integer(n, "max_model_len", path, 0, 1 << 24, &m.max_model_len);
-    if (n["chat_template"]) {
+    if (n["chat_template"] && !n["chat_template"].IsNull()) {
       std::string t;
       text(n, "chat_template", path, &t);
       m.chat_template = t;

@@ -26,6 +26,16 @@ TEST(Config, TheDefaultFileParses) {
   EXPECT_EQ(c.models[0].scheduler.prefill_chunk, 512);
 }
 
+TEST(Config, TheReadmeExampleParses) {
+  const std::string readme = test::read_file(std::string(TESSERA_SOURCE_DIR) + "/README.md");
+  const size_t begin = readme.find("```yaml\n");
+  ASSERT_NE(begin, std::string::npos);
+  const size_t end = readme.find("```", begin + 8);
+  const Config c = parse_config(readme.substr(begin + 8, end - begin - 8), "README.md");
+  EXPECT_EQ(c.models.at(0).scheduler.max_queued_tokens, 1048576);
+  EXPECT_FALSE(c.models.at(0).chat_template.has_value());
+}
+
 TEST(Config, SeveralModelsAndDefaults) {
   const Config c = parse_config(R"(
 models:
