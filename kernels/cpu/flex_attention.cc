@@ -1,9 +1,6 @@
 #include "kernels/cpu/flex_attention.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <limits>
 #include <vector>
 
 #include "engine/error.h"

@@ -26,7 +26,7 @@ std::optional<std::string> read_text_file(const std::string& path) {
   return ss.str();
 }
 
-json parse_json_text(const std::string& text, const std::string& source) {
+json parse_json_text(std::string_view text, const std::string& source) {
   try {
     return json::parse(text);
   } catch (const json::exception& e) {

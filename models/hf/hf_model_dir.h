@@ -51,6 +51,6 @@ class ModelDir {
 // Reads a whole text file of at most kMaxJsonFileBytes; nullopt if absent.
 std::optional<std::string> read_text_file(const std::string& path);
 // Parses JSON text, naming `source` in the error.
-nlohmann::json parse_json_text(const std::string& text, const std::string& source);
+nlohmann::json parse_json_text(std::string_view text, const std::string& source);
 
 }  // namespace tessera::hf

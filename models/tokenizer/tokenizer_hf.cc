@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "models/hf/hf_model_dir.h"
 #include "models/tokenizer/pretokenizer.h"
 #include "models/tokenizer/tokenizer.h"
 
@@ -205,20 +206,12 @@ class HfVocabReader {
   std::string source_;
 };
 
-json parse(std::string_view text, const std::string& source) {
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    throw Error(source + ": not valid JSON: " + e.what());
-  }
-}
-
 }  // namespace
 
 Tokenizer Tokenizer::from_hf_json(std::string_view tokenizer_json, std::string_view config_json, const std::string& source) {
-  const json tokenizer = parse(tokenizer_json, source);
+  const json tokenizer = hf::parse_json_text(tokenizer_json, source);
   std::optional<json> config;
-  if (!config_json.empty()) config = parse(config_json, source + " (tokenizer_config.json)");
+  if (!config_json.empty()) config = hf::parse_json_text(config_json, source + " (tokenizer_config.json)");
   try {
     return Tokenizer(HfVocabReader(tokenizer, config ? &*config : nullptr, source).read());
   } catch (const json::exception& e) {

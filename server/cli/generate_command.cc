@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 
@@ -79,9 +80,7 @@ int run_generate(const GenerateOptions& o) {
     if (seq.length() + 1 >= size_t(runner.model().spec().max_context)) break;
   }
   if (o.print_ids) {
-    std::string json = "[";
-    for (size_t i = 0; i < ids.size(); ++i) json += (i ? ", " : "") + std::to_string(ids[i]);
-    std::printf("%s]\n", json.c_str());
+    std::printf("%s\n", nlohmann::json(ids).dump().c_str());
   } else {
     std::fputs(detok.finish().c_str(), stdout);
     std::fputc('\n', stdout);

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <fstream>
 #include <string>
 
@@ -47,9 +48,7 @@ int run_logits(const LogitsOptions& o) {
   if (!f) throw Error(o.out + ": cannot open for writing");
   f.write(reinterpret_cast<const char*>(logits.data()), std::streamsize(logits.size() * sizeof(float)));
   if (!f) throw Error(o.out + ": write failed");
-  std::string json = "[";
-  for (size_t i = 0; i < ids.size(); ++i) json += (i ? ", " : "") + std::to_string(ids[i]);
-  std::printf("%s]\n", json.c_str());
+  std::printf("%s\n", nlohmann::json(ids).dump().c_str());
   return 0;
 }
 

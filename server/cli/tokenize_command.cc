@@ -1,6 +1,7 @@
 // tessera tokenize --model FILE --text T: the token ids as a JSON array.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "models/tokenizer/load_tokenizer.h"
@@ -19,12 +20,7 @@ struct TokenizeOptions {
 int run_tokenize(const TokenizeOptions& options) {
   const Tokenizer tokenizer = load_tokenizer(options.model);
   const std::vector<TokenId> ids = tokenizer.encode(options.text, {options.add_special, options.parse_special});
-  std::string out = "[";
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i) out += ", ";
-    out += std::to_string(ids[i]);
-  }
-  std::printf("%s]\n", out.c_str());
+  std::printf("%s\n", nlohmann::json(ids).dump().c_str());
   return 0;
 }
 
