@@ -56,5 +56,7 @@ struct Config {
 // Throws tessera::Error naming `source` (a path or "<string>") and the line.
 Config parse_config(const std::string& yaml_text, const std::string& source);
 Config load_config_file(const std::string& path);
+// The text of config/default.yaml, compiled in.
+const char* default_config_yaml();
 
 }  // namespace tessera

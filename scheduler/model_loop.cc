@@ -15,13 +15,13 @@ ModelLoop::~ModelLoop() {
   if (thread_.joinable()) thread_.join();
 }
 
-Submission ModelLoop::submit(Request request) {
+Submission ModelLoop::submit(Request request, std::shared_ptr<RequestStream> into) {
   Submission s;
   if (state_.load() != LoopState::kReady) {
     s.admission = Admission::kQueueFull;
     return s;
   }
-  auto stream = std::make_shared<RequestStream>();
+  auto stream = into ? std::move(into) : std::make_shared<RequestStream>();
   {
     std::lock_guard lock(mutex_);
     request.id = next_id_++;

@@ -34,8 +34,9 @@ class ModelLoop {
   ModelLoop& operator=(const ModelLoop&) = delete;
 
   // The request's id is assigned here. A loop that is draining, stopped or
-  // faulted refuses with kQueueFull.
-  Submission submit(Request request);
+  // faulted refuses with kQueueFull. Events go to `into` when given (several
+  // requests may share one stream), else to a stream of their own.
+  Submission submit(Request request, std::shared_ptr<RequestStream> into = nullptr);
   void cancel(uint64_t request_id);
 
   // Stops accepting, lets running and queued requests finish for up to

@@ -32,6 +32,7 @@ struct RequestEvent {
   std::string error;                    // kError only
   int prompt_tokens = 0;                // on the final event: usage
   int completion_tokens = 0;
+  double queue_seconds = -1.0;          // on the first event after it was first scheduled: time spent waiting
 };
 
 using EventSink = std::function<void(const RequestEvent&)>;

@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace tessera {
 
@@ -16,6 +17,16 @@ struct Scheduler::Sequence {
   bool cancelled = false;
   bool planned = false;  // in the plan being built
   bool queued = true;    // its prompt counts against the queue's token bound
+  std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
+  double queue_seconds = -1.0;  // until first scheduled
+  bool queue_time_reported = false;
+
+  // The queue time, once: for the first event after the first schedule.
+  double take_queue_seconds() {
+    if (queue_time_reported || queue_seconds < 0) return -1.0;
+    queue_time_reported = true;
+    return queue_seconds;
+  }
 
   // Runs before `other`: higher priority, then earlier arrival.
   bool before(const Sequence& other) const {
@@ -125,6 +136,7 @@ void Scheduler::finish(Sequence& s, FinishReason reason, const std::string& erro
   event.error = error;
   event.prompt_tokens = int(s.request.prompt.size());
   event.completion_tokens = s.generated;
+  event.queue_seconds = s.take_queue_seconds();
   const EventSink sink = std::move(s.sink);
   by_id_.erase(s.request.id);
   for (auto* list : {&running_, &waiting_}) {
@@ -181,6 +193,9 @@ StepPlan Scheduler::schedule() {
     if (s.queued) queued_tokens_ -= int64_t(s.request.prompt.size());
     s.queued = false;
     s.planned = true;
+    if (s.queue_seconds < 0) {
+      s.queue_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - s.submitted).count();
+    }
     chosen.emplace_back(&s, n);
     budget -= int(n);
     std::unique_ptr<Sequence> moved = std::move(waiting_.front());
@@ -223,6 +238,7 @@ void Scheduler::postprocess(const StepPlan& plan, const StepResult& result) {
     event.request_id = s.request.id;
     event.has_token = true;
     event.token = token;
+    event.queue_seconds = s.take_queue_seconds();
     if (s.sink) s.sink(event);
     if (s.generated >= s.request.max_new_tokens || int(s.tokens.size()) >= limits_.max_model_len) {
       finish(s, FinishReason::kLength);

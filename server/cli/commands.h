@@ -16,5 +16,6 @@ Runner add_tokenize_command(CLI::App& app);
 Runner add_generate_command(CLI::App& app);
 Runner add_logits_command(CLI::App& app);
 Runner add_perplexity_command(CLI::App& app);
+Runner add_serve_command(CLI::App& app);
 
 }  // namespace tessera::cli

@@ -1,0 +1,155 @@
+// tessera serve: the daemon. HTTP (OpenAI API, health, metrics) and gRPC on
+// one process; models from a config file, from --model, or the embedded
+// default. SIGTERM drains: health turns 503, new work is refused, in-flight
+// requests get --drain-timeout to finish, then the process exits 0; a second
+// SIGTERM exits at once.
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "config/config.h"
+#include "engine/error.h"
+#include "server/cli/commands.h"
+#include "server/grpc/grpc_server.h"
+#include "server/http_api.h"
+
+namespace tessera::cli {
+namespace {
+
+struct ServeOptions {
+  std::string config;
+  std::string model;
+  std::string served_model_name;
+  std::string host;
+  int port = -1;
+  int grpc_port = -1;
+  double drain_timeout_s = -1;
+  int threads = -1;
+  int kv_budget_mb = -1;
+  int max_model_len = -1;
+  std::string chat_template;
+};
+
+Config resolve_config(const ServeOptions& o) {
+  Config c;
+  if (!o.config.empty()) {
+    c = load_config_file(o.config);
+  } else if (!o.model.empty()) {
+    c = parse_config("models: []", "<flags>");
+    ModelConfig m;
+    m.name = o.served_model_name.empty() ? std::filesystem::path(o.model).stem().string() : o.served_model_name;
+    m.path = o.model;
+    c.models.push_back(m);
+  } else {
+    c = parse_config(default_config_yaml(), "config/default.yaml (embedded)");
+  }
+  if (!o.host.empty()) c.server.host = o.host;
+  if (o.port >= 0) c.server.http_port = o.port;
+  if (o.grpc_port >= 0) c.server.grpc_port = o.grpc_port;
+  if (o.drain_timeout_s >= 0) c.server.drain_timeout_s = o.drain_timeout_s;
+  for (ModelConfig& m : c.models) {
+    if (o.threads >= 0) m.threads = o.threads;
+    if (o.kv_budget_mb > 0) m.kv_cache.budget_mb = o.kv_budget_mb;
+    if (o.max_model_len > 0) m.max_model_len = o.max_model_len;
+    if (!o.chat_template.empty()) m.chat_template = o.chat_template;
+    // A chat template naming a file is read from it.
+    if (m.chat_template && std::filesystem::is_regular_file(*m.chat_template)) {
+      std::ifstream in(*m.chat_template);
+      std::stringstream text;
+      text << in.rdbuf();
+      m.chat_template = text.str();
+    }
+  }
+  if (c.models.empty()) throw Error("no models to serve: give --model FILE or a config with models");
+  return c;
+}
+
+int wait_for_signal(const sigset_t& set) {
+  int sig = 0;
+  while (sigwait(&set, &sig) != 0) {
+  }
+  return sig;
+}
+
+int run_serve(const ServeOptions& o) {
+  // Signals are taken by sigwait on this thread only: block them before any
+  // other thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const Config config = resolve_config(o);
+  auto metrics = std::make_shared<prometheus::Registry>();
+  ModelRegistry registry(metrics);
+  ApiLimits limits{config.server.max_n, config.server.max_stop_strings, config.server.max_top_logprobs,
+                   config.server.max_json_depth};
+  HttpApi api(registry, limits);
+  HttpLimits http_limits;
+  http_limits.max_body_bytes = size_t(config.server.max_body_bytes);
+  http_limits.max_header_bytes = size_t(config.server.max_header_bytes);
+  http_limits.max_headers = config.server.max_headers;
+  HttpServer http(http_limits, [&api](HttpExchange& ex) { api.handle(ex); });
+  const uint16_t http_port = http.start(config.server.host, uint16_t(config.server.http_port));
+  GrpcServer grpc(registry, limits);
+  const uint16_t grpc_port = grpc.start(config.server.host, config.server.grpc_port);
+  spdlog::info("listening: HTTP on {}:{}, gRPC on {}:{}", config.server.host, http_port, config.server.host, grpc_port);
+
+  std::thread loader([&] {
+    try {
+      registry.load(config.models);
+      spdlog::info("ready: {} model(s)", config.models.size());
+    } catch (const std::exception& e) {
+      spdlog::error("loading models failed: {}", e.what());
+      kill(getpid(), SIGTERM);
+    }
+  });
+  const int sig = wait_for_signal(signals);
+  loader.join();
+  if (registry.state() == ServingState::kFailed) return 1;
+  spdlog::info("signal {}: draining (timeout {:.0f} s)", sig, config.server.drain_timeout_s);
+  std::thread second_signal([signals] {
+    wait_for_signal(signals);
+    spdlog::warn("second signal: exiting now");
+    std::_Exit(1);
+  });
+  second_signal.detach();
+  registry.drain(std::chrono::milliseconds(int64_t(config.server.drain_timeout_s * 1000)));
+  // Let handlers write out the final events of what just finished.
+  for (int i = 0; i < 500 && (api.in_flight() > 0 || grpc.in_flight() > 0); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  http.stop();
+  grpc.stop();
+  spdlog::info("drained; exiting");
+  return 0;
+}
+
+}  // namespace
+
+Runner add_serve_command(CLI::App& app) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand("serve", "Run the inference server (OpenAI HTTP API and gRPC)");
+  cmd->add_option("--config,-c", o->config, "YAML configuration file")->check(CLI::ExistingFile);
+  cmd->add_option("--model,-m", o->model, "Serve this GGUF file or Hugging Face directory (no config needed)");
+  cmd->add_option("--served-model-name", o->served_model_name, "Name requests use for --model (default: file stem)");
+  cmd->add_option("--host", o->host, "Address to listen on");
+  cmd->add_option("--port", o->port, "HTTP port (0: any free port)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--grpc-port", o->grpc_port, "gRPC port (0: any free port)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--drain-timeout", o->drain_timeout_s, "Seconds in-flight requests get after SIGTERM")->check(CLI::Range(0.0, 86400.0));
+  cmd->add_option("--threads,-t", o->threads, "CPU threads per model (0: all)")->check(CLI::Range(0, 1024));
+  cmd->add_option("--kv-budget-mb", o->kv_budget_mb, "KV cache memory per model")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-model-len", o->max_model_len, "Longest prompt plus output")->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--chat-template", o->chat_template, "Chat template file or text, for every model");
+  cmd->get_option("--config")->excludes(cmd->get_option("--model"));
+  return [o] { return run_serve(*o); };
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,166 @@
+#include "server/grpc/generation_service.h"
+
+#include "server/openai/chat_handler.h"
+#include "server/openai/generation_driver.h"
+
+namespace tessera {
+namespace {
+
+grpc::Status status_of(const ApiError& e) {
+  switch (e.status()) {
+    case 404: return {grpc::StatusCode::NOT_FOUND, e.what()};
+    case 429: return {grpc::StatusCode::RESOURCE_EXHAUSTED, e.what()};
+    case 503: return {grpc::StatusCode::UNAVAILABLE, e.what()};
+    case 500: return {grpc::StatusCode::INTERNAL, e.what()};
+    default: return {grpc::StatusCode::INVALID_ARGUMENT, e.what()};
+  }
+}
+
+// The HTTP body with the same meaning as the request.
+Json as_http_body(const v1::GenerateRequest& r) {
+  Json b = Json::object();
+  b["model"] = r.model();
+  if (r.has_max_tokens()) b["max_tokens"] = r.max_tokens();
+  if (r.has_n()) b["n"] = r.n();
+  if (r.stop_size()) b["stop"] = Json(std::vector<std::string>(r.stop().begin(), r.stop().end()));
+  if (r.stop_token_ids_size()) b["stop_token_ids"] = Json(std::vector<int32_t>(r.stop_token_ids().begin(), r.stop_token_ids().end()));
+  if (r.has_temperature()) b["temperature"] = r.temperature();
+  if (r.has_top_p()) b["top_p"] = r.top_p();
+  if (r.has_top_k()) b["top_k"] = r.top_k();
+  if (r.has_min_p()) b["min_p"] = r.min_p();
+  if (r.has_presence_penalty()) b["presence_penalty"] = r.presence_penalty();
+  if (r.has_frequency_penalty()) b["frequency_penalty"] = r.frequency_penalty();
+  if (r.has_repetition_penalty()) b["repetition_penalty"] = r.repetition_penalty();
+  if (r.has_seed()) b["seed"] = r.seed();
+  for (const auto& [id, bias] : r.logit_bias()) b["logit_bias"][std::to_string(id)] = bias;
+  if (r.ignore_eos()) b["ignore_eos"] = true;
+  if (r.has_priority()) b["priority"] = r.priority();
+  return b;
+}
+
+v1::Token token_message(const TokenLogprob& lp) {
+  v1::Token t;
+  t.set_id(lp.id);
+  t.set_token(lp.token);
+  t.set_logprob(lp.logprob);
+  for (size_t i = 0; i < lp.top.size(); ++i) {
+    v1::TopLogprob* top = t.add_top_logprobs();
+    top->set_id(lp.top_ids[i]);
+    top->set_token(lp.top[i].first);
+    top->set_logprob(lp.top[i].second);
+  }
+  return t;
+}
+
+}  // namespace
+
+void GenerationService::check_serving() const {
+  switch (api_.registry.state()) {
+    case ServingState::kReady: return;
+    case ServingState::kLoading: throw ApiError(503, "server_error", "models are still loading");
+    case ServingState::kDraining: throw ApiError(503, "server_error", "the server is shutting down");
+    case ServingState::kFailed: throw ApiError(503, "server_error", "the models failed to load");
+  }
+}
+
+grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1::GenerateRequest* request,
+                                         grpc::ServerWriter<v1::GenerateResponse>* writer) {
+  ++in_flight_;
+  struct Leave {
+    std::atomic<int>& n;
+    ~Leave() { --n; }
+  } leave{in_flight_};
+  try {
+    check_serving();
+    const Json body = as_http_body(*request);
+    RequestFields f(body);
+    ServedModel& model = api_.model(f.string("model").value_or(""));
+    GenerationParams params = read_generation_fields(f, model, api_.limits);
+    const std::optional<int64_t> max_tokens = f.integer("max_tokens", 1, 1 << 30);
+    f.finish();
+    if (request->top_logprobs() < 0 || request->top_logprobs() > api_.limits.max_top_logprobs) {
+      throw ApiError::invalid("'top_logprobs' must be between 0 and " + std::to_string(api_.limits.max_top_logprobs), "top_logprobs");
+    }
+    if (request->has_top_logprobs() && !request->logprobs()) throw ApiError::invalid("'top_logprobs' needs 'logprobs'", "top_logprobs");
+    params.sampling.logprobs = request->logprobs();
+    params.sampling.top_logprobs = request->top_logprobs();
+
+    std::vector<int32_t> prompt;
+    int default_max_tokens = 16;
+    switch (request->input_case()) {
+      case v1::GenerateRequest::kPrompt:
+        prompt = model.tokenizer().encode(request->prompt(), {.add_special = true, .parse_special = true});
+        break;
+      case v1::GenerateRequest::kPromptTokenIds: {
+        const auto& ids = request->prompt_token_ids().ids();
+        prompt = read_token_ids(Json(std::vector<int32_t>(ids.begin(), ids.end())), model, "prompt_token_ids");
+        break;
+      }
+      case v1::GenerateRequest::kChat: {
+        Json messages = Json::array();
+        for (const auto& m : request->chat().messages()) messages.push_back({{"role", m.role()}, {"content", m.content()}});
+        const std::string text = render_chat_prompt(model, messages, !request->chat().no_generation_prompt(), Json());
+        prompt = model.tokenizer().encode(text, {.add_special = false, .parse_special = true});
+        default_max_tokens = model.max_model_len - int(prompt.size());
+        break;
+      }
+      default: throw ApiError::invalid("one of 'prompt', 'prompt_token_ids' or 'chat' is required", "prompt");
+    }
+    if (prompt.empty()) throw ApiError::invalid("the prompt has no tokens", "prompt");
+    params.max_tokens = resolve_max_tokens(max_tokens, default_max_tokens);
+    auto gens = start_generations(model, {prompt}, params);
+    std::string error;
+    const bool completed = drive_generations(gens, [context] { return context->IsCancelled(); }, [&](size_t, const ChoiceUpdate& u) {
+      if (!u.error.empty()) {
+        error = u.error;
+        return true;
+      }
+      if (u.text.empty() && u.logprobs.empty() && !u.finish_reason) return true;
+      v1::GenerateResponse out;
+      out.set_index(u.index);
+      out.set_text(u.text);
+      for (const auto& lp : u.logprobs) *out.add_tokens() = token_message(lp);
+      if (u.finish_reason) out.set_finish_reason(*u.finish_reason);
+      return writer->Write(out);
+    });
+    if (!completed) return {grpc::StatusCode::CANCELLED, "the client cancelled the request"};
+    if (!error.empty()) return {grpc::StatusCode::INTERNAL, error};
+    v1::GenerateResponse last;
+    last.mutable_usage()->set_prompt_tokens(gens[0]->prompt_tokens());
+    last.mutable_usage()->set_completion_tokens(gens[0]->completion_tokens());
+    last.mutable_usage()->set_total_tokens(gens[0]->prompt_tokens() + gens[0]->completion_tokens());
+    writer->Write(last);
+    return grpc::Status::OK;
+  } catch (const ApiError& e) {
+    return status_of(e);
+  }
+}
+
+grpc::Status GenerationService::Tokenize(grpc::ServerContext*, const v1::TokenizeRequest* request,
+                                         v1::TokenizeResponse* response) {
+  try {
+    check_serving();
+    const ServedModel& model = api_.model(request->model());
+    const bool add_special = request->has_add_special_tokens() ? request->add_special_tokens() : true;
+    for (int32_t id : model.tokenizer().encode(request->prompt(), {.add_special = add_special, .parse_special = true})) {
+      response->add_tokens(id);
+    }
+    response->set_max_model_len(model.max_model_len);
+    return grpc::Status::OK;
+  } catch (const ApiError& e) {
+    return status_of(e);
+  }
+}
+
+grpc::Status GenerationService::ListModels(grpc::ServerContext*, const v1::ListModelsRequest*, v1::ListModelsResponse* response) {
+  if (api_.registry.state() == ServingState::kLoading) return grpc::Status::OK;
+  for (const auto& m : api_.registry.models()) {
+    v1::ModelInfo* info = response->add_models();
+    info->set_id(m->name());
+    info->set_created(int64_t(m->created));
+    info->set_max_model_len(m->max_model_len);
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace tessera

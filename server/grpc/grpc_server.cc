@@ -1,0 +1,68 @@
+#include "server/grpc/grpc_server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <condition_variable>
+#include <thread>
+
+#include "engine/error.h"
+#include "server/grpc/generation_service.h"
+
+namespace tessera {
+
+struct GrpcServer::Impl {
+  ModelRegistry& registry;
+  GenerationService service;
+  int64_t max_message_bytes;
+  std::unique_ptr<grpc::Server> server;
+  // Mirrors the registry's health into grpc.health.v1 until stopped.
+  std::thread health_watch;
+  std::mutex mutex;
+  std::condition_variable stop_cv;
+  bool stopping = false;
+};
+
+GrpcServer::GrpcServer(ModelRegistry& registry, const ApiLimits& limits, int64_t max_message_bytes)
+    : impl_(new Impl{registry, GenerationService(registry, limits), max_message_bytes, nullptr, {}, {}, {}, false}) {}
+
+GrpcServer::~GrpcServer() { stop(); }
+
+int GrpcServer::in_flight() const { return impl_->service.in_flight(); }
+
+uint16_t GrpcServer::start(const std::string& host, int port) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int bound = 0;
+  const std::string address = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound);
+  builder.SetMaxReceiveMessageSize(int(impl_->max_message_bytes));
+  builder.SetMaxSendMessageSize(int(impl_->max_message_bytes));
+  builder.RegisterService(&impl_->service);
+  impl_->server = builder.BuildAndStart();
+  if (!impl_->server || bound == 0) throw Error("cannot listen for gRPC on " + address);
+  impl_->health_watch = std::thread([impl = impl_.get()] {
+    std::unique_lock lock(impl->mutex);
+    while (!impl->stopping) {
+      impl->server->GetHealthCheckService()->SetServingStatus(impl->registry.healthy());
+      impl->stop_cv.wait_for(lock, std::chrono::milliseconds(100));
+    }
+  });
+  return uint16_t(bound);
+}
+
+void GrpcServer::stop() {
+  if (!impl_->server) return;
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->stopping) return;
+    impl_->stopping = true;
+  }
+  impl_->stop_cv.notify_all();
+  if (impl_->health_watch.joinable()) impl_->health_watch.join();
+  impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+}
+
+}  // namespace tessera

@@ -1,0 +1,158 @@
+#include "server/http_api.h"
+
+#include <prometheus/text_serializer.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "server/openai/chat_handler.h"
+#include "server/openai/completions_handler.h"
+#include "server/openai/generation_driver.h"
+
+namespace tessera {
+namespace {
+
+// Passes everything through, remembering the status for the request log.
+class LoggedExchange : public HttpExchange {
+ public:
+  explicit LoggedExchange(HttpExchange& inner) : inner_(inner) {}
+  const HttpRequest& request() const override { return inner_.request(); }
+  void respond(int status, const std::string& type, std::string body,
+               const std::vector<std::pair<std::string, std::string>>& headers) override {
+    status_ = status;
+    inner_.respond(status, type, std::move(body), headers);
+  }
+  bool begin_stream(const std::string& type) override {
+    status_ = 200;
+    return inner_.begin_stream(type);
+  }
+  bool write_chunk(const std::string& data) override {
+    const bool ok = inner_.write_chunk(data);
+    if (!ok) client_left_ = true;
+    return ok;
+  }
+  void end_stream() override { inner_.end_stream(); }
+  bool client_gone() override {
+    if (inner_.client_gone()) client_left_ = true;
+    return client_left_;
+  }
+  int status() const { return status_; }
+  bool client_left() const { return client_left_; }
+
+ private:
+  HttpExchange& inner_;
+  int status_ = 0;
+  bool client_left_ = false;
+};
+
+void respond_json(HttpExchange& ex, int status, const Json& body,
+                  const std::vector<std::pair<std::string, std::string>>& headers = {}) {
+  ex.respond(status, "application/json", json_text(body), headers);
+}
+
+}  // namespace
+
+void HttpApi::handle(HttpExchange& raw) {
+  ++in_flight_;
+  const auto t0 = std::chrono::steady_clock::now();
+  LoggedExchange ex(raw);
+  try {
+    route(ex);
+  } catch (const ApiError& e) {
+    std::vector<std::pair<std::string, std::string>> headers;
+    if (e.status() == 429 || e.status() == 503) headers.emplace_back("Retry-After", "1");
+    respond_json(ex, e.status(), e.to_json(), headers);
+  }
+  --in_flight_;
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const auto& req = raw.request();
+  if (req.target() != "/health" && req.target() != "/metrics") {
+    spdlog::info("request method={} path={} status={} duration_ms={:.1f}{}", std::string(req.method_string()),
+                 std::string(req.target()), ex.status(), ms, ex.client_left() ? " client_disconnected=true" : "");
+  }
+}
+
+void HttpApi::route(HttpExchange& ex) {
+  const auto& req = ex.request();
+  const std::string target(req.target());
+  const std::string path = target.substr(0, target.find('?'));
+  const bool get = req.method() == boost::beast::http::verb::get;
+  const bool post = req.method() == boost::beast::http::verb::post;
+  if (path == "/health") return get ? health(ex) : throw ApiError(405, "invalid_request_error", "use GET");
+  if (path == "/metrics") return get ? metrics(ex) : throw ApiError(405, "invalid_request_error", "use GET");
+  if (path == "/v1/models" || path.rfind("/v1/models/", 0) == 0) {
+    if (!get) throw ApiError(405, "invalid_request_error", "use GET");
+    return list_models(ex, path.size() > 11 ? path.substr(11) : "");
+  }
+  static const std::set<std::string> kPostRoutes = {"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize"};
+  if (!kPostRoutes.count(path)) throw ApiError(404, "invalid_request_error", "no route " + path, "", "not_found");
+  if (!post) throw ApiError(405, "invalid_request_error", "use POST for " + path);
+  const ServingState state = api_.registry.state();
+  if (state == ServingState::kLoading) throw ApiError(503, "server_error", "models are still loading");
+  if (state == ServingState::kDraining) throw ApiError(503, "server_error", "the server is shutting down");
+  if (state == ServingState::kFailed) throw ApiError(503, "server_error", "the models failed to load");
+  const Json body = parse_request_json(req.body(), api_.limits.max_json_depth);
+  if (path == "/v1/completions") return handle_completions(api_, body, ex);
+  if (path == "/v1/chat/completions") return handle_chat_completions(api_, body, ex);
+  if (path == "/tokenize") return tokenize(body, ex);
+  return detokenize(body, ex);
+}
+
+void HttpApi::health(HttpExchange& ex) {
+  const bool ok = api_.registry.healthy();
+  respond_json(ex, ok ? 200 : 503, {{"status", ok ? "ok" : api_.registry.state_name()}});
+}
+
+void HttpApi::metrics(HttpExchange& ex) {
+  api_.registry.refresh_metrics();
+  const std::string text = prometheus::TextSerializer().Serialize(api_.registry.metrics().Collect());
+  ex.respond(200, "text/plain; version=0.0.4", text, {});
+}
+
+void HttpApi::list_models(HttpExchange& ex, const std::string& only) {
+  Json data = Json::array();
+  if (api_.registry.state() != ServingState::kLoading) {
+    for (const auto& m : api_.registry.models()) {
+      if (!only.empty() && m->name() != only) continue;
+      data.push_back({{"id", m->name()}, {"object", "model"}, {"created", int64_t(m->created)}, {"owned_by", "tessera"},
+                      {"root", m->config.path}, {"max_model_len", m->max_model_len}});
+    }
+  }
+  if (!only.empty()) {
+    if (data.empty()) throw ApiError(404, "invalid_request_error", "the model '" + only + "' does not exist", "model", "model_not_found");
+    return respond_json(ex, 200, data[0]);
+  }
+  respond_json(ex, 200, {{"object", "list"}, {"data", data}});
+}
+
+void HttpApi::tokenize(const Json& body, HttpExchange& ex) {
+  RequestFields f(body);
+  const ServedModel& model = api_.model(f.string("model").value_or(""));
+  const std::optional<bool> add_special = f.boolean("add_special_tokens");
+  std::vector<int32_t> ids;
+  if (const Json* messages = f.raw("messages")) {
+    const bool add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
+    f.refuse("prompt", "give either 'prompt' or 'messages'");
+    f.finish();
+    const std::string text = render_chat_prompt(model, *messages, add_generation_prompt, Json());
+    ids = model.tokenizer().encode(text, {.add_special = add_special.value_or(false), .parse_special = true});
+  } else {
+    const std::optional<std::string> prompt = f.string("prompt");
+    if (!prompt) throw ApiError::invalid("'prompt' or 'messages' is required", "prompt");
+    f.finish();
+    ids = model.tokenizer().encode(*prompt, {.add_special = add_special.value_or(true), .parse_special = true});
+  }
+  respond_json(ex, 200, {{"count", ids.size()}, {"max_model_len", model.max_model_len}, {"tokens", ids}});
+}
+
+void HttpApi::detokenize(const Json& body, HttpExchange& ex) {
+  RequestFields f(body);
+  const ServedModel& model = api_.model(f.string("model").value_or(""));
+  const Json* tokens = f.raw("tokens");
+  f.finish();
+  if (!tokens) throw ApiError::invalid("'tokens' is required", "tokens");
+  const std::vector<int32_t> ids = read_token_ids(*tokens, model, "tokens");
+  respond_json(ex, 200, {{"prompt", model.tokenizer().decode(ids)}});
+}
+
+}  // namespace tessera

@@ -1,0 +1,33 @@
+#pragma once
+// The daemon's HTTP surface: routes to the OpenAI handlers, /tokenize,
+// /detokenize, /health and /metrics; refuses work with 503 while models load
+// or the daemon drains; logs one line per request.
+#include <atomic>
+#include <memory>
+
+#include "server/http/http_server.h"
+#include "server/openai/api_context.h"
+
+namespace tessera {
+
+class HttpApi {
+ public:
+  HttpApi(ModelRegistry& registry, const ApiLimits& limits) : api_{registry, limits} {}
+
+  void handle(HttpExchange& exchange);
+  // Requests being served right now (generation or not).
+  int in_flight() const { return in_flight_.load(); }
+
+ private:
+  void route(HttpExchange& exchange);
+  void health(HttpExchange& exchange);
+  void metrics(HttpExchange& exchange);
+  void list_models(HttpExchange& exchange, const std::string& only);
+  void tokenize(const Json& body, HttpExchange& exchange);
+  void detokenize(const Json& body, HttpExchange& exchange);
+
+  ApiContext api_;
+  std::atomic<int> in_flight_{0};
+};
+
+}  // namespace tessera

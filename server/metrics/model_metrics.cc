@@ -1,0 +1,73 @@
+#include "server/metrics/model_metrics.h"
+
+namespace tessera {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+using prometheus::Histogram;
+using prometheus::Registry;
+
+prometheus::Gauge& gauge(Registry& r, const std::string& name, const std::string& help, const std::string& model) {
+  return BuildGauge().Name(name).Help(help).Register(r).Add({{"model_name", model}});
+}
+
+prometheus::Counter& counter(Registry& r, const std::string& name, const std::string& help, const std::string& model,
+                             prometheus::Labels extra = {}) {
+  extra["model_name"] = model;
+  return BuildCounter().Name(name).Help(help).Register(r).Add(extra);
+}
+
+Histogram& histogram(Registry& r, const std::string& name, const std::string& help, const std::string& model,
+                     Histogram::BucketBoundaries buckets) {
+  return BuildHistogram().Name(name).Help(help).Register(r).Add({{"model_name", model}}, std::move(buckets));
+}
+
+const Histogram::BucketBoundaries kLatencyBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
+                                                     0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0};
+const Histogram::BucketBoundaries kRequestBuckets = {0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0};
+
+}  // namespace
+
+ModelMetrics::ModelMetrics(Registry& r, const std::string& model)
+    : registry_(r),
+      model_(model),
+      running_(gauge(r, "tessera:num_requests_running", "Requests in the running batch", model)),
+      waiting_(gauge(r, "tessera:num_requests_waiting", "Requests waiting to be scheduled", model)),
+      kv_usage_(gauge(r, "tessera:kv_cache_usage_perc", "Fraction of KV cache blocks in use (0 to 1)", model)),
+      prefix_hits_(counter(r, "tessera:prefix_cache_hits_total", "Prompt tokens served from the prefix cache", model)),
+      prefix_queries_(counter(r, "tessera:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache", model)),
+      ttft_(histogram(r, "tessera:time_to_first_token_seconds", "Time to first token", model, kLatencyBuckets)),
+      itl_(histogram(r, "tessera:inter_token_latency_seconds", "Time between consecutive output tokens", model, kLatencyBuckets)),
+      e2e_(histogram(r, "tessera:e2e_request_latency_seconds", "Request latency, arrival to last token", model, kRequestBuckets)),
+      queue_time_(histogram(r, "tessera:request_queue_time_seconds", "Time waiting before first scheduled", model, kRequestBuckets)),
+      prompt_tokens_(counter(r, "tessera:prompt_tokens_total", "Prefilled prompt tokens", model)),
+      generation_tokens_(counter(r, "tessera:generation_tokens_total", "Generated tokens", model)),
+      preemptions_(counter(r, "tessera:num_preemptions_total", "Preemptions (recompute) of running requests", model)),
+      cancelled_(counter(r, "tessera:requests_cancelled_total", "Requests cancelled by their client", model)) {}
+
+void ModelMetrics::observe_finished(const std::string& reason, double e2e_seconds, int prompt_tokens, int generation_tokens) {
+  counter(registry_, "tessera:request_success_total", "Finished requests by finish reason", model_, {{"finished_reason", reason}})
+      .Increment();
+  e2e_.Observe(e2e_seconds);
+  prompt_tokens_.Increment(prompt_tokens);
+  generation_tokens_.Increment(generation_tokens);
+}
+
+void ModelMetrics::count_rejected(const std::string& reason) {
+  counter(registry_, "tessera:requests_rejected_total", "Requests refused at admission by reason", model_, {{"reason", reason}})
+      .Increment();
+}
+
+void ModelMetrics::refresh(const SchedulerStats& stats) {
+  running_.Set(stats.running);
+  waiting_.Set(stats.waiting);
+  kv_usage_.Set(stats.total_blocks > 0 ? double(stats.total_blocks - stats.free_blocks) / stats.total_blocks : 0.0);
+  if (stats.preemptions > preemptions_seen_) {
+    preemptions_.Increment(double(stats.preemptions - preemptions_seen_));
+    preemptions_seen_ = stats.preemptions;
+  }
+}
+
+}  // namespace tessera

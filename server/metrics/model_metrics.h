@@ -1,0 +1,50 @@
+#pragma once
+// Prometheus metrics of one served model (label model="<name>"). Names follow
+// vLLM's with the tessera: prefix; the README maps them. Gauges that mirror
+// scheduler state are refreshed from SchedulerStats before each scrape.
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <string>
+
+#include "scheduler/scheduler.h"
+
+namespace tessera {
+
+class ModelMetrics {
+ public:
+  ModelMetrics(prometheus::Registry& registry, const std::string& model);
+
+  void observe_queue_time(double seconds) { queue_time_.Observe(seconds); }
+  void observe_first_token(double seconds) { ttft_.Observe(seconds); }
+  void observe_inter_token(double seconds) { itl_.Observe(seconds); }
+  // One finished request: reason is "stop", "length", "abort" or "error".
+  void observe_finished(const std::string& reason, double e2e_seconds, int prompt_tokens, int generation_tokens);
+  void count_rejected(const std::string& reason);
+  void count_cancelled() { cancelled_.Increment(); }
+
+  // Copies the scheduler's gauges and counters in, before a scrape.
+  void refresh(const SchedulerStats& stats);
+
+ private:
+  prometheus::Registry& registry_;
+  std::string model_;
+  prometheus::Gauge& running_;
+  prometheus::Gauge& waiting_;
+  prometheus::Gauge& kv_usage_;
+  prometheus::Counter& prefix_hits_;
+  prometheus::Counter& prefix_queries_;
+  prometheus::Histogram& ttft_;
+  prometheus::Histogram& itl_;
+  prometheus::Histogram& e2e_;
+  prometheus::Histogram& queue_time_;
+  prometheus::Counter& prompt_tokens_;
+  prometheus::Counter& generation_tokens_;
+  prometheus::Counter& preemptions_;
+  prometheus::Counter& cancelled_;
+  uint64_t preemptions_seen_ = 0;
+};
+
+}  // namespace tessera

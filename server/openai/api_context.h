@@ -1,0 +1,20 @@
+#pragma once
+// What the OpenAI handlers share: the served models and the request limits.
+#include "server/openai/generation_fields.h"
+#include "server/serving/model_registry.h"
+
+namespace tessera {
+
+struct ApiContext {
+  ModelRegistry& registry;
+  ApiLimits limits;
+
+  // The model a request names; 404 when there is none.
+  ServedModel& model(const std::string& name) const {
+    ServedModel* m = registry.find(name);
+    if (!m) throw ApiError(404, "invalid_request_error", "the model '" + name + "' does not exist", "model", "model_not_found");
+    return *m;
+  }
+};
+
+}  // namespace tessera

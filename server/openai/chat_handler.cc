@@ -1,0 +1,162 @@
+#include "server/openai/chat_handler.h"
+
+#include <ctime>
+
+#include "server/openai/generation_driver.h"
+
+namespace tessera {
+namespace {
+
+void check_messages(const Json& messages) {
+  if (!messages.is_array() || messages.empty()) throw ApiError::invalid("'messages' must be a non-empty array", "messages");
+  static const std::set<std::string> kRoles = {"system", "developer", "user", "assistant", "tool"};
+  for (const auto& m : messages) {
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !kRoles.count(m["role"].get<std::string>())) {
+      throw ApiError::invalid("each message needs a 'role' of system, developer, user, assistant or tool", "messages");
+    }
+    const auto content = m.find("content");
+    if (content == m.end() || content->is_null() || content->is_string()) continue;
+    if (!content->is_array()) throw ApiError::invalid("message 'content' must be a string or an array of parts", "messages");
+    for (const auto& part : *content) {
+      if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+        throw ApiError::invalid("only text content parts ({\"type\": \"text\", \"text\": ...}) are supported", "messages");
+      }
+    }
+  }
+}
+
+Json chat_logprob(const TokenLogprob& lp) {
+  auto bytes_of = [](const std::string& s) {
+    Json b = Json::array();
+    for (unsigned char c : s) b.push_back(int(c));
+    return b;
+  };
+  Json top = Json::array();
+  for (const auto& [tok, value] : lp.top) top.push_back({{"token", tok}, {"logprob", value}, {"bytes", bytes_of(tok)}});
+  return {{"token", lp.token}, {"logprob", lp.logprob}, {"bytes", bytes_of(lp.token)}, {"top_logprobs", top}};
+}
+
+struct ChoiceState {
+  std::string text;
+  Json logprobs = Json::array();
+  std::string finish_reason;
+};
+
+}  // namespace
+
+std::string render_chat_prompt(const ServedModel& model, const Json& messages, bool add_generation_prompt,
+                               const Json& template_kwargs) {
+  if (!model.chat_template) {
+    throw ApiError::invalid("the model '" + model.name() +
+                                "' has no chat template; set chat_template in its configuration or use /v1/completions", "messages");
+  }
+  ChatTemplateInput in;
+  in.messages = normalize_messages(messages);
+  in.extra = template_kwargs.is_object() ? template_kwargs : Json::object();
+  in.add_generation_prompt = add_generation_prompt;
+  const Vocab& vocab = model.tokenizer().vocab();
+  if (vocab.bos != kNoToken) in.bos_token = model.tokenizer().token_bytes(vocab.bos, true);
+  if (vocab.eos != kNoToken) in.eos_token = model.tokenizer().token_bytes(vocab.eos, true);
+  try {
+    return model.chat_template->render(in);
+  } catch (const jinja::TemplateError& e) {
+    throw ApiError::invalid(std::string("the chat template refused the messages: ") + e.what(), "messages");
+  }
+}
+
+void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchange& ex) {
+  RequestFields f(body);
+  const std::string model_name = f.string("model").value_or("");
+  ServedModel& model = api.model(model_name);
+  const Json* messages = f.raw("messages");
+  if (!messages) throw ApiError::invalid("'messages' is required", "messages");
+  check_messages(*messages);
+  GenerationParams params = read_generation_fields(f, model, api.limits);
+  std::optional<int64_t> max_tokens = f.integer("max_completion_tokens", 1, 1 << 30);
+  if (auto legacy = f.integer("max_tokens", 1, 1 << 30)) max_tokens = max_tokens ? max_tokens : legacy;
+  params.sampling.logprobs = f.boolean("logprobs").value_or(false);
+  const auto top = f.integer("top_logprobs", 0, api.limits.max_top_logprobs);
+  if (top && !params.sampling.logprobs) throw ApiError::invalid("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+  params.sampling.top_logprobs = int(top.value_or(0));
+  const bool stream = f.boolean("stream").value_or(false);
+  if (const Json* so = f.raw("stream_options"); so && !so->is_object()) {
+    throw ApiError::invalid("'stream_options' must be an object", "stream_options");
+  }
+  const bool add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
+  const Json* kwargs = f.raw("chat_template_kwargs");
+  if (kwargs && !kwargs->is_object()) throw ApiError::invalid("'chat_template_kwargs' must be an object", "chat_template_kwargs");
+  if (const Json* rf = f.raw("response_format"); rf && !(rf->is_object() && rf->value("type", "") == "text")) {
+    throw ApiError::invalid("'response_format' other than {\"type\": \"text\"} is not supported", "response_format");
+  }
+  for (const char* key : {"tools", "tool_choice", "functions", "function_call", "parallel_tool_calls"}) {
+    f.refuse(key, "tool calling is not available");
+  }
+  f.refuse("audio", "audio output is not available");
+  f.refuse("modalities", "only text is available");
+  f.finish();
+
+  const std::string text = render_chat_prompt(model, *messages, add_generation_prompt, kwargs ? *kwargs : Json());
+  std::vector<int32_t> prompt = model.tokenizer().encode(text, {.add_special = false, .parse_special = true});
+  if (prompt.empty()) throw ApiError::invalid("the rendered conversation has no tokens", "messages");
+  params.max_tokens = resolve_max_tokens(max_tokens, model.max_model_len - int(prompt.size()));
+  auto gens = start_generations(model, {prompt}, params);
+
+  const std::string id = new_response_id("chatcmpl-");
+  const int64_t created = std::time(nullptr);
+  std::vector<ChoiceState> choices(size_t(params.n));
+  auto chunk = [&](Json choice_list) {
+    return Json{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model_name}, {"choices", std::move(choice_list)}};
+  };
+  std::string error;
+  if (stream) {
+    if (!ex.begin_stream("text/event-stream")) return;
+    for (int i = 0; i < params.n; ++i) {
+      ex.write_chunk(sse_event(chunk(Json::array({{{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                                   {"logprobs", nullptr}, {"finish_reason", nullptr}}}))));
+    }
+  }
+  const bool completed = drive_generations(gens, [&ex] { return ex.client_gone(); }, [&](size_t, const ChoiceUpdate& u) {
+    ChoiceState& c = choices[size_t(u.index)];
+    if (!u.error.empty()) {
+      error = u.error;
+      return true;
+    }
+    Json delta_lp = Json::array();
+    for (const auto& lp : u.logprobs) {
+      c.logprobs.push_back(chat_logprob(lp));
+      delta_lp.push_back(chat_logprob(lp));
+    }
+    c.text += u.text;
+    if (u.finish_reason) c.finish_reason = *u.finish_reason;
+    if (!stream || (u.text.empty() && u.logprobs.empty() && !u.finish_reason)) return true;
+    Json delta = u.text.empty() && u.finish_reason ? Json::object() : Json{{"content", u.text}};
+    return ex.write_chunk(sse_event(chunk(Json::array({{{"index", u.index}, {"delta", delta},
+                                                        {"logprobs", params.sampling.logprobs ? Json{{"content", delta_lp}} : Json()},
+                                                        {"finish_reason", u.finish_reason ? Json(*u.finish_reason) : Json()}}}))));
+  });
+  if (!completed) return;
+  const int completion_tokens = gens[0]->completion_tokens();
+  const Json usage = {{"prompt_tokens", int(prompt.size())}, {"completion_tokens", completion_tokens},
+                      {"total_tokens", int(prompt.size()) + completion_tokens}};
+  if (stream) {
+    if (!error.empty()) ex.write_chunk(sse_event(ApiError(500, "server_error", error).to_json()));
+    Json last = chunk(Json::array());
+    last["usage"] = usage;
+    ex.write_chunk(sse_event(last));
+    ex.write_chunk("data: [DONE]\n\n");
+    ex.end_stream();
+    return;
+  }
+  if (!error.empty()) throw ApiError(500, "server_error", error);
+  Json list = Json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    list.push_back({{"index", i}, {"message", {{"role", "assistant"}, {"content", choices[i].text}}},
+                    {"logprobs", params.sampling.logprobs ? Json{{"content", choices[i].logprobs}} : Json()},
+                    {"finish_reason", choices[i].finish_reason}});
+  }
+  Json response = {{"id", id}, {"object", "chat.completion"}, {"created", created}, {"model", model_name}, {"choices", list},
+                   {"usage", usage}};
+  ex.respond(200, "application/json", json_text(response));
+}
+
+}  // namespace tessera

@@ -1,0 +1,16 @@
+#pragma once
+// POST /v1/chat/completions: messages through the model's chat template.
+#include "server/http/http_server.h"
+#include "server/openai/api_context.h"
+#include "server/openai/request_fields.h"
+
+namespace tessera {
+
+void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchange& exchange);
+
+// The prompt text the chat template renders for a request's messages; 400
+// when the model has no template or the template refuses the conversation.
+std::string render_chat_prompt(const ServedModel& model, const Json& messages, bool add_generation_prompt,
+                               const Json& template_kwargs);
+
+}  // namespace tessera

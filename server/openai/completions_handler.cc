@@ -1,0 +1,167 @@
+#include "server/openai/completions_handler.h"
+
+#include <ctime>
+
+#include "server/openai/generation_driver.h"
+
+namespace tessera {
+namespace {
+
+struct Prompts {
+  std::vector<std::vector<int32_t>> tokens;
+  std::vector<std::string> texts;  // for echo
+};
+
+// A string, an array of strings, an array of token ids, or an array of
+// arrays of token ids.
+Prompts read_prompts(RequestFields& f, const ServedModel& m, int max_prompts) {
+  const Json* p = f.raw("prompt");
+  if (!p) throw ApiError::invalid("'prompt' is required", "prompt");
+  Prompts out;
+  auto add_text = [&](const std::string& text) {
+    out.tokens.push_back(m.tokenizer().encode(text, {.add_special = true, .parse_special = true}));
+    out.texts.push_back(text);
+  };
+  if (p->is_string()) {
+    add_text(p->get<std::string>());
+  } else if (p->is_array() && !p->empty() && (*p)[0].is_number()) {
+    out.tokens.push_back(read_token_ids(*p, m, "prompt"));
+    out.texts.push_back(m.tokenizer().decode(out.tokens.back()));
+  } else if (p->is_array() && !p->empty()) {
+    if (p->size() > size_t(max_prompts)) throw ApiError::invalid("at most " + std::to_string(max_prompts) + " prompts per request", "prompt");
+    for (const auto& e : *p) {
+      if (e.is_string()) {
+        add_text(e.get<std::string>());
+      } else if (e.is_array()) {
+        out.tokens.push_back(read_token_ids(e, m, "prompt"));
+        out.texts.push_back(m.tokenizer().decode(out.tokens.back()));
+      } else {
+        throw ApiError::invalid("'prompt' must be a string, an array of strings or an array of token ids", "prompt");
+      }
+    }
+  } else {
+    throw ApiError::invalid("'prompt' must be a non-empty string, array of strings or array of token ids", "prompt");
+  }
+  for (const auto& t : out.tokens) {
+    if (t.empty()) throw ApiError::invalid("'prompt' has no tokens", "prompt");
+  }
+  return out;
+}
+
+// OpenAI's legacy completion log-probabilities, grown token by token.
+struct CompletionLogprobs {
+  Json tokens = Json::array(), token_logprobs = Json::array(), top_logprobs = Json::array(), text_offset = Json::array();
+
+  void add(const TokenLogprob& lp, size_t offset) {
+    tokens.push_back(lp.token);
+    token_logprobs.push_back(lp.logprob);
+    Json top = Json::object();
+    for (const auto& [tok, value] : lp.top) {
+      if (!top.contains(tok)) top[tok] = value;
+    }
+    top_logprobs.push_back(top);
+    text_offset.push_back(offset);
+  }
+  Json to_json() const {
+    return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs}, {"text_offset", text_offset}};
+  }
+};
+
+struct ChoiceState {
+  std::string text;
+  CompletionLogprobs logprobs;
+  std::string finish_reason;
+};
+
+Json usage_of(const std::vector<std::unique_ptr<TextGeneration>>& gens) {
+  int prompt = 0, completion = 0;
+  for (const auto& g : gens) {
+    prompt += g->prompt_tokens();
+    completion += g->completion_tokens();
+  }
+  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+}
+
+}  // namespace
+
+void handle_completions(const ApiContext& api, const Json& body, HttpExchange& ex) {
+  RequestFields f(body);
+  const std::string model_name = f.string("model").value_or("");
+  ServedModel& model = api.model(model_name);
+  const Prompts prompts = read_prompts(f, model, api.limits.max_n);
+  GenerationParams params = read_generation_fields(f, model, api.limits);
+  params.max_tokens = resolve_max_tokens(f.integer("max_tokens", 1, 1 << 30), 16);
+  const std::optional<int64_t> logprobs = f.integer("logprobs", 0, api.limits.max_top_logprobs);
+  params.sampling.logprobs = logprobs.has_value();
+  params.sampling.top_logprobs = int(logprobs.value_or(0));
+  const bool echo = f.boolean("echo").value_or(false);
+  if (echo && logprobs) throw ApiError::invalid("'echo' together with 'logprobs' (prompt log-probabilities) is not supported", "echo");
+  const bool stream = f.boolean("stream").value_or(false);
+  if (const Json* so = f.raw("stream_options"); so && !so->is_object()) {
+    throw ApiError::invalid("'stream_options' must be an object", "stream_options");
+  }
+  f.refuse("suffix", "insertion is not available for these models");
+  f.finish();
+  if (int64_t(prompts.tokens.size()) * params.n > api.limits.max_n) {
+    throw ApiError::invalid("prompts times n must be at most " + std::to_string(api.limits.max_n), "n");
+  }
+
+  auto gens = start_generations(model, prompts.tokens, params);
+  const std::string id = new_response_id("cmpl-");
+  const int64_t created = std::time(nullptr);
+  std::vector<ChoiceState> choices(prompts.tokens.size() * size_t(params.n));
+  if (echo) {
+    for (size_t c = 0; c < choices.size(); ++c) choices[c].text = prompts.texts[c / size_t(params.n)];
+  }
+  auto chunk = [&](Json choice_list) {
+    return Json{{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model_name}, {"choices", std::move(choice_list)}};
+  };
+  std::string error;
+  if (stream && !ex.begin_stream("text/event-stream")) return;
+  if (stream && echo) {
+    for (size_t c = 0; c < choices.size(); ++c) {
+      ex.write_chunk(sse_event(chunk(Json::array({{{"index", c}, {"text", choices[c].text}, {"logprobs", nullptr}, {"finish_reason", nullptr}}}))));
+    }
+  }
+  const bool completed = drive_generations(gens, [&ex] { return ex.client_gone(); }, [&](size_t g, const ChoiceUpdate& u) {
+    const size_t index = g * size_t(params.n) + size_t(u.index);
+    ChoiceState& c = choices[index];
+    if (!u.error.empty()) {
+      error = u.error;
+      return true;
+    }
+    CompletionLogprobs delta_lp;
+    for (const auto& lp : u.logprobs) {
+      c.logprobs.add(lp, c.text.size());
+      delta_lp.add(lp, c.text.size());
+    }
+    c.text += u.text;
+    if (u.finish_reason) c.finish_reason = *u.finish_reason;
+    if (!stream || (u.text.empty() && u.logprobs.empty() && !u.finish_reason)) return true;
+    return ex.write_chunk(sse_event(chunk(Json::array({{{"index", index}, {"text", u.text},
+                                                         {"logprobs", params.sampling.logprobs ? delta_lp.to_json() : Json()},
+                                                         {"finish_reason", u.finish_reason ? Json(*u.finish_reason) : Json()}}}))));
+  });
+  if (!completed) return;
+  if (stream) {
+    if (!error.empty()) ex.write_chunk(sse_event(ApiError(500, "server_error", error).to_json()));
+    Json last = chunk(Json::array());
+    last["usage"] = usage_of(gens);
+    ex.write_chunk(sse_event(last));
+    ex.write_chunk("data: [DONE]\n\n");
+    ex.end_stream();
+    return;
+  }
+  if (!error.empty()) throw ApiError(500, "server_error", error);
+  Json list = Json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    list.push_back({{"index", i}, {"text", choices[i].text},
+                    {"logprobs", params.sampling.logprobs ? choices[i].logprobs.to_json() : Json()},
+                    {"finish_reason", choices[i].finish_reason}});
+  }
+  Json response = chunk(std::move(list));
+  response["usage"] = usage_of(gens);
+  ex.respond(200, "application/json", json_text(response));
+}
+
+}  // namespace tessera

@@ -1,0 +1,109 @@
+#include "server/serving/model_registry.h"
+
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "engine/error.h"
+#include "kernels/cpu/isa.h"
+
+namespace tessera {
+namespace {
+
+std::string expand_home(const std::string& path) {
+  if (path.rfind("~/", 0) != 0) return path;
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : "") + path.substr(1);
+}
+
+std::unique_ptr<ServedModel> load_one(const ModelConfig& c, prometheus::Registry& metrics) {
+  if (c.device != "cpu") throw Error("model '" + c.name + "': device '" + c.device + "' is not available in this build; use cpu");
+  const auto t0 = std::chrono::steady_clock::now();
+  RunnerConfig rc;
+  rc.kv_budget_bytes = uint64_t(c.kv_cache.budget_mb) << 20;
+  rc.page_size = c.kv_cache.block_size;
+  rc.kv_dtype = c.kv_cache.dtype == "f32" ? DType::kF32 : DType::kF16;
+  rc.n_threads = c.threads;
+  auto runner = std::make_unique<ModelRunner>(Model::load(expand_home(c.path), cpu::detect_isa()), rc);
+
+  auto m = std::make_unique<ServedModel>();
+  m->config = c;
+  const int context = runner->model().spec().max_context;
+  m->max_model_len = c.max_model_len > 0 ? std::min(c.max_model_len, context) : context;
+  const std::string template_source = c.chat_template ? *c.chat_template : runner->model().chat_template();
+  if (!template_source.empty()) {
+    try {
+      m->chat_template.emplace(template_source);
+    } catch (const std::exception& e) {
+      throw Error("model '" + c.name + "': chat template: " + e.what());
+    }
+  }
+  SchedulerLimits limits;
+  static_cast<SchedulerConfig&>(limits) = c.scheduler;
+  limits.max_model_len = m->max_model_len;
+  m->loop = std::make_unique<ModelLoop>(std::move(runner), limits);
+  m->created = std::time(nullptr);
+  m->metrics = std::make_unique<ModelMetrics>(metrics, c.name);
+  spdlog::info("model {} loaded from {} in {:.2f} s (max_model_len {}, {} KV blocks of {}, chat template: {})", c.name,
+               c.path, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), m->max_model_len,
+               m->loop->runner().kv_cache().n_pages(), m->loop->runner().page_size(), m->chat_template ? "yes" : "none");
+  return m;
+}
+
+}  // namespace
+
+void ModelRegistry::load(const std::vector<ModelConfig>& models) {
+  try {
+    std::vector<std::unique_ptr<ServedModel>> loaded;
+    for (const ModelConfig& c : models) loaded.push_back(load_one(c, *metrics_));
+    models_ = std::move(loaded);
+    state_ = ServingState::kReady;
+  } catch (...) {
+    state_ = ServingState::kFailed;
+    throw;
+  }
+}
+
+ServedModel* ModelRegistry::find(const std::string& name) const {
+  if (state_.load() == ServingState::kLoading || state_.load() == ServingState::kFailed) return nullptr;
+  for (const auto& m : models_) {
+    if (m->name() == name) return m.get();
+  }
+  return nullptr;
+}
+
+bool ModelRegistry::healthy() const {
+  if (state_.load() != ServingState::kReady) return false;
+  for (const auto& m : models_) {
+    if (m->loop->state() != LoopState::kReady) return false;
+  }
+  return true;
+}
+
+std::string ModelRegistry::state_name() const {
+  switch (state_.load()) {
+    case ServingState::kLoading: return "loading";
+    case ServingState::kReady:
+      for (const auto& m : models_) {
+        if (m->loop->state() == LoopState::kFaulted) return "engine fault in model " + m->name();
+      }
+      return "ready";
+    case ServingState::kDraining: return "draining";
+    case ServingState::kFailed: return "failed to load";
+  }
+  return "";
+}
+
+void ModelRegistry::drain(std::chrono::milliseconds timeout) {
+  state_ = ServingState::kDraining;
+  std::vector<std::thread> drains;
+  for (const auto& m : models_) drains.emplace_back([&m, timeout] { m->loop->drain(timeout); });
+  for (auto& t : drains) t.join();
+}
+
+void ModelRegistry::refresh_metrics() const {
+  if (state_.load() == ServingState::kLoading) return;
+  for (const auto& m : models_) m->metrics->refresh(m->loop->stats());
+}
+
+}  // namespace tessera

@@ -1,0 +1,28 @@
+#pragma once
+// One model the daemon serves: its loop (scheduler and engine), tokenizer,
+// chat template and metrics, under the name requests use.
+#include <ctime>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "config/config.h"
+#include "scheduler/model_loop.h"
+#include "server/chat/chat_template.h"
+#include "server/metrics/model_metrics.h"
+
+namespace tessera {
+
+struct ServedModel {
+  ModelConfig config;
+  std::unique_ptr<ModelLoop> loop;
+  std::optional<ChatTemplate> chat_template;  // none: chat requests are refused
+  int max_model_len = 0;
+  std::time_t created = 0;
+  std::unique_ptr<ModelMetrics> metrics;
+
+  const std::string& name() const { return config.name; }
+  const Tokenizer& tokenizer() const { return loop->runner().model().tokenizer(); }
+};
+
+}  // namespace tessera

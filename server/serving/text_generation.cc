@@ -1,0 +1,146 @@
+#include "server/serving/text_generation.h"
+
+#include <algorithm>
+
+namespace tessera {
+namespace {
+
+double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+}  // namespace
+
+TextGeneration::TextGeneration(ServedModel& model, std::vector<int32_t> prompt, const GenerationParams& params)
+    : model_(model), prompt_(std::move(prompt)), params_(params) {}
+
+std::unique_ptr<TextGeneration> TextGeneration::start(ServedModel& model, std::vector<int32_t> prompt,
+                                                      const GenerationParams& params, StartFailure* failure) {
+  std::unique_ptr<TextGeneration> g(new TextGeneration(model, std::move(prompt), params));
+  std::vector<int32_t> stop_ids = params.stop_token_ids;
+  for (int32_t id : model.tokenizer().vocab().end_of_generation) stop_ids.push_back(id);
+  for (int i = 0; i < params.n; ++i) {
+    Request r;
+    r.prompt = g->prompt_;
+    r.sampling = params.sampling;
+    // Choices of one seeded request differ from each other but repeat exactly.
+    if (r.sampling.seed) r.sampling.seed = *r.sampling.seed + uint64_t(i);
+    r.max_new_tokens = params.max_tokens;
+    r.priority = params.priority;
+    r.stop_token_ids = stop_ids;
+    r.ignore_eos = params.ignore_eos;
+    const Submission s = model.loop->submit(std::move(r), g->stream_);
+    if (s.admission != Admission::kAccepted) {
+      failure->admission = s.admission;
+      failure->message = s.admission == Admission::kQueueFull
+          ? "the server is at capacity for model '" + model.name() + "'; retry later"
+          : "prompt (" + std::to_string(g->prompt_.size()) + " tokens) plus max_tokens (" + std::to_string(params.max_tokens) +
+                ") does not fit: the model's maximum length is " + std::to_string(model.max_model_len) +
+                " tokens and must also fit the KV cache";
+      model.metrics->count_rejected(s.admission == Admission::kQueueFull ? "queue_full" : "too_long");
+      g->cancel();
+      return nullptr;
+    }
+    Choice c;
+    c.request_id = s.request_id;
+    c.detok = std::make_unique<IncrementalDetokenizer>(model.tokenizer());
+    c.stops = std::make_unique<StopMatcher>(params.stop);
+    g->choices_.push_back(std::move(c));
+    ++g->open_choices_;
+  }
+  return g;
+}
+
+TextGeneration::~TextGeneration() { cancel(); }
+
+void TextGeneration::cancel() {
+  for (Choice& c : choices_) {
+    if (c.done) continue;
+    model_.loop->cancel(c.request_id);
+    c.done = true;
+    --open_choices_;
+    model_.metrics->count_cancelled();
+  }
+}
+
+std::vector<ChoiceUpdate> TextGeneration::poll(std::chrono::milliseconds timeout) {
+  std::vector<ChoiceUpdate> updates;
+  if (finished()) return updates;
+  std::optional<RequestEvent> e = stream_->pop(timeout);
+  while (e) {
+    for (size_t i = 0; i < choices_.size(); ++i) {
+      if (choices_[i].request_id != e->request_id || choices_[i].done) continue;
+      updates.push_back(apply(choices_[i], int(i), *e));
+      break;
+    }
+    e = stream_->pop(std::chrono::milliseconds(0));
+  }
+  return updates;
+}
+
+TokenLogprob TextGeneration::logprob_of(const SampledToken& t) const {
+  TokenLogprob lp;
+  lp.id = t.id;
+  lp.token = model_.tokenizer().token_bytes(t.id, true);
+  lp.logprob = t.logprob;
+  for (const auto& [id, value] : t.top) {
+    lp.top.emplace_back(model_.tokenizer().token_bytes(id, true), value);
+    lp.top_ids.push_back(id);
+  }
+  return lp;
+}
+
+ChoiceUpdate TextGeneration::apply(Choice& c, int index, const RequestEvent& e) {
+  ChoiceUpdate u;
+  u.index = index;
+  const auto now = std::chrono::steady_clock::now();
+  if (e.queue_seconds >= 0) model_.metrics->observe_queue_time(e.queue_seconds);
+  if (e.has_token) {
+    ++c.tokens;
+    ++completion_tokens_;
+    if (!first_token_seen_) {
+      first_token_seen_ = true;
+      model_.metrics->observe_first_token(seconds_between(started_, now));
+    } else if (c.tokens > 1) {
+      model_.metrics->observe_inter_token(seconds_between(c.last_token, now));
+    }
+    c.last_token = now;
+    if (params_.sampling.logprobs) u.logprobs.push_back(logprob_of(e.token));
+    u.text = c.stops->push(c.detok->push(e.token.id));
+    if (c.stops->stopped()) {
+      model_.loop->cancel(c.request_id);
+      finish(c, u, "stop");
+    }
+    return u;
+  }
+  switch (e.finish) {
+    case FinishReason::kStop:
+      ++completion_tokens_;  // the end-of-generation token counts, as in vLLM's usage
+      [[fallthrough]];
+    case FinishReason::kLength:
+      u.text = c.stops->push(c.detok->finish());
+      if (!c.stops->stopped()) u.text += c.stops->flush();
+      finish(c, u, e.finish == FinishReason::kLength && !c.stops->stopped() ? "length" : "stop");
+      break;
+    case FinishReason::kCancelled:
+    case FinishReason::kError:
+    case FinishReason::kNone:
+      u.error = e.error.empty() ? "the request was cancelled by the server" : e.error;
+      c.done = true;
+      --open_choices_;
+      model_.metrics->observe_finished("error", seconds_between(started_, now), 0, c.tokens);
+      break;
+  }
+  return u;
+}
+
+void TextGeneration::finish(Choice& c, ChoiceUpdate& u, const std::string& reason) {
+  u.finish_reason = reason;
+  c.done = true;
+  --open_choices_;
+  const bool first_choice_of_prompt = &c == &choices_.front();
+  model_.metrics->observe_finished(reason, seconds_between(started_, std::chrono::steady_clock::now()),
+                                   first_choice_of_prompt ? int(prompt_.size()) : 0, c.tokens);
+}
+
+}  // namespace tessera
