@@ -41,7 +41,7 @@ Config resolve_config(const ServeOptions& o) {
   if (!o.config.empty()) {
     c = load_config_file(o.config);
   } else if (!o.model.empty()) {
-    c = parse_config("models: []", "<flags>");
+    c = Config{};
     ModelConfig m;
     m.name = o.served_model_name.empty() ? std::filesystem::path(o.model).stem().string() : o.served_model_name;
     m.path = o.model;

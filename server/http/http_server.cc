@@ -100,6 +100,21 @@ void send_plain_error(tcp::socket& socket, http::status status, const std::strin
   http::write(socket, res, ec);
 }
 
+// After an early error response, reads (and drops) what the client is still
+// sending for a moment, so that it sees the response instead of a reset.
+void linger_close(tcp::socket& socket) {
+  beast::error_code ec;
+  socket.shutdown(tcp::socket::shutdown_send, ec);
+  timeval tv{1, 0};
+  ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char sink[65536];
+  for (size_t total = 0; total < (64u << 20);) {
+    const ssize_t n = ::recv(socket.native_handle(), sink, sizeof sink, 0);
+    if (n <= 0) break;
+    total += size_t(n);
+  }
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -145,9 +160,13 @@ void serve_connection(tcp::socket& socket, const HttpLimits& limits, const HttpH
     beast::error_code ec;
     http::read(socket, buffer, parser, ec);
     if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset) return;
-    if (ec == http::error::body_limit) return send_plain_error(socket, http::status::payload_too_large, "request body too large");
+    if (ec == http::error::body_limit) {
+      send_plain_error(socket, http::status::payload_too_large, "request body too large");
+      return linger_close(socket);
+    }
     if (ec == http::error::header_limit) {
-      return send_plain_error(socket, http::status::request_header_fields_too_large, "request headers too large");
+      send_plain_error(socket, http::status::request_header_fields_too_large, "request headers too large");
+      return linger_close(socket);
     }
     if (ec) {
       if (ec != net::error::would_block && ec != net::error::timed_out) {
