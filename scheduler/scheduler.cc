@@ -163,6 +163,7 @@ StepPlan Scheduler::schedule() {
   StepPlan plan;
   std::vector<std::pair<Sequence*, size_t>> chosen;
   int budget = limits_.max_batch_tokens;
+  const uint64_t preemptions_before = preemptions_;
   for (auto& s : running_) s->planned = false;
   // Running sequences first, best first; the worst give up their pages.
   for (auto it = running_.begin(); it != running_.end() && budget > 0 && int(chosen.size()) < limits_.max_sequences;) {
@@ -185,11 +186,17 @@ StepPlan Scheduler::schedule() {
     budget -= int(n);
     ++it;
   }
-  // Then waiting requests in order, while pages and budget last.
-  while (!waiting_.empty() && budget > 0 && int(chosen.size()) < limits_.max_sequences) {
+  // Then waiting requests in order, while pages and budget last. Not in a
+  // step that had to preempt: what was just evicted would be readmitted and
+  // evicted again, recomputing its whole context every step.
+  const bool preempted_now = preemptions_ != preemptions_before;
+  while (!preempted_now && !waiting_.empty() && budget > 0 && int(chosen.size()) < limits_.max_sequences) {
     Sequence& s = *waiting_.front();
     const size_t n = std::min({s.tokens.size() - s.computed, size_t(limits_.prefill_chunk), size_t(budget)});
-    if (!ensure_blocks(s, int64_t(s.computed + n))) break;  // first come, first served: no skipping
+    // All or nothing: a waiting request holding part of what it needs
+    // could starve everyone else. First come, first served: no skipping.
+    const int64_t needed = (int64_t(s.computed + n) + block_size_ - 1) / block_size_ - int64_t(s.pages.size());
+    if (needed > blocks_.free_count() || !ensure_blocks(s, int64_t(s.computed + n))) break;
     if (s.queued) queued_tokens_ -= int64_t(s.request.prompt.size());
     s.queued = false;
     s.planned = true;

@@ -145,6 +145,21 @@ TEST(Scheduler, PreemptionByRecomputeGivesTheSameOutputs) {
   EXPECT_EQ(tight.scheduler.stats().free_blocks, 12);
 }
 
+TEST(Scheduler, PreemptedRequestsNeverDeadlockHoldingPartialAllocations) {
+  // Two requests that each need 8 of 11 blocks: after a preemption both wait,
+  // and neither may sit on part of the cache while the other needs it.
+  SchedulerLimits l = limits(2048, 512, 8192);
+  Harness h(l, 11, 16);
+  ASSERT_EQ(h.submit(1, 6, 120), Admission::kAccepted);
+  ASSERT_EQ(h.submit(2, 6, 120), Admission::kAccepted);
+  h.run(5000);
+  EXPECT_FALSE(h.scheduler.has_work()) << "stuck after " << h.iterations << " iterations";
+  EXPECT_GT(h.scheduler.stats().preemptions, 0u);
+  EXPECT_EQ(h.outputs[1].size(), 120u);
+  EXPECT_EQ(h.outputs[2].size(), 120u);
+  EXPECT_EQ(h.scheduler.stats().free_blocks, 11);
+}
+
 TEST(Scheduler, CancellationFreesPagesAtTheNextStepWithOneFinalEvent) {
   Harness h(limits(), 16, 4);
   h.submit(1, 8, 50);

@@ -1,0 +1,123 @@
+"""The daemon's gRPC API with a grpcio client: Generate, Tokenize, ListModels,
+health, reflection, cancellation, and parity with HTTP and the CLI."""
+import pathlib
+import sys
+import tempfile
+import time
+
+import grpc
+import openai
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from conftest import ROOT, run
+from daemon import Daemon
+
+
+@pytest.fixture(scope="module")
+def pb():
+    """Python stubs generated from the daemon's own .proto."""
+    from grpc_tools import protoc
+    out = pathlib.Path(tempfile.mkdtemp())
+    proto_dir = ROOT / "server" / "proto"
+    rc = protoc.main(["protoc", f"-I{proto_dir}", f"--python_out={out}", f"--grpc_python_out={out}",
+                      str(proto_dir / "tessera" / "v1" / "generation.proto")])
+    assert rc == 0
+    sys.path.insert(0, str(out))
+    from tessera.v1 import generation_pb2, generation_pb2_grpc
+    return generation_pb2, generation_pb2_grpc
+
+
+@pytest.fixture(scope="module")
+def daemon(tessera_bin, smollm2):
+    d = Daemon(tessera_bin, ["--model", smollm2, "--served-model-name", "smollm2"])
+    yield d
+    assert d.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def channel(daemon):
+    with grpc.insecure_channel(f"127.0.0.1:{daemon.grpc_port}") as ch:
+        yield ch
+
+
+def test_health_and_reflection(channel):
+    health = health_pb2_grpc.HealthStub(channel)
+    assert health.Check(health_pb2.HealthCheckRequest(service="")).status == health_pb2.HealthCheckResponse.SERVING
+    refl = reflection_pb2_grpc.ServerReflectionStub(channel)
+    responses = refl.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]))
+    names = {s.name for r in responses for s in r.list_services_response.service}
+    assert {"tessera.v1.Generation", "grpc.health.v1.Health"} <= names
+
+
+def test_list_models_and_tokenize(pb, channel, daemon):
+    gen_pb2, gen_grpc = pb
+    stub = gen_grpc.GenerationStub(channel)
+    assert [m.id for m in stub.ListModels(gen_pb2.ListModelsRequest()).models] == ["smollm2"]
+    tokens = stub.Tokenize(gen_pb2.TokenizeRequest(model="smollm2", prompt="Hello world")).tokens
+    _, http = daemon.post("/tokenize", {"model": "smollm2", "prompt": "Hello world"})
+    assert list(tokens) == http["tokens"]
+
+
+def test_grpc_http_and_cli_agree_on_greedy_text(pb, channel, daemon, tessera_bin, smollm2):
+    gen_pb2, gen_grpc = pb
+    prompt = "Here is a short story about a robot:"
+    events = list(gen_grpc.GenerationStub(channel).Generate(
+        gen_pb2.GenerateRequest(model="smollm2", prompt=prompt, max_tokens=24, temperature=0, ignore_eos=True,
+                                logprobs=True, top_logprobs=2)))
+    text = "".join(e.text for e in events)
+    assert events[-1].usage.completion_tokens == 24
+    assert sum(len(e.tokens) for e in events) == 24
+    assert [e.finish_reason for e in events if e.finish_reason] == ["length"]
+    client = openai.OpenAI(base_url=daemon.base + "/v1", api_key="unused", max_retries=0)
+    http = client.completions.create(model="smollm2", prompt=prompt, max_tokens=24, temperature=0,
+                                     extra_body={"ignore_eos": True})
+    assert text == http.choices[0].text
+    cli = run([tessera_bin, "generate", "--model", smollm2, "--prompt", prompt, "--max-tokens", "24", "--temperature", "0",
+               "--ignore-eos"])
+    assert text == cli.stdout.decode()[:-1]
+
+
+def test_chat_over_grpc_matches_http(pb, channel, daemon):
+    gen_pb2, gen_grpc = pb
+    msg = gen_pb2.ChatMessage(role="user", content="What is the capital of Italy?")
+    events = list(gen_grpc.GenerationStub(channel).Generate(
+        gen_pb2.GenerateRequest(model="smollm2", chat=gen_pb2.ChatMessages(messages=[msg]), max_tokens=20, temperature=0)))
+    client = openai.OpenAI(base_url=daemon.base + "/v1", api_key="unused", max_retries=0)
+    http = client.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": msg.content}],
+                                          max_tokens=20, temperature=0)
+    assert "".join(e.text for e in events) == http.choices[0].message.content
+
+
+def test_invalid_requests_map_to_grpc_codes(pb, channel):
+    gen_pb2, gen_grpc = pb
+    stub = gen_grpc.GenerationStub(channel)
+    cases = [
+        (gen_pb2.GenerateRequest(model="nope", prompt="x"), grpc.StatusCode.NOT_FOUND),
+        (gen_pb2.GenerateRequest(model="smollm2", prompt="x", temperature=9), grpc.StatusCode.INVALID_ARGUMENT),
+        (gen_pb2.GenerateRequest(model="smollm2"), grpc.StatusCode.INVALID_ARGUMENT),
+        (gen_pb2.GenerateRequest(model="smollm2", prompt="x", max_tokens=10**8), grpc.StatusCode.INVALID_ARGUMENT),
+    ]
+    for request, code in cases:
+        with pytest.raises(grpc.RpcError) as e:
+            list(stub.Generate(request))
+        assert e.value.code() == code, request
+
+
+def test_cancelled_call_frees_its_blocks(pb, channel, daemon):
+    gen_pb2, gen_grpc = pb
+    before = daemon.metric("tessera:requests_cancelled_total", model_name="smollm2")
+    call = gen_grpc.GenerationStub(channel).Generate(
+        gen_pb2.GenerateRequest(model="smollm2", prompt="Write a long essay.", max_tokens=3000, ignore_eos=True))
+    for i, _ in enumerate(call):
+        if i == 3:
+            break
+    assert daemon.metric("tessera:kv_cache_usage_perc", model_name="smollm2") > 0
+    call.cancel()
+    deadline = time.time() + 10
+    while time.time() < deadline and daemon.metric("tessera:kv_cache_usage_perc", model_name="smollm2") > 0:
+        time.sleep(0.05)
+    assert daemon.metric("tessera:kv_cache_usage_perc", model_name="smollm2") == 0
+    assert daemon.metric("tessera:num_requests_running", model_name="smollm2") == 0
+    assert daemon.metric("tessera:requests_cancelled_total", model_name="smollm2") == before + 1
