@@ -42,8 +42,11 @@ sanitize-tests: deps
 
 test: unit-tests python-tests
 
+# Without arguments the daemon serves the embedded config/default.yaml; a
+# model directory other than the default is passed as --model.
+SERVE_ARGS ?= $(if $(filter $(HOME)/.cache/tessera/models,$(MODEL_DIR)),,--model "$(DEFAULT_MODEL)" --served-model-name smollm2)
 serve: build models
-	@$(BUILD_DIR)/tessera inspect "$(DEFAULT_MODEL)"
+	@$(BUILD_DIR)/tessera serve $(SERVE_ARGS)
 
 fuzz: deps
 	@bash scripts/run-fuzzers.sh

@@ -7,7 +7,7 @@ repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo_root"
 build_dir=${FUZZ_BUILD_DIR:-build-fuzz}
 seconds=${FUZZ_SECONDS:-600}
-targets=${FUZZ_TARGETS:-"gguf_fuzz safetensors_fuzz tokenizer_fuzz hf_tokenizer_fuzz"}
+targets=${FUZZ_TARGETS:-"gguf_fuzz safetensors_fuzz tokenizer_fuzz hf_tokenizer_fuzz chat_template_fuzz request_fuzz"}
 
 CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_FUZZ=ON \
   -DTESSERA_CUDA=OFF -DTESSERA_TESTS=ON -DTESSERA_SANITIZE=address,undefined >/dev/null
@@ -21,6 +21,10 @@ seed_dir() {  # target -> a fresh corpus seeded from the test data
     safetensors_fuzz) cp tests/data/malformed/*.safetensors "$corpus/" ;;
     tokenizer_fuzz) cp tests/data/tokenizer-vectors/*.inp "$corpus/" ;;
     hf_tokenizer_fuzz) cp tests/data/hf/spm-bpe/tokenizer.json "$corpus/spm.json"; cp tests/data/hf/tiny-sharded/tokenizer.json "$corpus/byte.json" ;;
+    chat_template_fuzz) cp tests/data/chat-templates/*.jinja "$corpus/" ;;
+    request_fuzz)
+      printf '%s' '{"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.5, "stop": ["x"]}' >"$corpus/chat.json"
+      printf '%s' '{"model": "m", "prompt": "hi", "max_tokens": 4, "stream": true}' >"$corpus/completion.json" ;;
   esac
   echo "$corpus"
 }

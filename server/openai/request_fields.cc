@@ -1,6 +1,7 @@
 #include "server/openai/request_fields.h"
 
 #include <cmath>
+#include <cstdio>
 
 namespace tessera {
 
@@ -60,7 +61,9 @@ std::optional<double> RequestFields::number(const std::string& key, double min, 
   if (!v->is_number()) throw ApiError::invalid("'" + key + "' must be a number", key);
   const double x = v->get<double>();
   if (!(x >= min && x <= max)) {
-    throw ApiError::invalid("'" + key + "' must be between " + Json(min).dump() + " and " + Json(max).dump(), key);
+    char range[64];
+    std::snprintf(range, sizeof range, "%g and %g", min, max);
+    throw ApiError::invalid("'" + key + "' must be between " + range, key);
   }
   return x;
 }

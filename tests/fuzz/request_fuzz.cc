@@ -1,0 +1,42 @@
+// libFuzzer target: any bytes as an HTTP request body go through the JSON
+// parse with its depth bound, the typed field reads of a chat request, and
+// the chat template over the request's messages; each either succeeds or
+// gives the client-facing ApiError / TemplateError.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "server/chat/chat_template.h"
+#include "server/openai/request_fields.h"
+
+namespace {
+
+const char kTemplate[] =
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\n"
+    "You are helpful<|im_end|>\\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+    "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const tessera::ChatTemplate tmpl(kTemplate);
+  const std::string body(reinterpret_cast<const char*>(data), size);
+  try {
+    const tessera::Json j = tessera::parse_request_json(body, 64);
+    tessera::RequestFields f(j);
+    (void)f.string("model");
+    (void)f.number("temperature", 0.0, 2.0);
+    (void)f.integer("max_tokens", 1, 1 << 30);
+    (void)f.strings("stop", 16);
+    (void)f.boolean("stream");
+    if (const tessera::Json* messages = f.raw("messages"); messages && messages->is_array()) {
+      tessera::ChatTemplateInput in;
+      in.messages = tessera::normalize_messages(*messages);
+      (void)tmpl.render(in);
+    }
+    f.finish();
+  } catch (const tessera::ApiError&) {
+  } catch (const tessera::jinja::TemplateError&) {
+  }
+  return 0;
+}
