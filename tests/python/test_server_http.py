@@ -1,5 +1,6 @@
 """The daemon's OpenAI HTTP API, used through the real `openai` client."""
 import json
+import pathlib
 import socket
 
 import openai
@@ -150,3 +151,33 @@ def test_http_and_cli_give_the_same_greedy_text(tessera_bin, smollm2, client):
     r = client.completions.create(model="smollm2", prompt=prompt, max_tokens=24, temperature=0,
                                   extra_body={"ignore_eos": True})
     assert r.choices[0].text == cli.stdout.decode()[:-1]  # the CLI ends its output with a newline
+
+
+def test_two_models_in_one_daemon(tessera_bin, smollm2, gemma3):
+    template = pathlib.Path(__file__).resolve().parents[1] / "data" / "chat-templates" / "google-gemma-3-it.jinja"
+    config = (f"models:\n  - name: small\n    path: {smollm2}\n    kv_cache: {{budget_mb: 32}}\n"
+              f"  - name: gemma\n    path: {gemma3}\n    chat_template: {template}\n    kv_cache: {{budget_mb: 32}}\n")
+    d = Daemon(tessera_bin, [], config)
+    try:
+        client = openai.OpenAI(base_url=d.base + "/v1", api_key="unused", max_retries=0)
+        assert sorted(m.id for m in client.models.list().data) == ["gemma", "small"]
+        for name in ("small", "gemma"):
+            r = client.chat.completions.create(model=name, messages=[{"role": "user", "content": "Hi"}], max_tokens=4)
+            assert r.model == name and r.usage.completion_tokens >= 1
+        _, small = d.post("/tokenize", {"model": "small", "prompt": "Hello"})
+        _, gemma = d.post("/tokenize", {"model": "gemma", "prompt": "Hello"})
+        assert small["tokens"] != gemma["tokens"]  # each request reached its own model
+        assert d.metric("tessera:request_success_total", model_name="gemma", finished_reason="length") == 1
+    finally:
+        assert d.stop() == 0
+
+
+def test_serve_without_arguments_uses_the_embedded_default(tessera_bin):
+    default_model = pathlib.Path.home() / ".cache" / "tessera" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not default_model.exists():
+        pytest.skip("the embedded default names ~/.cache/tessera/models, which is not where the models are")
+    d = Daemon(tessera_bin, [])  # only --host/--port/--grpc-port/--threads from the helper
+    try:
+        assert json.loads(d.get("/v1/models")[1])["data"][0]["id"] == "smollm2"
+    finally:
+        assert d.stop() == 0
