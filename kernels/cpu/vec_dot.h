@@ -37,5 +37,7 @@ VecDotKernel select_vec_dot(DType weight_type, const IsaFeatures& isa);
 // The portable reference kernels (also the fallback on CPUs without AVX2).
 VecDotKernel scalar_vec_dot(DType weight_type);
 VecDotKernel avx2_vec_dot(DType weight_type);
+// AVX-512 (F, BW, VL, VNNI): bit-identical to the AVX2 kernels, faster.
+VecDotKernel avx512_vec_dot(DType weight_type);
 
 }  // namespace tessera::cpu

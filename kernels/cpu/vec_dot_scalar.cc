@@ -147,7 +147,12 @@ VecDotKernel pick_vec_dot(DType weight_type, std::initializer_list<std::pair<DTy
 }
 
 VecDotKernel select_vec_dot(DType weight_type, const IsaFeatures& isa) {
-  if (isa.avx2 && isa.fma && isa.f16c) {
+  const bool avx2 = isa.avx2 && isa.fma && isa.f16c;
+  if (avx2 && isa.avx512f && isa.avx512bw && isa.avx512vl && isa.avx512_vnni) {
+    const VecDotKernel k = avx512_vec_dot(weight_type);
+    if (k.fn) return k;
+  }
+  if (avx2) {
     const VecDotKernel k = avx2_vec_dot(weight_type);
     if (k.fn) return k;
   }

@@ -131,7 +131,7 @@ TEST(Matmul, ManyTokensMatchesPerRowDots) {
 }
 
 TEST(Matmul, FourRowKernelsGiveTheOneRowBits) {
-  for (const char* type : {"Q4_0", "Q4_1", "Q5_0", "Q8_0"}) {
+  for (const char* type : {"Q4_0", "Q4_1", "Q5_0", "Q8_0", "Q4_K", "Q6_K"}) {
     const WeightRows w = weight_rows(type);
     const VecDotKernel k = select_vec_dot(w.dtype, detect_isa());
     if (!k.fn4) continue;  // this CPU has no four-row kernel for it
@@ -147,6 +147,30 @@ TEST(Matmul, FourRowKernelsGiveTheOneRowBits) {
       float out[4];
       k.fn4(w.cols, w.bytes.data() + r * row_bytes, four, out);
       for (int j = 0; j < 4; ++j) EXPECT_EQ(out[j], k.fn(w.cols, w.bytes.data() + r * row_bytes, four[j])) << type << " row " << r;
+    }
+  }
+}
+
+// The AVX-512 kernels must give the AVX2 kernels' bits, so that outputs do
+// not depend on which of the two a CPU runs.
+TEST(Matmul, Avx512KernelsGiveTheAvx2Bits) {
+  const IsaFeatures isa = detect_isa();
+  if (!(isa.avx2 && isa.fma && isa.f16c && isa.avx512f && isa.avx512bw && isa.avx512vl && isa.avx512_vnni)) {
+    GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  }
+  for (const char* type : {"Q4_0", "Q4_1", "Q5_0", "Q8_0", "Q4_K", "Q6_K"}) {
+    const WeightRows w = weight_rows(type);
+    const VecDotKernel wide = avx512_vec_dot(w.dtype), narrow = avx2_vec_dot(w.dtype);
+    ASSERT_TRUE(wide.fn && narrow.fn) << type;
+    const size_t row_bytes = *dtype_bytes(w.dtype, uint64_t(w.cols));
+    for (int64_t r = 0; r < w.rows; ++r) {
+      for (uint32_t seed = 1; seed <= 3; ++seed) {
+        const std::vector<float> x = random_row(w.cols, seed * 100 + uint32_t(r));
+        std::vector<uint8_t> act(*dtype_bytes(wide.activation_type, uint64_t(w.cols)));
+        convert_activation_row(wide.activation_type, x.data(), act.data(), w.cols);
+        const void* row = w.bytes.data() + r * row_bytes;
+        EXPECT_EQ(wide.fn(w.cols, row, act.data()), narrow.fn(w.cols, row, act.data())) << type << " row " << r;
+      }
     }
   }
 }

@@ -1,0 +1,21 @@
+// AVX-512 dot products (built with -mavx512f -mavx512bw -mavx512vl
+// -mavx512vnni on top of the AVX2 flags; called only after run-time
+// detection): the x86 kernels over VNNI's byte dot product, bit-identical to
+// the AVX2 ones (no lane sum here can saturate AVX2's 16-bit pairs).
+#include <immintrin.h>
+
+#include "kernels/cpu/vec_dot_x86_impl.h"
+
+namespace tessera::cpu {
+namespace {
+
+// Sum of products of unsigned bytes `u` and signed bytes `s`, as 8 floats.
+inline __m256 dot_us(__m256i u, __m256i s) {
+  return _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s));
+}
+
+}  // namespace
+
+VecDotKernel avx512_vec_dot(DType weight_type) { return x86_quant_vec_dot<dot_us>(weight_type); }
+
+}  // namespace tessera::cpu
