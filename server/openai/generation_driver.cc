@@ -33,6 +33,11 @@ std::vector<std::unique_ptr<TextGeneration>> start_generations(ServedModel& mode
                                                                const std::vector<std::vector<int32_t>>& prompts,
                                                                const GenerationParams& params) {
   std::vector<std::unique_ptr<TextGeneration>> out;
+  switch (model.loop->state()) {
+    case LoopState::kReady: break;
+    case LoopState::kFaulted: throw ApiError(503, "server_error", "the engine of model '" + model.name() + "' has failed");
+    default: throw ApiError(503, "server_error", "the server is shutting down");
+  }
   for (const auto& prompt : prompts) {
     StartFailure failure;
     auto g = TextGeneration::start(model, prompt, params, &failure);

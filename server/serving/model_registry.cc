@@ -18,6 +18,9 @@ std::string expand_home(const std::string& path) {
 
 std::unique_ptr<ServedModel> load_one(const ModelConfig& c, prometheus::Registry& metrics) {
   if (c.device != "cpu") throw Error("model '" + c.name + "': device '" + c.device + "' is not available in this build; use cpu");
+  // Weights run in their stored types (quantised GGUF blocks, f16/bf16/f32
+  // safetensors); converting them at load is not offered.
+  if (c.dtype != "auto") throw Error("model '" + c.name + "': dtype '" + c.dtype + "' is not supported; use auto (the file's own types)");
   const auto t0 = std::chrono::steady_clock::now();
   RunnerConfig rc;
   rc.kv_budget_bytes = uint64_t(c.kv_cache.budget_mb) << 20;

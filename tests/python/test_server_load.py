@@ -143,3 +143,19 @@ def test_drain_timeout_ends_what_is_left_with_an_error(tessera_bin, smollm2):
     assert body.rstrip().endswith("data: [DONE]")
     d.proc.wait(30)
     assert d.proc.returncode == 0
+
+
+def test_second_sigterm_exits_at_once(tessera_bin, smollm2):
+    d = Daemon(tessera_bin, ["--drain-timeout", "600"], config(smollm2))
+    req = urllib.request.Request(d.base + "/v1/completions", method="POST", data=json.dumps(
+        {"model": "smollm2", "prompt": "Endless", "max_tokens": 2000, "stream": True, "ignore_eos": True}).encode())
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        resp.readline()
+        d.terminate()
+        time.sleep(0.2)
+        assert d.proc.poll() is None, "the first signal drains"
+        t0 = time.time()
+        d.terminate()
+        d.proc.wait(10)
+        assert time.time() - t0 < 5
+    assert d.proc.returncode != 0
