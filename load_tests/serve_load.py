@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Serving throughput and latency: the same OpenAI-API workload against
 `tessera serve` and llama.cpp's server (llama-cpp-python's
-`llama_cpp.server`, which runs one request at a time) on the same GGUF file
+`llama_cpp.server`, which runs one request at a time; its default of cutting
+a running request off when another arrives is turned off) on the same GGUF file
 and thread count, in the same run.
 
-Each of C concurrent clients sends R/C streaming completions of exactly
---max-tokens tokens (end-of-sequence is banned through logit_bias on both
-servers) over varied prompts, greedy. Reported per server and concurrency:
-wall time, generated tokens per second over the run, time to first token
-(mean, p95) and end-to-end latency (mean); then tessera's ratio.
+C concurrent clients share R streaming completions of exactly --max-tokens
+tokens each (end-of-sequence is banned through logit_bias on both servers,
+and every stream is checked to carry that many tokens) over varied prompts,
+greedy. Reported per server and concurrency: wall time, generated tokens per
+second over the run, time to first token (mean, p95) and end-to-end latency
+(mean); then tessera's ratios.
 
 Usage:
   python load_tests/serve_load.py --model ~/.cache/tessera/models/SmolLM2-135M-Instruct.Q4_1.gguf \\
@@ -60,7 +62,7 @@ def start_tessera(args, port):
 def start_llama_cpp(args, port):
     argv = [args.peer_python, "-m", "llama_cpp.server", "--model", str(args.model), "--model_alias", "m", "--host",
             "127.0.0.1", "--port", str(port), "--n_threads", str(args.threads), "--n_threads_batch", str(args.threads),
-            "--n_ctx", "4096"]
+            "--n_ctx", "4096", "--interrupt_requests", "False"]  # by default a new request cuts the running one off
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -81,6 +83,8 @@ def one_request(client, prompt, args, banned):
             pieces += 1
             if first is None:
                 first = time.perf_counter() - t0
+    if pieces != args.max_tokens:
+        raise RuntimeError(f"a request streamed {pieces} tokens instead of {args.max_tokens}")
     return first or 0.0, time.perf_counter() - t0
 
 
