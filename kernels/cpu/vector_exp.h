@@ -1,7 +1,9 @@
 #pragma once
 // The exponential the CPU kernels use wherever bit-for-bit agreement with
 // llama.cpp's CPU backend matters (softmax, SiLU).
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 namespace tessera::cpu {
 
@@ -18,7 +20,12 @@ static inline float vector_expf(float x) {
   const float u = b * b;
   const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
                            std::fma(0x1.ffffecp-1f, b, 1.0f));
-  return std::ldexp(j, int(n));
+  // j * 2^n. Multiplying by an exact power of two rounds exactly as ldexp
+  // does, without its library call; outside the normal exponents ldexp
+  // handles the edge.
+  const int e = int(n);
+  if (e >= -126 && e <= 127) return j * std::bit_cast<float>(uint32_t(e + 127) << 23);
+  return std::ldexp(j, e);
 }
 
 }  // namespace tessera::cpu
