@@ -3,6 +3,7 @@
 // flex_attention_generic.cc and flex_attention_avx2.cc): the same source and
 // the same order of operations, so every build gives the same bits.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -199,8 +200,15 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
 template <class Mask, class Score>
 void run_all(const std::vector<WorkItem>& items, const float* q, int n_heads, const PagedKv& kv, const AttentionBatch& batch,
              const AttentionParams& params, const Mask& mask, const Score& score, float* out, ThreadPool& pool) {
-  pool.parallel_for(int64_t(items.size()), 1, [&](int, int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) attend(items[size_t(i)], q, n_heads, kv, batch, params, mask, score, out);
+  // Items differ in cost (a causal tile late in a prompt sees more keys), so
+  // threads claim them one at a time, costliest (last) first. Each item
+  // writes its own outputs: the order changes no result.
+  const int64_t n = int64_t(items.size());
+  std::atomic<int64_t> next{0};
+  pool.parallel_for(std::min<int64_t>(n, pool.size()), 1, [&](int, int64_t, int64_t) {
+    for (int64_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
+      attend(items[size_t(n - 1 - i)], q, n_heads, kv, batch, params, mask, score, out);
+    }
   });
 }
 
