@@ -158,7 +158,12 @@ void serve_connection(tcp::socket& socket, const HttpLimits& limits, const HttpH
     parser.header_limit(uint32_t(limits.max_header_bytes));
     parser.body_limit(limits.max_body_bytes);
     beast::error_code ec;
-    http::read(socket, buffer, parser, ec);
+    http::read_header(socket, buffer, parser, ec);
+    if (!ec && boost::beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+      // Clients such as curl wait for this before sending a large body.
+      net::write(socket, net::buffer(std::string_view("HTTP/1.1 100 Continue\r\n\r\n")), ec);
+    }
+    if (!ec && !parser.is_done()) http::read(socket, buffer, parser, ec);
     if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset) return;
     if (ec == http::error::body_limit) {
       send_plain_error(socket, http::status::payload_too_large, "request body too large");

@@ -181,3 +181,13 @@ def test_serve_without_arguments_uses_the_embedded_default(tessera_bin):
         assert json.loads(d.get("/v1/models")[1])["data"][0]["id"] == "smollm2"
     finally:
         assert d.stop() == 0
+
+
+def test_expect_100_continue_is_answered(daemon):
+    body = json.dumps({"model": "smollm2", "prompt": "Hi", "max_tokens": 1}).encode()
+    with socket.create_connection(("127.0.0.1", daemon.http_port), timeout=10) as s:
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(body))
+        assert s.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        s.sendall(body)
+        assert s.recv(100).startswith(b"HTTP/1.1 200 OK")
