@@ -162,31 +162,34 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
       w[k - span_first] = f16 ? f16_to_f32(f32_to_f16(prob)) : prob;
     }
   }
-  // acc[r][lane][d]: key k feeds lane k % 16, as a 16-wide multiply over keys
-  // does; laid out so each key's update runs along d.
-  const size_t row_stride = size_t(kLanes) * size_t(dim);
-  std::vector<float> acc(static_cast<size_t>(n_rows) * row_stride, 0.0f);
+  // Values of the visible keys, converted once: values[k - span_first][d].
+  std::vector<float> values(static_cast<size_t>(std::max(span, 0)) * size_t(dim));
   for_each_page(kv.v, [&](int page_first, int page_rows) {
-    for (int r = 0; r < n_rows; ++r) {
-      const int t = item.token_begin + r / group;
-      int lo, hi;
-      if (!visible_keys(t, page_first, page_rows, &lo, &hi)) continue;
-      float* a = acc.data() + size_t(r) * row_stride;
-      const float* w = weights.data() + size_t(r) * size_t(span);
-      for (int k = lo; k <= hi; ++k) {
-        const float prob = w[k - span_first];
-        const float* vvec = rows.data() + size_t(k - page_first) * size_t(dim);
-        float* lane = a + size_t(k % kLanes) * size_t(dim);
-        for (int d = 0; d < dim; ++d) lane[d] = std::fma(vvec[d], prob, lane[d]);
-      }
-    }
+    const int from = std::max(page_first, span_first), to = std::min(page_first + page_rows - 1, span_last);
+    if (from > to) return;
+    std::memcpy(values.data() + size_t(from - span_first) * size_t(dim), rows.data() + size_t(from - page_first) * size_t(dim),
+                size_t(to - from + 1) * size_t(dim) * sizeof(float));
   });
-  // The 16-lane reduction tree, applied to every d at once.
+  // One row at a time, so its accumulator stays in cache: acc[lane][d],
+  // where key k feeds lane k % 16 as a 16-wide multiply over keys does, keys
+  // in increasing order.
+  const size_t row_stride = size_t(kLanes) * size_t(dim);
+  std::vector<float> acc(row_stride);
   for (int r = 0; r < n_rows; ++r) {
     const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
+    const int lo = std::max(span_first, mask.first(batch.positions[t]));
+    const int hi = std::min(kv_len - 1, mask.last(batch.positions[t], prefix));
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    const float* w = weights.data() + size_t(r) * size_t(span);
+    for (int k = lo; k <= hi; ++k) {
+      const float prob = w[k - span_first];
+      const float* vvec = values.data() + size_t(k - span_first) * size_t(dim);
+      float* lane = acc.data() + size_t(k % kLanes) * size_t(dim);
+      for (int d = 0; d < dim; ++d) lane[d] = std::fma(vvec[d], prob, lane[d]);
+    }
+    // The 16-lane reduction tree, applied to every d at once.
     float* o = out + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
-    float* a = acc.data() + size_t(r) * row_stride;
-    auto lane = [&](int l) { return a + size_t(l) * size_t(dim); };
+    auto lane = [&](int l) { return acc.data() + size_t(l) * size_t(dim); };
     for (int i = 0; i < 8; ++i) {
       for (int d = 0; d < dim; ++d) lane(i)[d] = lane(i + 8)[d] + lane(i)[d];
     }

@@ -61,6 +61,7 @@ void ModelMetrics::count_rejected(const std::string& reason) {
 }
 
 void ModelMetrics::refresh(const SchedulerStats& stats) {
+  std::lock_guard lock(refresh_mutex_);
   running_.Set(stats.running);
   waiting_.Set(stats.waiting);
   kv_usage_.Set(stats.total_blocks > 0 ? double(stats.total_blocks - stats.free_blocks) / stats.total_blocks : 0.0);

@@ -7,6 +7,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <mutex>
 #include <string>
 
 #include "scheduler/scheduler.h"
@@ -44,6 +45,7 @@ class ModelMetrics {
   prometheus::Counter& generation_tokens_;
   prometheus::Counter& preemptions_;
   prometheus::Counter& cancelled_;
+  std::mutex refresh_mutex_;  // scrapes may run concurrently
   uint64_t preemptions_seen_ = 0;
 };
 
