@@ -43,11 +43,14 @@ uint16_t GrpcServer::start(const std::string& host, int port) {
   builder.RegisterService(&impl_->service);
   impl_->server = builder.BuildAndStart();
   if (!impl_->server || bound == 0) throw Error("cannot listen for gRPC on " + address);
+  grpc::HealthCheckServiceInterface* health = impl_->server->GetHealthCheckService();
+  impl_->registry.set_health_listener([health](bool healthy) { health->SetServingStatus(healthy); });
+  // Registry transitions publish at once; engine faults are picked up here.
   impl_->health_watch = std::thread([impl = impl_.get()] {
     std::unique_lock lock(impl->mutex);
     while (!impl->stopping) {
-      impl->server->GetHealthCheckService()->SetServingStatus(impl->registry.healthy());
-      impl->stop_cv.wait_for(lock, std::chrono::milliseconds(100));
+      impl->registry.publish_health();
+      impl->stop_cv.wait_for(lock, std::chrono::milliseconds(50));
     }
   });
   return uint16_t(bound);
@@ -62,6 +65,7 @@ void GrpcServer::stop() {
   }
   impl_->stop_cv.notify_all();
   if (impl_->health_watch.joinable()) impl_->health_watch.join();
+  impl_->registry.set_health_listener(nullptr);
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
 }
 

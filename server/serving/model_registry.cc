@@ -61,10 +61,25 @@ void ModelRegistry::load(const std::vector<ModelConfig>& models) {
     for (const ModelConfig& c : models) loaded.push_back(load_one(c, *metrics_));
     models_ = std::move(loaded);
     state_ = ServingState::kReady;
+    publish_health();
   } catch (...) {
     state_ = ServingState::kFailed;
+    publish_health();
     throw;
   }
+}
+
+void ModelRegistry::set_health_listener(std::function<void(bool)> listener) {
+  {
+    std::lock_guard lock(health_mutex_);
+    health_listener_ = std::move(listener);
+  }
+  publish_health();
+}
+
+void ModelRegistry::publish_health() {
+  std::lock_guard lock(health_mutex_);
+  if (health_listener_) health_listener_(healthy());
 }
 
 ServedModel* ModelRegistry::find(const std::string& name) const {
@@ -99,6 +114,7 @@ std::string ModelRegistry::state_name() const {
 
 void ModelRegistry::drain(std::chrono::milliseconds timeout) {
   state_ = ServingState::kDraining;
+  publish_health();
   std::vector<std::thread> drains;
   for (const auto& m : models_) drains.emplace_back([&m, timeout] { m->loop->drain(timeout); });
   for (auto& t : drains) t.join();

@@ -4,6 +4,8 @@
 // engine fault.
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <mutex>
 #include <memory>
 #include <prometheus/registry.h>
 #include <string>
@@ -36,6 +38,12 @@ class ModelRegistry {
   // ends the rest with an error.
   void drain(std::chrono::milliseconds timeout);
 
+  // Called with healthy() whenever it may have changed: right after loading
+  // and when a drain starts (and by anyone through publish_health(), which
+  // watchers of engine faults call). Calls are serialised.
+  void set_health_listener(std::function<void(bool)> listener);
+  void publish_health();
+
   // Refreshes each model's scheduler gauges, for a scrape.
   void refresh_metrics() const;
   prometheus::Registry& metrics() const { return *metrics_; }
@@ -44,6 +52,8 @@ class ModelRegistry {
   std::shared_ptr<prometheus::Registry> metrics_;
   std::vector<std::unique_ptr<ServedModel>> models_;
   std::atomic<ServingState> state_{ServingState::kLoading};
+  std::mutex health_mutex_;
+  std::function<void(bool)> health_listener_;
 };
 
 }  // namespace tessera

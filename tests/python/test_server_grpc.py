@@ -44,7 +44,13 @@ def channel(daemon):
 
 def test_health_and_reflection(channel):
     health = health_pb2_grpc.HealthStub(channel)
-    assert health.Check(health_pb2.HealthCheckRequest(service="")).status == health_pb2.HealthCheckResponse.SERVING
+    status = None
+    for _ in range(40):  # /health is 200 already; gRPC health follows within one publish
+        status = health.Check(health_pb2.HealthCheckRequest(service="")).status
+        if status == health_pb2.HealthCheckResponse.SERVING:
+            break
+        time.sleep(0.05)
+    assert status == health_pb2.HealthCheckResponse.SERVING
     refl = reflection_pb2_grpc.ServerReflectionStub(channel)
     responses = refl.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]))
     names = {s.name for r in responses for s in r.list_services_response.service}
