@@ -6,8 +6,10 @@ import json
 import time
 import urllib.request
 
+import grpc
 import openai
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from daemon import Daemon
 
@@ -121,6 +123,9 @@ def test_sigterm_under_load_loses_no_accepted_request(tessera_bin, smollm2):
         d.terminate()
         time.sleep(0.1)
         assert d.get("/health")[0] == 503
+        with grpc.insecure_channel(f"127.0.0.1:{d.grpc_port}") as channel:
+            check = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=5)
+            assert check.status == health_pb2.HealthCheckResponse.NOT_SERVING
         status, text, _ = d.request("POST", "/v1/completions", {"model": "smollm2", "prompt": "late", "max_tokens": 2})
         assert status == 503 and "shutting down" in json.loads(text)["error"]["message"]
         for f in futures:
