@@ -34,6 +34,7 @@ struct SchedulerConfig {
   int prefill_chunk = 512;              // prompt tokens per sequence per iteration
   int max_queued_requests = 256;
   int64_t max_queued_tokens = 1 << 20;  // prompt tokens waiting
+  bool prefix_caching = true;           // reuse KV pages of prompt prefixes seen before
 };
 
 struct ModelConfig {

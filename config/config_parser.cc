@@ -86,6 +86,13 @@ class Parser {
     *out = v;
   }
 
+  void boolean(const YAML::Node& parent, const char* key, const std::string& path, bool* out) const {
+    const YAML::Node n = parent[key];
+    if (!n || n.IsNull()) return;
+    if (!n.IsScalar() || (n.Scalar() != "true" && n.Scalar() != "false")) fail(n, path + "." + key + ": expected true or false");
+    *out = n.Scalar() == "true";
+  }
+
   void text(const YAML::Node& parent, const char* key, const std::string& path, std::string* out,
             std::initializer_list<const char*> choices = {}) const {
     const YAML::Node n = parent[key];
@@ -151,12 +158,14 @@ class Parser {
     if (const YAML::Node s = n["scheduler"]) {
       const std::string p = path + ".scheduler";
       require_map(s, p);
-      check_keys(s, p, {"max_batch_tokens", "max_sequences", "prefill_chunk", "max_queued_requests", "max_queued_tokens"});
+      check_keys(s, p, {"max_batch_tokens", "max_sequences", "prefill_chunk", "max_queued_requests", "max_queued_tokens",
+                        "prefix_caching"});
       integer(s, "max_batch_tokens", p, 1, 1 << 24, &m.scheduler.max_batch_tokens);
       integer(s, "max_sequences", p, 1, 1 << 16, &m.scheduler.max_sequences);
       integer(s, "prefill_chunk", p, 1, 1 << 24, &m.scheduler.prefill_chunk);
       integer(s, "max_queued_requests", p, 0, 1 << 24, &m.scheduler.max_queued_requests);
       integer(s, "max_queued_tokens", p, 0, int64_t(1) << 40, &m.scheduler.max_queued_tokens);
+      boolean(s, "prefix_caching", p, &m.scheduler.prefix_caching);
     }
     return m;
   }

@@ -20,6 +20,7 @@ struct Scheduler::Sequence {
   std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
   double queue_seconds = -1.0;  // until first scheduled
   bool queue_time_reported = false;
+  std::vector<PrefixKey> page_keys;  // prefix key of each full page seen so far
 
   // The queue time, once: for the first event after the first schedule.
   double take_queue_seconds() {
@@ -46,7 +47,43 @@ void insert_in_order(List& list, typename List::value_type seq) {
 }  // namespace
 
 Scheduler::Scheduler(const SchedulerLimits& limits, int32_t n_blocks, int block_size)
-    : limits_(limits), block_size_(block_size), blocks_(n_blocks) {}
+    : limits_(limits), block_size_(block_size), blocks_(n_blocks) {
+  blocks_.set_eviction_callback([this](int32_t page) { prefix_cache_.erase(page); });
+}
+
+void Scheduler::attach_cached_prefix(Sequence& s) {
+  const size_t usable = (s.tokens.size() - 1) / size_t(block_size_);
+  PrefixKey key;
+  for (size_t i = 0; i < usable; ++i) {
+    const auto page_tokens = std::span<const int32_t>(s.tokens).subspan(i * size_t(block_size_), size_t(block_size_));
+    key = chain_prefix_key(key, page_tokens);
+    const std::optional<int32_t> hit = prefix_cache_.find(key, page_tokens);
+    if (!hit) break;
+    blocks_.reuse(*hit);
+    s.pages.push_back(*hit);
+    s.page_keys.push_back(key);
+  }
+  s.computed = s.pages.size() * size_t(block_size_);
+}
+
+void Scheduler::detach_pages(Sequence& s) {
+  // Last page first: cached pages are evicted oldest first, and a prefix's
+  // first pages are the ones other prompts can share.
+  for (auto it = s.pages.rbegin(); it != s.pages.rend(); ++it) blocks_.release(*it);
+  s.pages.clear();
+  s.page_keys.clear();
+  s.computed = 0;
+}
+
+void Scheduler::register_full_pages(Sequence& s) {
+  if (!limits_.prefix_caching) return;
+  for (size_t i = s.page_keys.size(); i < s.pages.size() && (i + 1) * size_t(block_size_) <= s.computed; ++i) {
+    const auto page_tokens = std::span<const int32_t>(s.tokens).subspan(i * size_t(block_size_), size_t(block_size_));
+    const PrefixKey key = chain_prefix_key(i ? s.page_keys[i - 1] : PrefixKey{}, page_tokens);
+    s.page_keys.push_back(key);
+    if (prefix_cache_.insert(key, page_tokens, s.pages[i])) blocks_.set_cached(s.pages[i], true);
+  }
+}
 
 Scheduler::~Scheduler() = default;
 
@@ -115,9 +152,7 @@ Scheduler::Sequence* Scheduler::pick_victim() {
 
 // Frees the pages; the sequence recomputes its tokens when it runs again.
 void Scheduler::preempt(Sequence& victim) {
-  for (int32_t page : victim.pages) blocks_.release(page);
-  victim.pages.clear();
-  victim.computed = 0;
+  detach_pages(victim);
   ++preemptions_;
   auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& p) { return p.get() == &victim; });
   std::unique_ptr<Sequence> moved = std::move(*it);
@@ -126,8 +161,7 @@ void Scheduler::preempt(Sequence& victim) {
 }
 
 void Scheduler::finish(Sequence& s, FinishReason reason, const std::string& error) {
-  for (int32_t page : s.pages) blocks_.release(page);
-  s.pages.clear();
+  detach_pages(s);
   if (s.queued) queued_tokens_ -= int64_t(s.request.prompt.size());
   s.queued = false;
   RequestEvent event;
@@ -192,11 +226,20 @@ StepPlan Scheduler::schedule() {
   const bool preempted_now = preemptions_ != preemptions_before;
   while (!preempted_now && !waiting_.empty() && budget > 0 && int(chosen.size()) < limits_.max_sequences) {
     Sequence& s = *waiting_.front();
+    const bool lookup = limits_.prefix_caching && s.pages.empty();
+    if (lookup) attach_cached_prefix(s);
     const size_t n = std::min({s.tokens.size() - s.computed, size_t(limits_.prefill_chunk), size_t(budget)});
     // All or nothing: a waiting request holding part of what it needs
     // could starve everyone else. First come, first served: no skipping.
     const int64_t needed = (int64_t(s.computed + n) + block_size_ - 1) / block_size_ - int64_t(s.pages.size());
-    if (needed > blocks_.free_count() || !ensure_blocks(s, int64_t(s.computed + n))) break;
+    if (needed > blocks_.free_count() || !ensure_blocks(s, int64_t(s.computed + n))) {
+      detach_pages(s);
+      break;
+    }
+    if (lookup) {
+      prefix_queries_ += s.tokens.size();
+      prefix_hits_ += s.computed;
+    }
     if (s.queued) queued_tokens_ -= int64_t(s.request.prompt.size());
     s.queued = false;
     s.planned = true;
@@ -231,6 +274,7 @@ void Scheduler::postprocess(const StepPlan& plan, const StepResult& result) {
     if (found == by_id_.end()) continue;
     Sequence& s = *found->second;
     s.computed += plan.sequences[i].tokens.size();
+    register_full_pages(s);
     if (!result.sequences[i].sampled) continue;
     const SampledToken& token = result.sequences[i].token;
     s.tokens.push_back(token.id);
@@ -264,7 +308,8 @@ void Scheduler::fail_all(const std::string& message) {
 bool Scheduler::has_work() const { return !running_.empty() || !waiting_.empty(); }
 
 SchedulerStats Scheduler::stats() const {
-  return {int(running_.size()), int(waiting_.size()), blocks_.free_count(), blocks_.total(), preemptions_, cancelled_};
+  return {int(running_.size()), int(waiting_.size()), blocks_.free_count(), blocks_.total(), preemptions_, cancelled_,
+          prefix_queries_, prefix_hits_};
 }
 
 }  // namespace tessera

@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "engine/step_plan.h"
 #include "scheduler/block_allocator.h"
+#include "scheduler/prefix_cache.h"
 #include "scheduler/request.h"
 
 namespace tessera {
@@ -40,6 +41,8 @@ struct SchedulerStats {
   int total_blocks = 0;
   uint64_t preemptions = 0;
   uint64_t cancelled = 0;
+  uint64_t prefix_queries = 0;  // tokens of admitted sequences looked up in the prefix cache
+  uint64_t prefix_hits = 0;     // of those, tokens whose pages were found
 };
 
 class Scheduler {
@@ -70,10 +73,19 @@ class Scheduler {
   void preempt(Sequence& victim);
   void finish(Sequence& s, FinishReason reason, const std::string& error = "");
   Sequence* pick_victim();
+  // Takes the cached pages of the longest known prefix of s's tokens (never
+  // its last token, which must run to give logits); undone by detach.
+  void attach_cached_prefix(Sequence& s);
+  void detach_pages(Sequence& s);
+  // Records s's pages that became full since the last call.
+  void register_full_pages(Sequence& s);
 
   SchedulerLimits limits_;
   int block_size_;
   BlockAllocator blocks_;
+  PrefixCache prefix_cache_;
+  uint64_t prefix_queries_ = 0;
+  uint64_t prefix_hits_ = 0;
   uint64_t arrivals_ = 0;
   std::list<std::unique_ptr<Sequence>> waiting_;   // sorted: priority, then arrival
   std::list<std::unique_ptr<Sequence>> running_;

@@ -1,5 +1,7 @@
 #include "server/metrics/model_metrics.h"
 
+#include <algorithm>
+
 namespace tessera {
 namespace {
 
@@ -36,8 +38,8 @@ ModelMetrics::ModelMetrics(Registry& r, const std::string& model)
       running_(gauge(r, "tessera:num_requests_running", "Requests in the running batch", model)),
       waiting_(gauge(r, "tessera:num_requests_waiting", "Requests waiting to be scheduled", model)),
       kv_usage_(gauge(r, "tessera:kv_cache_usage_perc", "Fraction of KV cache blocks in use (0 to 1)", model)),
-      prefix_hits_(counter(r, "tessera:prefix_cache_hits_total", "Prompt tokens served from the prefix cache", model)),
-      prefix_queries_(counter(r, "tessera:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache", model)),
+      prefix_hits_(counter(r, "tessera:prefix_cache_hits_total", "Prompt tokens whose KV pages came from the prefix cache", model)),
+      prefix_queries_(counter(r, "tessera:prefix_cache_queries_total", "Tokens of admitted requests looked up in the prefix cache", model)),
       ttft_(histogram(r, "tessera:time_to_first_token_seconds", "Time to first token", model, kLatencyBuckets)),
       itl_(histogram(r, "tessera:inter_token_latency_seconds", "Time between consecutive output tokens", model, kLatencyBuckets)),
       e2e_(histogram(r, "tessera:e2e_request_latency_seconds", "Request latency, arrival to last token", model, kRequestBuckets)),
@@ -65,10 +67,14 @@ void ModelMetrics::refresh(const SchedulerStats& stats) {
   running_.Set(stats.running);
   waiting_.Set(stats.waiting);
   kv_usage_.Set(stats.total_blocks > 0 ? double(stats.total_blocks - stats.free_blocks) / stats.total_blocks : 0.0);
-  if (stats.preemptions > preemptions_seen_) {
-    preemptions_.Increment(double(stats.preemptions - preemptions_seen_));
-    preemptions_seen_ = stats.preemptions;
-  }
+  // The scheduler counts cumulatively; counters take the increase.
+  auto advance = [](prometheus::Counter& counter, uint64_t now, uint64_t& seen) {
+    if (now > seen) counter.Increment(double(now - seen));
+    seen = std::max(seen, now);
+  };
+  advance(preemptions_, stats.preemptions, preemptions_seen_);
+  advance(prefix_queries_, stats.prefix_queries, prefix_queries_seen_);
+  advance(prefix_hits_, stats.prefix_hits, prefix_hits_seen_);
 }
 
 }  // namespace tessera

@@ -47,6 +47,8 @@ class ModelMetrics {
   prometheus::Counter& cancelled_;
   std::mutex refresh_mutex_;  // scrapes may run concurrently
   uint64_t preemptions_seen_ = 0;
+  uint64_t prefix_queries_seen_ = 0;
+  uint64_t prefix_hits_seen_ = 0;
 };
 
 }  // namespace tessera

@@ -191,3 +191,16 @@ def test_expect_100_continue_is_answered(daemon):
         assert s.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
         s.sendall(body)
         assert s.recv(100).startswith(b"HTTP/1.1 200 OK")
+
+
+def test_repeated_prompt_hits_the_prefix_cache(daemon, client):
+    messages = [{"role": "system", "content": "You are a careful assistant. " * 8},
+                {"role": "user", "content": "Give me one word for happy."}]
+    before = daemon.metric("tessera:prefix_cache_hits_total", model_name="smollm2")
+    first = client.chat.completions.create(model="smollm2", messages=messages, max_tokens=12, temperature=0)
+    second = client.chat.completions.create(model="smollm2", messages=messages, max_tokens=12, temperature=0)
+    assert second.choices[0].message.content == first.choices[0].message.content
+    hits = daemon.metric("tessera:prefix_cache_hits_total", model_name="smollm2") - before
+    # Every full 16-token page of the repeated prompt but the one holding its last token.
+    assert hits == (first.usage.prompt_tokens - 1) // 16 * 16
+    assert daemon.metric("tessera:prefix_cache_queries_total", model_name="smollm2") >= 2 * first.usage.prompt_tokens

@@ -69,6 +69,10 @@ TEST(Config, ErrorsNameTheLineTheKeyAndWhatIsAllowed) {
   EXPECT_NE(error_of("models: []\n").find("'models' must be a non-empty list"), std::string::npos);
   EXPECT_NE(error_of("models: [{name: a}]\n").find("'name' and 'path' are required"), std::string::npos);
   EXPECT_NE(error_of("models: [{name: a, path: x, device: tpu}]\n").find("'tpu' is not cpu or cuda:N"), std::string::npos);
+  EXPECT_EQ(error_of("models: [{name: a, path: x, scheduler: {prefix_caching: maybe}}]\n"),
+            "test.yaml:1: models[0].scheduler.prefix_caching: expected true or false");
+  EXPECT_FALSE(parse_config("models: [{name: a, path: x, scheduler: {prefix_caching: false}}]\n", "t.yaml")
+                   .models[0].scheduler.prefix_caching);
   EXPECT_NE(error_of("server: {http_port: 1, grpc_port: 1}\nmodels: [{name: a, path: x}]\n").find("must differ"), std::string::npos);
   EXPECT_NE(error_of("models: [{name: a, path: x\n").find("not valid YAML"), std::string::npos);
   EXPECT_NE(error_of("").find("empty"), std::string::npos);

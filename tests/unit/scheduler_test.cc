@@ -38,6 +38,27 @@ struct Harness {
     });
   }
 
+  Admission submit_tokens(uint64_t id, std::vector<int32_t> prompt, int max_new) {
+    Request r;
+    r.id = id;
+    r.prompt = std::move(prompt);
+    r.max_new_tokens = max_new;
+    return scheduler.submit(std::move(r), [this](const RequestEvent& e) {
+      if (e.has_token) outputs[e.request_id].push_back(e.token.id);
+      if (e.finish != FinishReason::kNone) finals[e.request_id].push_back(e);
+    });
+  }
+
+  // Tokens the first step of request `id` computed.
+  size_t first_step_tokens(uint64_t id) const {
+    for (const StepPlan& p : plans) {
+      for (const SequenceStep& s : p.sequences) {
+        if (s.seq_id == id) return s.tokens.size();
+      }
+    }
+    return 0;
+  }
+
   // One iteration: plan, fake forward (checking the plan), postprocess.
   void step() {
     StepPlan plan = scheduler.schedule();
@@ -158,6 +179,65 @@ TEST(Scheduler, PreemptedRequestsNeverDeadlockHoldingPartialAllocations) {
   EXPECT_EQ(h.outputs[1].size(), 120u);
   EXPECT_EQ(h.outputs[2].size(), 120u);
   EXPECT_EQ(h.scheduler.stats().free_blocks, 11);
+}
+
+std::vector<int32_t> prompt_of(int n, int32_t base) {
+  std::vector<int32_t> p;
+  for (int i = 0; i < n; ++i) p.push_back(base + i % 50);
+  return p;
+}
+
+TEST(PrefixCaching, ARepeatedPromptReusesItsFullPagesAndGivesTheSameTokens) {
+  SchedulerLimits l = limits(64, 64);
+  Harness h(l, 64, 4);
+  ASSERT_EQ(h.submit_tokens(1, prompt_of(40, 7), 8), Admission::kAccepted);
+  h.run();
+  ASSERT_EQ(h.submit_tokens(2, prompt_of(40, 7), 8), Admission::kAccepted);
+  h.run();
+  EXPECT_EQ(h.first_step_tokens(1), 40u);
+  EXPECT_EQ(h.first_step_tokens(2), 4u);  // 9 pages of 4 cached; the last token runs again
+  EXPECT_EQ(h.outputs[2], h.outputs[1]);
+  EXPECT_EQ(h.scheduler.stats().prefix_queries, 80u);
+  EXPECT_EQ(h.scheduler.stats().prefix_hits, 36u);
+  EXPECT_EQ(h.scheduler.stats().free_blocks, 64);  // cached pages count as free
+}
+
+TEST(PrefixCaching, ASharedPrefixIsReusedUpToWhereThePromptsPart) {
+  SchedulerLimits l = limits(64, 64);
+  Harness h(l, 64, 4);
+  std::vector<int32_t> a = prompt_of(30, 7), b = prompt_of(30, 7);
+  b[13] = 999;  // parts inside the fourth page
+  ASSERT_EQ(h.submit_tokens(1, a, 4), Admission::kAccepted);
+  h.run();
+  ASSERT_EQ(h.submit_tokens(2, b, 4), Admission::kAccepted);
+  h.run();
+  EXPECT_EQ(h.first_step_tokens(2), 30u - 12u);
+  Harness fresh(l, 64, 4);
+  ASSERT_EQ(fresh.submit_tokens(2, b, 4), Admission::kAccepted);
+  fresh.run();
+  EXPECT_EQ(h.outputs[2], fresh.outputs[2]);
+}
+
+TEST(PrefixCaching, CachedPagesAreEvictedWhenNeededAndOutputsDoNotChange) {
+  SchedulerLimits l = limits(64, 64);
+  l.max_queued_requests = 20;
+  // Each request needs 8 of the 16 pages: the cache keeps two prompts' pages
+  // at most and has to evict for the third.
+  Harness tight(l, 16, 4);
+  SchedulerLimits no_cache = l;
+  no_cache.prefix_caching = false;
+  Harness uncached(no_cache, 16, 4);
+  for (Harness* h : {&tight, &uncached}) {
+    for (uint64_t id = 1; id <= 6; ++id) {
+      ASSERT_EQ(h->submit_tokens(id, prompt_of(20, int32_t(id % 3) * 100), 10), Admission::kAccepted);
+      h->run();
+    }
+    EXPECT_FALSE(h->scheduler.has_work());
+    EXPECT_EQ(h->scheduler.stats().free_blocks, 16);
+  }
+  for (uint64_t id = 1; id <= 6; ++id) EXPECT_EQ(tight.outputs[id], uncached.outputs[id]) << "request " << id;
+  EXPECT_GT(tight.scheduler.stats().prefix_hits, 0u);
+  EXPECT_EQ(uncached.scheduler.stats().prefix_hits, 0u);
 }
 
 TEST(Scheduler, CancellationFreesPagesAtTheNextStepWithOneFinalEvent) {
