@@ -45,8 +45,6 @@ inline __m256 madd_us(__m256i u, __m256i s) {
   return _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
 }
 
-// Sum of products of two signed byte vectors.
-inline __m256 madd_ss(__m256i x, __m256i y) { return madd_us(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x)); }
 
 inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 

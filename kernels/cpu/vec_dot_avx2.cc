@@ -3,10 +3,7 @@
 // unsigned-by-signed byte multiply, with signs moved onto the activations.
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "engine/tensor/half.h"
-#include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/vec_dot_x86_impl.h"
 
 namespace tessera::cpu {

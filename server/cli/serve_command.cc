@@ -58,12 +58,17 @@ Config resolve_config(const ServeOptions& o) {
     if (o.kv_budget_mb > 0) m.kv_cache.budget_mb = o.kv_budget_mb;
     if (o.max_model_len > 0) m.max_model_len = o.max_model_len;
     if (!o.chat_template.empty()) m.chat_template = o.chat_template;
-    // A chat template naming a file is read from it.
+    // A chat template naming a file is read from it; text without any tag
+    // is taken for a path that does not exist rather than for a template.
     if (m.chat_template && std::filesystem::is_regular_file(*m.chat_template)) {
       std::ifstream in(*m.chat_template);
       std::stringstream text;
       text << in.rdbuf();
+      if (!in) throw Error("model '" + m.name + "': cannot read chat template file " + *m.chat_template);
       m.chat_template = text.str();
+    } else if (m.chat_template && m.chat_template->find("{{") == std::string::npos &&
+               m.chat_template->find("{%") == std::string::npos) {
+      throw Error("model '" + m.name + "': chat_template '" + *m.chat_template + "' is neither a readable file nor template text");
     }
   }
   if (c.models.empty()) throw Error("no models to serve: give --model FILE or a config with models");

@@ -2,6 +2,7 @@
 
 #include <ctime>
 
+#include "server/openai/event_stream.h"
 #include "server/openai/generation_driver.h"
 
 namespace tessera {
@@ -135,18 +136,8 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
                                                         {"finish_reason", u.finish_reason ? Json(*u.finish_reason) : Json()}}}))));
   });
   if (!completed) return;
-  const int completion_tokens = gens[0]->completion_tokens();
-  const Json usage = {{"prompt_tokens", int(prompt.size())}, {"completion_tokens", completion_tokens},
-                      {"total_tokens", int(prompt.size()) + completion_tokens}};
-  if (stream) {
-    if (!error.empty()) ex.write_chunk(sse_event(ApiError(500, "server_error", error).to_json()));
-    Json last = chunk(Json::array());
-    last["usage"] = usage;
-    ex.write_chunk(sse_event(last));
-    ex.write_chunk("data: [DONE]\n\n");
-    ex.end_stream();
-    return;
-  }
+  const Json usage = usage_of(gens);
+  if (stream) return end_event_stream(ex, error, chunk(Json::array()), usage);
   if (!error.empty()) throw ApiError(500, "server_error", error);
   Json list = Json::array();
   for (size_t i = 0; i < choices.size(); ++i) {

@@ -2,6 +2,7 @@
 
 #include <ctime>
 
+#include "server/openai/event_stream.h"
 #include "server/openai/generation_driver.h"
 
 namespace tessera {
@@ -73,15 +74,6 @@ struct ChoiceState {
   std::string finish_reason;
 };
 
-Json usage_of(const std::vector<std::unique_ptr<TextGeneration>>& gens) {
-  int prompt = 0, completion = 0;
-  for (const auto& g : gens) {
-    prompt += g->prompt_tokens();
-    completion += g->completion_tokens();
-  }
-  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
-}
-
 }  // namespace
 
 void handle_completions(const ApiContext& api, const Json& body, HttpExchange& ex) {
@@ -143,15 +135,7 @@ void handle_completions(const ApiContext& api, const Json& body, HttpExchange& e
                                                          {"finish_reason", u.finish_reason ? Json(*u.finish_reason) : Json()}}}))));
   });
   if (!completed) return;
-  if (stream) {
-    if (!error.empty()) ex.write_chunk(sse_event(ApiError(500, "server_error", error).to_json()));
-    Json last = chunk(Json::array());
-    last["usage"] = usage_of(gens);
-    ex.write_chunk(sse_event(last));
-    ex.write_chunk("data: [DONE]\n\n");
-    ex.end_stream();
-    return;
-  }
+  if (stream) return end_event_stream(ex, error, chunk(Json::array()), usage_of(gens));
   if (!error.empty()) throw ApiError(500, "server_error", error);
   Json list = Json::array();
   for (size_t i = 0; i < choices.size(); ++i) {

@@ -52,6 +52,15 @@ std::vector<std::unique_ptr<TextGeneration>> start_generations(ServedModel& mode
   return out;
 }
 
+nlohmann::ordered_json usage_of(const std::vector<std::unique_ptr<TextGeneration>>& generations) {
+  int prompt = 0, completion = 0;
+  for (const auto& g : generations) {
+    prompt += g->prompt_tokens();
+    completion += g->completion_tokens();
+  }
+  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+}
+
 std::string json_text(const nlohmann::ordered_json& payload) {
   return payload.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }

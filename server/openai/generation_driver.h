@@ -27,6 +27,9 @@ std::vector<std::unique_ptr<TextGeneration>> start_generations(ServedModel& mode
                                                                const std::vector<std::vector<int32_t>>& prompts,
                                                                const GenerationParams& params);
 
+// {"prompt_tokens", "completion_tokens", "total_tokens"} over all generations.
+nlohmann::ordered_json usage_of(const std::vector<std::unique_ptr<TextGeneration>>& generations);
+
 // "data: <json>\n\n", with invalid UTF-8 in token bytes replaced.
 std::string sse_event(const nlohmann::ordered_json& payload);
 std::string json_text(const nlohmann::ordered_json& payload);

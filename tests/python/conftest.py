@@ -39,6 +39,15 @@ def gemma3(model_dir):
     return real_model(model_dir, "gemma-3-270m-q4_k_m.gguf")
 
 
+@pytest.fixture(scope="module")
+def daemon(tessera_bin, smollm2):
+    """`tessera serve --model` on SmolLM2 (named smollm2), one per test module."""
+    from daemon import Daemon
+    d = Daemon(tessera_bin, ["--model", smollm2, "--served-model-name", "smollm2"])
+    yield d
+    assert d.stop() == 0
+
+
 def run(args, **kwargs):
     """Runs a command; bytes arguments pass through unchanged."""
     argv = [a if isinstance(a, bytes) else str(a) for a in args]

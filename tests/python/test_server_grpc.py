@@ -12,7 +12,6 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from conftest import ROOT, run
-from daemon import Daemon
 
 
 @pytest.fixture(scope="module")
@@ -27,13 +26,6 @@ def pb():
     sys.path.insert(0, str(out))
     from tessera.v1 import generation_pb2, generation_pb2_grpc
     return generation_pb2, generation_pb2_grpc
-
-
-@pytest.fixture(scope="module")
-def daemon(tessera_bin, smollm2):
-    d = Daemon(tessera_bin, ["--model", smollm2, "--served-model-name", "smollm2"])
-    yield d
-    assert d.stop() == 0
 
 
 @pytest.fixture(scope="module")

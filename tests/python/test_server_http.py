@@ -11,13 +11,6 @@ from daemon import Daemon
 
 
 @pytest.fixture(scope="module")
-def daemon(tessera_bin, smollm2):
-    d = Daemon(tessera_bin, ["--model", smollm2, "--served-model-name", "smollm2"])
-    yield d
-    assert d.stop() == 0
-
-
-@pytest.fixture(scope="module")
 def client(daemon):
     return openai.OpenAI(base_url=daemon.base + "/v1", api_key="unused", max_retries=0)
 
@@ -204,3 +197,10 @@ def test_repeated_prompt_hits_the_prefix_cache(daemon, client):
     # Every full 16-token page of the repeated prompt but the one holding its last token.
     assert hits == (first.usage.prompt_tokens - 1) // 16 * 16
     assert daemon.metric("tessera:prefix_cache_queries_total", model_name="smollm2") >= 2 * first.usage.prompt_tokens
+
+
+def test_a_chat_template_path_that_does_not_exist_is_an_error(tessera_bin, smollm2):
+    result = run([tessera_bin, "serve", "--model", smollm2, "--port", "0", "--grpc-port", "0",
+                  "--chat-template", "/no/such/template.jinja"])
+    assert result.returncode == 1
+    assert b"'/no/such/template.jinja' is neither a readable file nor template text" in result.stderr

@@ -34,6 +34,15 @@ def stream_text(client, prompt, max_tokens):
     return text, finish, chunks[-1].usage
 
 
+def open_endless_stream(d):
+    """A streaming completion that runs until stopped, opened and started."""
+    req = urllib.request.Request(d.base + "/v1/completions", method="POST", data=json.dumps(
+        {"model": "smollm2", "prompt": "Endless", "max_tokens": 2000, "stream": True, "ignore_eos": True}).encode())
+    resp = urllib.request.urlopen(req, timeout=60)
+    resp.readline()
+    return resp
+
+
 def test_32_concurrent_streams_complete_with_correct_usage(tessera_bin, smollm2):
     d = Daemon(tessera_bin, [], config(smollm2))
     try:
@@ -137,10 +146,7 @@ def test_sigterm_under_load_loses_no_accepted_request(tessera_bin, smollm2):
 
 def test_drain_timeout_ends_what_is_left_with_an_error(tessera_bin, smollm2):
     d = Daemon(tessera_bin, ["--drain-timeout", "0.5"], config(smollm2))
-    req = urllib.request.Request(d.base + "/v1/completions", method="POST", data=json.dumps(
-        {"model": "smollm2", "prompt": "Endless", "max_tokens": 2000, "stream": True, "ignore_eos": True}).encode())
-    with urllib.request.urlopen(req, timeout=60) as resp:
-        resp.readline()
+    with open_endless_stream(d) as resp:
         d.terminate()
         body = resp.read().decode()
     events = [json.loads(e[6:]) for e in body.split("\n\n") if e.startswith("data: {")]
@@ -152,10 +158,7 @@ def test_drain_timeout_ends_what_is_left_with_an_error(tessera_bin, smollm2):
 
 def test_second_sigterm_exits_at_once(tessera_bin, smollm2):
     d = Daemon(tessera_bin, ["--drain-timeout", "600"], config(smollm2))
-    req = urllib.request.Request(d.base + "/v1/completions", method="POST", data=json.dumps(
-        {"model": "smollm2", "prompt": "Endless", "max_tokens": 2000, "stream": True, "ignore_eos": True}).encode())
-    with urllib.request.urlopen(req, timeout=60) as resp:
-        resp.readline()
+    with open_endless_stream(d) as resp:
         d.terminate()
         time.sleep(0.2)
         assert d.proc.poll() is None, "the first signal drains"
