@@ -93,6 +93,7 @@ void Decoder::attention_block(int layer, const ForwardBatch& batch, const KvLayo
 
   cpu::AttentionParams params;
   params.scale = spec_.attention_scale > 0.0f ? spec_.attention_scale : 1.0f / std::sqrt(float(spec_.head_dim));
+  params.scale_queries = spec_.scale_queries;
   params.mask = window > 0 ? cpu::MaskMod::kSlidingWindow : cpu::MaskMod::kCausal;
   params.window = window;
   if (spec_.attn_softcap > 0.0f) {

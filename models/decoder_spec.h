@@ -41,6 +41,7 @@ struct DecoderSpec {
   bool tied_embeddings = false;       // output projection reuses the token embedding
   float embedding_scale = 1.0f;       // token embeddings are multiplied by this
   float attention_scale = 0.0f;       // 0: 1/sqrt(head_dim)
+  bool scale_queries = false;         // scale queries before q·k (Gemma's GGUF graph), not the scores
   float attn_softcap = 0.0f;          // 0: none
   float final_logit_softcap = 0.0f;   // 0: none
   std::vector<int> sliding_window;    // per layer; 0 = full attention

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes tests/data/generation-goldens/<model>.json: llama.cpp's greedy
 continuations (32 tokens, end-of-generation tokens included) of ten prompts
-for each real model, and llama.cpp-style perplexity of a text.
+for each real model with the largest logits after each prompt, and
+llama.cpp-style perplexity of a text.
 
 llama.cpp is reached through llama-cpp-python (see gen_tokenizer_goldens.py
 for the set-up). Run: /tmp/refvenv/bin/python scripts/gen_generation_goldens.py [MODEL_DIR]
@@ -12,14 +13,22 @@ import os
 import pathlib
 import sys
 
-import llama_cpp
-import llama_cpp.llama_cpp as llama_cpp_c
-import numpy as np
+# llama.cpp's CPU backend multiplies K-quant weights by batches of eight or
+# more rows with a tiled kernel that sums in another order than its per-row
+# kernels. The references use the per-row kernels throughout (read once, at
+# the first multiply), so a prompt and a one-token step round alike and the
+# goldens do not depend on which kernel a batch size selects.
+os.environ["GGML_CPU_TILED_MM"] = "0"
+
+import llama_cpp  # noqa: E402  (after the environment is set)
+import llama_cpp.llama_cpp as llama_cpp_c  # noqa: E402
+import numpy as np  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "data" / "generation-goldens"
 MODELS = {"smollm2": "SmolLM2-135M-Instruct.Q4_1.gguf", "gemma3": "gemma-3-270m-q4_k_m.gguf"}
 N_TOKENS = 32
+TOP_LOGITS = 8  # largest logits recorded at the last prompt position
 PPL_CTX = 128
 PPL_CHUNKS = 8
 
@@ -60,11 +69,16 @@ def greedy(llm, prompt):
     reference that does not."""
     tokens = llm.tokenize(prompt.encode(), add_bos=True, special=True)
     out = []
+    top = None
     for _ in range(N_TOKENS):
         llm.reset()
         llm.eval(tokens + out)
-        out.append(int(np.argmax(np.asarray(llm.scores[len(tokens) + len(out) - 1]))))
-    return tokens, out
+        logits = np.asarray(llm.scores[len(tokens) + len(out) - 1])
+        if top is None:
+            ids = np.argsort(-logits, kind="stable")[:TOP_LOGITS]
+            top = {"ids": [int(i) for i in ids], "logits": [float(logits[i]) for i in ids]}
+        out.append(int(np.argmax(logits)))
+    return tokens, out, top
 
 
 def greedy_one_token_at_a_time(llm, prompt_ids):
@@ -115,14 +129,15 @@ def main():
                                  logits_all=True, verbose=False, seed=0)
         cases = []
         for prompt in PROMPTS:
-            prompt_ids, tokens = greedy(llm, prompt)
+            prompt_ids, tokens, top = greedy(llm, prompt)
             one_by_one = greedy_one_token_at_a_time(single, prompt_ids)
             agree = next((i for i, (a, b) in enumerate(zip(tokens, one_by_one)) if a != b), N_TOKENS)
-            cases.append({"prompt": prompt, "prompt_ids": prompt_ids, "tokens": tokens,
+            cases.append({"prompt": prompt, "prompt_ids": prompt_ids, "tokens": tokens, "top_logits": top,
                           "tokens_one_at_a_time": one_by_one, "llama_cpp_paths_agree_for": agree})
         ppl, chunks = perplexity(llm, text)
         (OUT / f"{name}.json").write_text(json.dumps({
-            "llama_cpp_python": llama_cpp.__version__, "greedy_tokens": N_TOKENS, "cases": cases,
+            "llama_cpp_python": llama_cpp.__version__, "llama_cpp_kernels": "per-row (no repacking, GGML_CPU_TILED_MM=0)",
+            "greedy_tokens": N_TOKENS, "cases": cases,
             "perplexity": {"file": "perplexity/gpl-3.0.txt", "ctx": PPL_CTX, "chunks": chunks, "value": ppl}}, indent=1))
         print(name, "perplexity", ppl)
 

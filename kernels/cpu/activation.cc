@@ -13,10 +13,16 @@ namespace {
 
 float silu(float x) { return x / (1.0f + vector_expf(-x)); }
 
-float gelu_tanh(float x) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  constexpr float kCoeff = 0.044715f;
-  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoeff * x * x)));
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kGeluCoeff = 0.044715f;
+
+float gelu_tanh(float x) { return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kGeluCoeff * x * x))); }
+
+// The same formula with 1 + c*x*x fused into one multiply-add, as an FMA
+// build of llama.cpp evaluates it: a table entry that lies near a tie
+// between two f16 values rounds the way llama.cpp's does.
+float gelu_tanh_fused(float x) {
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * std::fma(kGeluCoeff * x, x, 1.0f)));
 }
 
 // GELU through a table over every f16 input, the way llama.cpp's CPU backend
@@ -24,7 +30,7 @@ float gelu_tanh(float x) {
 class GeluTable {
  public:
   GeluTable() {
-    for (uint32_t i = 0; i < table_.size(); ++i) table_[i] = f32_to_f16(gelu_tanh(f16_to_f32(uint16_t(i))));
+    for (uint32_t i = 0; i < table_.size(); ++i) table_[i] = f32_to_f16(gelu_tanh_fused(f16_to_f32(uint16_t(i))));
   }
   float operator()(float x) const {
     if (x <= -10.0f) return 0.0f;

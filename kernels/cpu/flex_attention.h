@@ -29,6 +29,7 @@ struct AttentionParams {
   MaskMod mask = MaskMod::kCausal;
   ScoreMod score = ScoreMod::kNone;
   float scale = 1.0f;       // applied to q·k before the score modifier
+  bool scale_queries = false;  // apply `scale` to the queries instead, before an f16 cache rounds them
   int window = 0;           // kSlidingWindow
   float softcap = 0.0f;     // kSoftcap
   const float* alibi_slopes = nullptr;  // kAlibi: one per query head

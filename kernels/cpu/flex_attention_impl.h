@@ -99,10 +99,15 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
   if (span_last < span_first) span_last = span_first - 1;
   const int span = span_last - span_first + 1;
   std::vector<float> queries(static_cast<size_t>(n_rows) * size_t(dim));
+  const float query_scale = params.scale_queries ? params.scale : 1.0f;
+  const float score_scale = params.scale_queries ? 1.0f : params.scale;
   for (int r = 0; r < n_rows; ++r) {
     const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
     const float* src = q + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
-    for (int d = 0; d < dim; ++d) queries[size_t(r) * size_t(dim) + size_t(d)] = f16 ? f16_to_f32(f32_to_f16(src[d])) : src[d];
+    for (int d = 0; d < dim; ++d) {
+      const float value = src[d] * query_scale;
+      queries[size_t(r) * size_t(dim) + size_t(d)] = f16 ? f16_to_f32(f32_to_f16(value)) : value;
+    }
   }
   // weights[r][k - span_first]: the score, then the probability.
   std::vector<float> weights(static_cast<size_t>(n_rows) * size_t(std::max(span, 0)), 0.0f);
@@ -134,7 +139,7 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
       for (int k = lo; k <= hi; ++k) {
         const float* kvec = rows.data() + size_t(k - page_first) * size_t(dim);
         const float dot = ordered_dot(qv, kvec, dim);
-        const float s = score_mod(dot * params.scale, head, batch.positions[t], k);
+        const float s = score_mod(dot * score_scale, head, batch.positions[t], k);
         weights[size_t(r) * size_t(span) + size_t(k - span_first)] = s;
         row_max[size_t(r)] = std::max(row_max[size_t(r)], s);
       }

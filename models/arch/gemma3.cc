@@ -27,6 +27,9 @@ void gemma3_from_gguf(const gguf::File& file, DecoderSpec* spec) {
   fill_common_gguf(file, "gemma3", spec);
   spec->rope.local_base = kLocalRopeBase;
   spec->attention_scale = 1.0f / std::sqrt(float(spec->head_dim));
+  // llama.cpp's Gemma graph scales the queries, so with an f16 cache they
+  // are rounded after scaling (which decides tiny components).
+  spec->scale_queries = true;
   // The converter stores norm weights with Gemma's +1 already added.
   spec->norm_weight_offset = 0.0f;
   // GGUF checkpoints are compared with llama.cpp, which evaluates GELU

@@ -4,19 +4,10 @@ generate command's behaviour."""
 import json
 import re
 
+import numpy as np
 import pytest
 
 from conftest import DATA, run
-
-# Where our greedy tokens part from llama.cpp's batched evaluation. The first
-# is a case where llama.cpp's own batched and one-token evaluations disagree
-# (from token 3); in the second they agree for 29 tokens and we part at 4.
-KNOWN_DIVERGENCES = {
-    ("gemma3", "Once upon a time, in a small village,"):
-        "llama.cpp's batched and one-token evaluations part at token 3; ours parts from the batched one at token 5",
-    ("gemma3", "In 1969, the first human to walk on the moon was"):
-        "parts at token 4 (logit margin 0.04 at prompt position 20); llama.cpp's batched kernels round differently",
-}
 
 
 def goldens(name):
@@ -30,8 +21,6 @@ def cases(name):
 @pytest.mark.parametrize("name,case", cases("smollm2") + cases("gemma3"))
 def test_greedy_tokens_match_llama_cpp(tessera_bin, request, name, case):
     model = request.getfixturevalue(name)
-    if (name, case["prompt"]) in KNOWN_DIVERGENCES:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_DIVERGENCES[(name, case["prompt"])]))
     result = run([tessera_bin, "generate", "-m", model, "-p", case["prompt"], "-n", "32", "--temperature", "0",
                   "--ignore-eos", "--print-ids", "-t", "2"])
     assert result.returncode == 0, result.stderr
@@ -41,6 +30,21 @@ def test_greedy_tokens_match_llama_cpp(tessera_bin, request, name, case):
     agreed = case["llama_cpp_paths_agree_for"]
     assert got[:agreed] == case["tokens"][:agreed]
     assert got == case["tokens"]
+
+
+@pytest.mark.parametrize("name,case", cases("smollm2") + cases("gemma3"))
+def test_logits_after_prompt_match_llama_cpp(tessera_bin, request, tmp_path, name, case):
+    # The engine follows llama.cpp's rounding step by step, so its largest
+    # logits agree to float precision, not merely in their order.
+    model = request.getfixturevalue(name)
+    out = tmp_path / "logits.f32"
+    result = run([tessera_bin, "logits", "-m", model, "--token-ids", ",".join(map(str, case["prompt_ids"])),
+                  "-o", out, "-t", "2"])
+    assert result.returncode == 0, result.stderr
+    logits = np.fromfile(out, dtype=np.float32).reshape(len(case["prompt_ids"]), -1)[-1]
+    top = case["top_logits"]
+    assert np.abs(logits[top["ids"]] - np.array(top["logits"])).max() < 1e-3
+    assert list(np.argsort(-logits, kind="stable")[:len(top["ids"])]) == top["ids"]
 
 
 @pytest.mark.parametrize("name", ["smollm2", "gemma3"])

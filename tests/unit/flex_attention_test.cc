@@ -163,6 +163,36 @@ INSTANTIATE_TEST_SUITE_P(AllModifiers, FlexAttention,
                                             ::testing::Values(DType::kF32, DType::kF16)),
                          combo_name);
 
+// Scaling the queries (llama.cpp's Gemma graph) rounds q * scale to f16, not
+// q: components that scale into f16's subnormal range keep fewer bits. The
+// result must be that of queries scaled beforehand, and differ from scaling
+// the scores.
+TEST(FlexAttentionScaledQueries, RoundAfterScaling) {
+  constexpr int kTokens = 3, kHeadsHere = 2;
+  const float scale = 1.0f / 1024.0f;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> small(-0.05f, 0.05f), large(-30000.0f, 30000.0f), value(-1000.0f, 1000.0f);
+  std::vector<uint16_t> k(size_t(kPage) * kDim), v(size_t(kPage) * kDim);
+  for (int i = 0; i < kTokens * kDim; ++i) k[size_t(i)] = f32_to_f16(large(rng)), v[size_t(i)] = f32_to_f16(value(rng));
+  std::vector<float> q(size_t(kTokens) * kHeadsHere * kDim), q_scaled(q.size());
+  for (size_t i = 0; i < q.size(); ++i) q_scaled[i] = (q[i] = small(rng)) * scale;
+  const std::vector<int32_t> query_start{0, kTokens}, positions{0, 1, 2}, kv_len{kTokens}, page_indptr{0, 1}, pages{0};
+  const AttentionBatch batch{1, query_start.data(), positions.data(), kv_len.data(), page_indptr.data(), pages.data()};
+  const PagedKv kv{k.data(), v.data(), DType::kF16, kPage, 1, kDim};
+  ThreadPool pool(1);
+  auto run = [&](const std::vector<float>& queries, float s, bool scale_queries) {
+    AttentionParams p;
+    p.scale = s;
+    p.scale_queries = scale_queries;
+    std::vector<float> out(q.size(), NAN);
+    flex_attention(queries.data(), kHeadsHere, kv, batch, p, out.data(), pool, detect_isa());
+    return out;
+  };
+  const std::vector<float> scaled_queries = run(q, scale, true);
+  EXPECT_EQ(run(q_scaled, 1.0f, false), scaled_queries);
+  EXPECT_NE(run(q, scale, false), scaled_queries);
+}
+
 TEST(FlexAttentionArgs, BadParametersAreErrors) {
   const Fixture f(DType::kF32);
   ThreadPool pool(1);
