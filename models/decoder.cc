@@ -62,9 +62,7 @@ void Decoder::attention_block(int layer, const ForwardBatch& batch, const KvLayo
   const int n = batch.n_tokens;
   cpu::rms_norm(x_.data(), lw.attn_norm, spec_.norm_weight_offset, spec_.norm_eps, n, spec_.d_model, h_.data(), pool);
   observe("attn_norm", layer, h_, n, spec_.d_model);
-  cpu::matmul(*lw.q, h_.data(), n, q_.data(), scratch_, pool);
-  cpu::matmul(*lw.k, h_.data(), n, k_.data(), scratch_, pool);
-  cpu::matmul(*lw.v, h_.data(), n, v_.data(), scratch_, pool);
+  cpu::matmul_shared_input({{lw.q.get(), q_.data()}, {lw.k.get(), k_.data()}, {lw.v.get(), v_.data()}}, h_.data(), n, scratch_, pool);
   if (spec_.qkv_bias) {
     add_bias(q_.data(), lw.q_bias, n, lw.q->rows());
     add_bias(k_.data(), lw.k_bias, n, lw.k->rows());
@@ -116,8 +114,7 @@ void Decoder::attention_block(int layer, const ForwardBatch& batch, const KvLayo
 void Decoder::ffn_block(int layer, int n, cpu::ThreadPool& pool) {
   const LayerWeights& lw = w_.layers[size_t(layer)];
   cpu::rms_norm(x_.data(), lw.ffn_norm, spec_.norm_weight_offset, spec_.norm_eps, n, spec_.d_model, h_.data(), pool);
-  cpu::matmul(*lw.gate, h_.data(), n, gate_.data(), scratch_, pool);
-  cpu::matmul(*lw.up, h_.data(), n, up_.data(), scratch_, pool);
+  cpu::matmul_shared_input({{lw.gate.get(), gate_.data()}, {lw.up.get(), up_.data()}}, h_.data(), n, scratch_, pool);
   observe("ffn_gate", layer, gate_, n, spec_.ffn_dim);
   observe("ffn_up", layer, up_, n, spec_.ffn_dim);
   cpu::gated_activation(spec_.activation, gate_.data(), up_.data(), int64_t(n) * spec_.ffn_dim, gate_.data(), pool);

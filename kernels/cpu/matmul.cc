@@ -1,6 +1,7 @@
 #include "kernels/cpu/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "engine/error.h"
@@ -43,40 +44,89 @@ void convert_activation_row(DType type, const float* x, void* out, int64_t n) {
   }
 }
 
-void matmul(const LinearWeight& w, const float* x, int64_t n_tokens, float* y, MatmulScratch& scratch, ThreadPool& pool) {
-  if (w.dense()) {
-    w.dense()->run(x, n_tokens, y);
-    return;
+namespace {
+
+constexpr int64_t kRowTile = 16;  // weight rows reused across all tokens while in cache
+
+// The activation rows converted to `type`, converting them on first use.
+const uint8_t* converted_activations(DType type, size_t row_bytes, int64_t cols, const float* x, int64_t n_tokens,
+                                     std::vector<std::pair<DType, const uint8_t*>>& done, MatmulScratch& scratch,
+                                     ThreadPool& pool) {
+  for (const auto& [t, data] : done) {
+    if (t == type) return data;
   }
-  const int64_t cols = w.cols(), rows = w.rows();
-  const size_t act_bytes = w.activation_row_bytes();
-  if (scratch.activations.size() < act_bytes * size_t(n_tokens)) scratch.activations.resize(act_bytes * size_t(n_tokens));
-  uint8_t* acts = scratch.activations.data();
-  const DType act_type = w.kernel().activation_type;
+  if (scratch.activations.size() <= done.size()) scratch.activations.resize(done.size() + 1);
+  std::vector<uint8_t>& buffer = scratch.activations[done.size()];
+  if (buffer.size() < row_bytes * size_t(n_tokens)) buffer.resize(row_bytes * size_t(n_tokens));
+  uint8_t* acts = buffer.data();
   pool.parallel_for(n_tokens, 1, [&](int, int64_t begin, int64_t end) {
-    for (int64_t m = begin; m < end; ++m) convert_activation_row(act_type, x + m * cols, acts + size_t(m) * act_bytes, cols);
+    for (int64_t m = begin; m < end; ++m) convert_activation_row(type, x + m * cols, acts + size_t(m) * row_bytes, cols);
   });
+  done.emplace_back(type, acts);
+  return acts;
+}
+
+// Rows [r0, r1) of one weight for every token.
+void multiply_tile(const LinearWeight& w, const uint8_t* acts, int64_t n_tokens, int64_t r0, int64_t r1, float* y) {
+  const size_t act_bytes = w.activation_row_bytes();
+  const int64_t rows = w.rows(), cols = w.cols();
   const VecDotFn dot = w.kernel().fn;
   const VecDot4Fn dot4 = w.kernel().fn4;
-  constexpr int64_t kRowTile = 16;  // weight rows reused across all tokens while in cache
-  pool.parallel_for((rows + kRowTile - 1) / kRowTile, 1, [&](int, int64_t tile_begin, int64_t tile_end) {
-    for (int64_t tile = tile_begin; tile < tile_end; ++tile) {
-      const int64_t r0 = tile * kRowTile, r1 = std::min(rows, r0 + kRowTile);
-      int64_t m = 0;
-      for (; dot4 && m + 4 <= n_tokens; m += 4) {
-        const void* four[4];
-        for (int j = 0; j < 4; ++j) four[j] = acts + size_t(m + j) * act_bytes;
-        float out[4];
-        for (int64_t r = r0; r < r1; ++r) {
-          dot4(cols, w.row(r), four, out);
-          for (int j = 0; j < 4; ++j) y[(m + j) * rows + r] = out[j];
-        }
-      }
-      for (; m < n_tokens; ++m) {
-        const uint8_t* act = acts + size_t(m) * act_bytes;
-        float* out = y + m * rows;
-        for (int64_t r = r0; r < r1; ++r) out[r] = dot(cols, w.row(r), act);
-      }
+  int64_t m = 0;
+  for (; dot4 && m + 4 <= n_tokens; m += 4) {
+    const void* four[4];
+    for (int j = 0; j < 4; ++j) four[j] = acts + size_t(m + j) * act_bytes;
+    float out[4];
+    for (int64_t r = r0; r < r1; ++r) {
+      dot4(cols, w.row(r), four, out);
+      for (int j = 0; j < 4; ++j) y[(m + j) * rows + r] = out[j];
+    }
+  }
+  for (; m < n_tokens; ++m) {
+    const uint8_t* act = acts + size_t(m) * act_bytes;
+    float* out = y + m * rows;
+    for (int64_t r = r0; r < r1; ++r) out[r] = dot(cols, w.row(r), act);
+  }
+}
+
+}  // namespace
+
+void matmul(const LinearWeight& w, const float* x, int64_t n_tokens, float* y, MatmulScratch& scratch, ThreadPool& pool) {
+  matmul_shared_input({{&w, y}}, x, n_tokens, scratch, pool);
+}
+
+void matmul_shared_input(const std::vector<MatmulOutput>& outputs, const float* x, int64_t n_tokens, MatmulScratch& scratch,
+                         ThreadPool& pool) {
+  struct Quantised {
+    const LinearWeight* weight;
+    float* y;
+    const uint8_t* acts;
+    int64_t first_tile;
+  };
+  std::vector<Quantised> jobs;
+  std::vector<std::pair<DType, const uint8_t*>> converted;
+  int64_t n_tiles = 0;
+  for (const MatmulOutput& o : outputs) {
+    if (o.weight->dense()) {
+      o.weight->dense()->run(x, n_tokens, o.y);
+      continue;
+    }
+    const uint8_t* acts = converted_activations(o.weight->kernel().activation_type, o.weight->activation_row_bytes(),
+                                                o.weight->cols(), x, n_tokens, converted, scratch, pool);
+    jobs.push_back({o.weight, o.y, acts, n_tiles});
+    n_tiles += (o.weight->rows() + kRowTile - 1) / kRowTile;
+  }
+  if (jobs.empty()) return;
+  // Threads claim tiles one at a time, so a thread that falls behind (a
+  // page fault, a descheduled core) delays the loop by one tile at most.
+  std::atomic<int64_t> next{0};
+  pool.parallel_for(std::min<int64_t>(n_tiles, pool.size()), 1, [&](int, int64_t, int64_t) {
+    size_t j = 0;
+    for (int64_t tile = next.fetch_add(1); tile < n_tiles; tile = next.fetch_add(1)) {
+      while (j + 1 < jobs.size() && tile >= jobs[j + 1].first_tile) ++j;
+      const Quantised& job = jobs[j];
+      const int64_t r0 = (tile - job.first_tile) * kRowTile, r1 = std::min(job.weight->rows(), r0 + kRowTile);
+      multiply_tile(*job.weight, job.acts, n_tokens, r0, r1, job.y);
     }
   });
 }

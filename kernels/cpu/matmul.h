@@ -41,14 +41,28 @@ class LinearWeight {
   std::shared_ptr<OnednnMatmul> dense_;
 };
 
-// Scratch memory reused across calls.
+// Scratch memory reused across calls: converted activations, one buffer per
+// activation format in use.
 struct MatmulScratch {
-  std::vector<uint8_t> activations;
+  std::vector<std::vector<uint8_t>> activations;
 };
 
 // y[m][r] = dot(x[m], W[r]) for m < n_tokens; x is [n_tokens][cols] f32,
 // y is [n_tokens][rows] f32.
 void matmul(const LinearWeight& w, const float* x, int64_t n_tokens, float* y, MatmulScratch& scratch, ThreadPool& pool);
+
+// One weight of a group that reads the same input, and where its product goes.
+struct MatmulOutput {
+  const LinearWeight* weight;
+  float* y;  // [n_tokens][weight->rows()]
+};
+
+// matmul() for several weights of the same input width (Q, K and V; gate
+// and up): the input is converted once per activation format, and the rows
+// of all the weights share one parallel loop. Each product is the one
+// matmul() gives.
+void matmul_shared_input(const std::vector<MatmulOutput>& outputs, const float* x, int64_t n_tokens, MatmulScratch& scratch,
+                         ThreadPool& pool);
 
 // Converts one f32 row into `type` (an activation format) at `out`.
 void convert_activation_row(DType type, const float* x, void* out, int64_t n);
