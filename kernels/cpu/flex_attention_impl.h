@@ -136,13 +136,20 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
       int lo, hi;
       if (!visible_keys(t, page_first, page_rows, &lo, &hi)) continue;
       const float* qv = queries.data() + size_t(r) * size_t(dim);
-      for (int k = lo; k <= hi; ++k) {
-        const float* kvec = rows.data() + size_t(k - page_first) * size_t(dim);
-        const float dot = ordered_dot(qv, kvec, dim);
+      auto record = [&](int k, float dot) {
         const float s = score_mod(dot * score_scale, head, batch.positions[t], k);
         weights[size_t(r) * size_t(span) + size_t(k - span_first)] = s;
         row_max[size_t(r)] = std::max(row_max[size_t(r)], s);
+      };
+      int k = lo;
+      if (dim % kLanes == 0) {
+        for (; k + 8 <= hi + 1; k += 8) {
+          float dots[8];
+          lane16_dot8(qv, rows.data() + size_t(k - page_first) * size_t(dim), size_t(dim), dim, dots);
+          for (int i = 0; i < 8; ++i) record(k + i, dots[i]);
+        }
       }
+      for (; k <= hi; ++k) record(k, ordered_dot(qv, rows.data() + size_t(k - page_first) * size_t(dim), dim));
     }
   });
   for (int r = 0; r < n_rows; ++r) {

@@ -5,6 +5,7 @@
 // follow the order of llama.cpp's CPU backend on 512-bit machines so the two
 // agree exactly.
 #include <cmath>
+#include <cstddef>
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -41,6 +42,43 @@ static inline float lane16_dot(const float* x, const float* y, int n) {
   }
 #endif
   return reduce_16_lanes(acc);
+}
+
+// lane16_dot of x with eight vectors y + i * stride at once, the same bits
+// for each: the 16-lane reductions run side by side across the eight, after
+// a transpose, instead of one scalar tree per vector.
+static inline void lane16_dot8(const float* x, const float* y, size_t stride, int n, float* out) {
+#if defined(__AVX2__) && defined(__FMA__)
+  __m256 folded[8];  // folded[v] lane i: acc[i + 8] + acc[i] of vector v
+  for (int v = 0; v < 8; ++v) {
+    const float* yv = y + size_t(v) * stride;
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    for (int i = 0; i < n; i += kLanes) {
+      lo = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(yv + i), lo);
+      hi = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(yv + i + 8), hi);
+    }
+    folded[v] = _mm256_add_ps(hi, lo);
+  }
+  // Transpose 8x8: lanes[i] holds lane i of every vector.
+  const __m256 a0 = _mm256_unpacklo_ps(folded[0], folded[1]), a1 = _mm256_unpackhi_ps(folded[0], folded[1]);
+  const __m256 a2 = _mm256_unpacklo_ps(folded[2], folded[3]), a3 = _mm256_unpackhi_ps(folded[2], folded[3]);
+  const __m256 a4 = _mm256_unpacklo_ps(folded[4], folded[5]), a5 = _mm256_unpackhi_ps(folded[4], folded[5]);
+  const __m256 a6 = _mm256_unpacklo_ps(folded[6], folded[7]), a7 = _mm256_unpackhi_ps(folded[6], folded[7]);
+  const __m256 b0 = _mm256_shuffle_ps(a0, a2, 0x44), b1 = _mm256_shuffle_ps(a0, a2, 0xee);
+  const __m256 b2 = _mm256_shuffle_ps(a1, a3, 0x44), b3 = _mm256_shuffle_ps(a1, a3, 0xee);
+  const __m256 b4 = _mm256_shuffle_ps(a4, a6, 0x44), b5 = _mm256_shuffle_ps(a4, a6, 0xee);
+  const __m256 b6 = _mm256_shuffle_ps(a5, a7, 0x44), b7 = _mm256_shuffle_ps(a5, a7, 0xee);
+  __m256 lanes[8];
+  lanes[0] = _mm256_permute2f128_ps(b0, b4, 0x20), lanes[4] = _mm256_permute2f128_ps(b0, b4, 0x31);
+  lanes[1] = _mm256_permute2f128_ps(b1, b5, 0x20), lanes[5] = _mm256_permute2f128_ps(b1, b5, 0x31);
+  lanes[2] = _mm256_permute2f128_ps(b2, b6, 0x20), lanes[6] = _mm256_permute2f128_ps(b2, b6, 0x31);
+  lanes[3] = _mm256_permute2f128_ps(b3, b7, 0x20), lanes[7] = _mm256_permute2f128_ps(b3, b7, 0x31);
+  __m256 quarter[4];
+  for (int i = 0; i < 4; ++i) quarter[i] = _mm256_add_ps(lanes[i + 4], lanes[i]);
+  _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(quarter[0], quarter[2]), _mm256_add_ps(quarter[1], quarter[3])));
+#else
+  for (int v = 0; v < 8; ++v) out[v] = lane16_dot(x, y + size_t(v) * stride, n);
+#endif
 }
 
 // The same sum for any n: four accumulators over 64-element steps, the tail

@@ -21,13 +21,14 @@ constexpr int kPage = 16, kHeads = 4, kKvHeads = 2, kDim = 8;
 
 struct Fixture {
   DType dtype;
+  int dim;
   std::vector<float> k_f32, v_f32;     // the cache contents as the kernel sees them
   std::vector<uint16_t> k_f16, v_f16;
   std::vector<int32_t> query_start, positions, kv_len, page_indptr, page_indices, prefix_len;
   std::vector<float> q;
   std::vector<float> slopes{0.5f, 0.25f, 0.125f, 0.0625f};
 
-  explicit Fixture(DType type) : dtype(type) {
+  explicit Fixture(DType type, int head_dim = kDim) : dtype(type), dim(head_dim) {
     std::mt19937 rng(42);
     std::normal_distribution<float> dist(0.0f, 1.0f);
     kv_len = {5, 37, 70};
@@ -40,7 +41,7 @@ struct Fixture {
     std::iota(page_indices.begin(), page_indices.end(), 0);
     std::shuffle(page_indices.begin(), page_indices.end(), rng);
     for (int& p : page_indices) p = p * 2 + 1;  // leave unused pages in between
-    const size_t pool_elems = size_t(2 * n_pages + 2) * kPage * kKvHeads * kDim;
+    const size_t pool_elems = size_t(2 * n_pages + 2) * kPage * kKvHeads * dim;
     k_f32.assign(pool_elems, 0.0f);
     v_f32.assign(pool_elems, 0.0f);
     for (float& x : k_f32) x = dist(rng);
@@ -57,20 +58,20 @@ struct Fixture {
       for (int p = begin; p < end; ++p) positions.push_back(p);
       query_start.push_back(query_start.back() + end - begin);
     }
-    q.resize(positions.size() * kHeads * kDim);
+    q.resize(positions.size() * kHeads * dim);
     for (float& x : q) x = dist(rng);
   }
 
   PagedKv kv() const {
-    if (dtype == DType::kF16) return {k_f16.data(), v_f16.data(), dtype, kPage, kKvHeads, kDim};
-    return {k_f32.data(), v_f32.data(), dtype, kPage, kKvHeads, kDim};
+    if (dtype == DType::kF16) return {k_f16.data(), v_f16.data(), dtype, kPage, kKvHeads, dim};
+    return {k_f32.data(), v_f32.data(), dtype, kPage, kKvHeads, dim};
   }
   AttentionBatch batch() const {
     return {3, query_start.data(), positions.data(), kv_len.data(), page_indptr.data(), page_indices.data(), prefix_len.data()};
   }
   const float* key(int seq, int pos, int kv_head, const std::vector<float>& pool) const {
     const int page = page_indices[size_t(page_indptr[size_t(seq)] + pos / kPage)];
-    return pool.data() + ((size_t(page) * kPage + size_t(pos % kPage)) * kKvHeads + size_t(kv_head)) * kDim;
+    return pool.data() + ((size_t(page) * kPage + size_t(pos % kPage)) * kKvHeads + size_t(kv_head)) * dim;
   }
 };
 
@@ -94,13 +95,13 @@ std::vector<float> dense_reference(const Fixture& f, const AttentionParams& p) {
       const int qpos = f.positions[size_t(t)];
       for (int h = 0; h < kHeads; ++h) {
         const int g = h / (kHeads / kKvHeads);
-        const float* qv = f.q.data() + (size_t(t) * kHeads + size_t(h)) * kDim;
+        const float* qv = f.q.data() + (size_t(t) * kHeads + size_t(h)) * f.dim;
         std::vector<double> scores;
         std::vector<int> keys;
         for (int k = 0; k < f.kv_len[size_t(s)]; ++k) {
           if (!visible(p.mask, qpos, k, p.window, f.prefix_len[size_t(s)])) continue;
           double dot = 0.0;
-          for (int d = 0; d < kDim; ++d) dot += round(qv[d]) * f.key(s, k, g, f.k_f32)[d];
+          for (int d = 0; d < f.dim; ++d) dot += round(qv[d]) * f.key(s, k, g, f.k_f32)[d];
           dot *= p.scale;
           if (p.score == ScoreMod::kSoftcap) dot = p.softcap * std::tanh(dot / p.softcap);
           if (p.score == ScoreMod::kAlibi) dot += double(p.alibi_slopes[h]) * (k - qpos);
@@ -111,10 +112,10 @@ std::vector<float> dense_reference(const Fixture& f, const AttentionParams& p) {
         double sum = 0.0;
         for (double& x : scores) sum += (x = std::exp(x - mx));
         for (double& x : scores) x = round(x / sum);
-        for (int d = 0; d < kDim; ++d) {
+        for (int d = 0; d < f.dim; ++d) {
           double acc = 0.0;
           for (size_t i = 0; i < keys.size(); ++i) acc += scores[i] * f.key(s, keys[i], g, f.v_f32)[d];
-          out[(size_t(t) * kHeads + size_t(h)) * kDim + size_t(d)] = float(acc);
+          out[(size_t(t) * kHeads + size_t(h)) * f.dim + size_t(d)] = float(acc);
         }
       }
     }
@@ -191,6 +192,25 @@ TEST(FlexAttentionScaledQueries, RoundAfterScaling) {
   const std::vector<float> scaled_queries = run(q, scale, true);
   EXPECT_EQ(run(q_scaled, 1.0f, false), scaled_queries);
   EXPECT_NE(run(q, scale, false), scaled_queries);
+}
+
+// Head sizes that are a multiple of 16 take the vector score path (eight keys
+// at a time); it must give the portable build's bits, for keys in and out of
+// groups of eight.
+TEST(FlexAttentionBuilds, AgreeBitForBitAtHeadDim64) {
+  for (DType dtype : {DType::kF32, DType::kF16}) {
+    const Fixture f(dtype, 64);
+    AttentionParams p;
+    p.scale = 0.125f;
+    ThreadPool pool(2);
+    std::vector<float> portable(f.q.size(), NAN), native(f.q.size(), NAN);
+    flex_attention(f.q.data(), kHeads, f.kv(), f.batch(), p, portable.data(), pool, IsaFeatures{});
+    flex_attention(f.q.data(), kHeads, f.kv(), f.batch(), p, native.data(), pool, detect_isa());
+    EXPECT_EQ(0, std::memcmp(portable.data(), native.data(), native.size() * sizeof(float)));
+    const std::vector<float> want = dense_reference(f, p);
+    const double tolerance = dtype == DType::kF16 ? 2e-3 : 2e-5;
+    for (size_t i = 0; i < native.size(); ++i) ASSERT_NEAR(native[i], want[i], tolerance) << "element " << i;
+  }
 }
 
 TEST(FlexAttentionArgs, BadParametersAreErrors) {
