@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "engine/error.h"
+#include "engine/tensor/half.h"
+#include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/quantize_rows.h"
 
 namespace tessera::cpu {
@@ -48,44 +50,92 @@ namespace {
 
 constexpr int64_t kRowTile = 16;  // weight rows reused across all tokens while in cache
 
-// The activation rows converted to `type`, converting them on first use.
-const uint8_t* converted_activations(DType type, size_t row_bytes, int64_t cols, const float* x, int64_t n_tokens,
-                                     std::vector<std::pair<DType, const uint8_t*>>& done, MatmulScratch& scratch,
-                                     ThreadPool& pool) {
-  for (const auto& [t, data] : done) {
-    if (t == type) return data;
+// Activation rows converted to one format, and for the 32-element formats
+// their block scales as f32 in the block-major layout of VecDot8Fn, per group
+// of eight rows.
+struct ConvertedInput {
+  DType type;
+  const uint8_t* rows;
+  const float* scales = nullptr;  // [n_tokens / 8][blocks][8]
+  const float* sums = nullptr;    // the same for Q8_1's s
+};
+
+void transpose_block_scales(DType type, const uint8_t* rows, size_t row_bytes, int64_t cols, int64_t n_tokens,
+                            std::vector<float>& table, ConvertedInput& in) {
+  if (type != DType::kQ8_0 && type != DType::kQ8_1) return;
+  const int64_t blocks = cols / kQK, groups = n_tokens / 8;
+  if (groups == 0) return;
+  const size_t block_bytes = type == DType::kQ8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ8_1);
+  const size_t per_table = size_t(groups * blocks * 8);
+  table.resize(type == DType::kQ8_1 ? 2 * per_table : per_table);
+  for (int64_t m = 0; m < groups * 8; ++m) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint16_t half[2];
+      std::memcpy(half, rows + size_t(m) * row_bytes + size_t(b) * block_bytes, sizeof half);
+      const size_t at = size_t(((m / 8) * blocks + b) * 8 + m % 8);
+      table[at] = f16_to_f32(half[0]);
+      if (type == DType::kQ8_1) table[per_table + at] = f16_to_f32(half[1]);
+    }
+  }
+  in.scales = table.data();
+  if (type == DType::kQ8_1) in.sums = table.data() + per_table;
+}
+
+// The input converted to `type`, converting it on first use.
+ConvertedInput converted_input(DType type, size_t row_bytes, int64_t cols, const float* x, int64_t n_tokens,
+                               std::vector<ConvertedInput>& done, MatmulScratch& scratch, ThreadPool& pool) {
+  for (const ConvertedInput& in : done) {
+    if (in.type == type) return in;
   }
   if (scratch.activations.size() <= done.size()) scratch.activations.resize(done.size() + 1);
+  if (scratch.block_scales.size() <= done.size()) scratch.block_scales.resize(done.size() + 1);
   std::vector<uint8_t>& buffer = scratch.activations[done.size()];
   if (buffer.size() < row_bytes * size_t(n_tokens)) buffer.resize(row_bytes * size_t(n_tokens));
   uint8_t* acts = buffer.data();
   pool.parallel_for(n_tokens, 1, [&](int, int64_t begin, int64_t end) {
     for (int64_t m = begin; m < end; ++m) convert_activation_row(type, x + m * cols, acts + size_t(m) * row_bytes, cols);
   });
-  done.emplace_back(type, acts);
-  return acts;
+  ConvertedInput in{type, acts};
+  transpose_block_scales(type, acts, row_bytes, cols, n_tokens, scratch.block_scales[done.size()], in);
+  done.push_back(in);
+  return in;
 }
 
-// Rows [r0, r1) of one weight for every token.
-void multiply_tile(const LinearWeight& w, const uint8_t* acts, int64_t n_tokens, int64_t r0, int64_t r1, float* y) {
+// Rows [r0, r1) of one weight for every token: eight tokens at a time where
+// the format has such a kernel, then four, then one.
+void multiply_tile(const LinearWeight& w, const ConvertedInput& in, int64_t n_tokens, int64_t r0, int64_t r1, float* y) {
   const size_t act_bytes = w.activation_row_bytes();
   const int64_t rows = w.rows(), cols = w.cols();
-  const VecDotFn dot = w.kernel().fn;
-  const VecDot4Fn dot4 = w.kernel().fn4;
+  const VecDotKernel& kernel = w.kernel();
+  const uint8_t* acts = in.rows;
   int64_t m = 0;
-  for (; dot4 && m + 4 <= n_tokens; m += 4) {
+  if (kernel.fn8 && in.scales) {
+    const int64_t blocks = cols / kQK;
+    for (; m + 8 <= n_tokens; m += 8) {
+      const void* eight[8];
+      for (int j = 0; j < 8; ++j) eight[j] = acts + size_t(m + j) * act_bytes;
+      const size_t group_offset = size_t((m / 8) * blocks * 8);
+      const float* sums = in.sums ? in.sums + group_offset : nullptr;
+      float out[8];
+      for (int64_t r = r0; r < r1; ++r) {
+        kernel.fn8(cols, w.row(r), eight, in.scales + group_offset, sums, out);
+        for (int j = 0; j < 8; ++j) y[(m + j) * rows + r] = out[j];
+      }
+    }
+  }
+  for (; kernel.fn4 && m + 4 <= n_tokens; m += 4) {
     const void* four[4];
     for (int j = 0; j < 4; ++j) four[j] = acts + size_t(m + j) * act_bytes;
     float out[4];
     for (int64_t r = r0; r < r1; ++r) {
-      dot4(cols, w.row(r), four, out);
+      kernel.fn4(cols, w.row(r), four, out);
       for (int j = 0; j < 4; ++j) y[(m + j) * rows + r] = out[j];
     }
   }
   for (; m < n_tokens; ++m) {
     const uint8_t* act = acts + size_t(m) * act_bytes;
     float* out = y + m * rows;
-    for (int64_t r = r0; r < r1; ++r) out[r] = dot(cols, w.row(r), act);
+    for (int64_t r = r0; r < r1; ++r) out[r] = kernel.fn(cols, w.row(r), act);
   }
 }
 
@@ -100,20 +150,20 @@ void matmul_shared_input(const std::vector<MatmulOutput>& outputs, const float* 
   struct Quantised {
     const LinearWeight* weight;
     float* y;
-    const uint8_t* acts;
+    ConvertedInput input;
     int64_t first_tile;
   };
   std::vector<Quantised> jobs;
-  std::vector<std::pair<DType, const uint8_t*>> converted;
+  std::vector<ConvertedInput> converted;
   int64_t n_tiles = 0;
   for (const MatmulOutput& o : outputs) {
     if (o.weight->dense()) {
       o.weight->dense()->run(x, n_tokens, o.y);
       continue;
     }
-    const uint8_t* acts = converted_activations(o.weight->kernel().activation_type, o.weight->activation_row_bytes(),
-                                                o.weight->cols(), x, n_tokens, converted, scratch, pool);
-    jobs.push_back({o.weight, o.y, acts, n_tiles});
+    const ConvertedInput input = converted_input(o.weight->kernel().activation_type, o.weight->activation_row_bytes(),
+                                                 o.weight->cols(), x, n_tokens, converted, scratch, pool);
+    jobs.push_back({o.weight, o.y, input, n_tiles});
     n_tiles += (o.weight->rows() + kRowTile - 1) / kRowTile;
   }
   if (jobs.empty()) return;
@@ -126,7 +176,7 @@ void matmul_shared_input(const std::vector<MatmulOutput>& outputs, const float* 
       while (j + 1 < jobs.size() && tile >= jobs[j + 1].first_tile) ++j;
       const Quantised& job = jobs[j];
       const int64_t r0 = (tile - job.first_tile) * kRowTile, r1 = std::min(job.weight->rows(), r0 + kRowTile);
-      multiply_tile(*job.weight, job.acts, n_tokens, r0, r1, job.y);
+      multiply_tile(*job.weight, job.input, n_tokens, r0, r1, job.y);
     }
   });
 }

@@ -41,10 +41,11 @@ class LinearWeight {
   std::shared_ptr<OnednnMatmul> dense_;
 };
 
-// Scratch memory reused across calls: converted activations, one buffer per
-// activation format in use.
+// Scratch memory reused across calls: converted activations and their block
+// scales, one buffer per activation format in use.
 struct MatmulScratch {
   std::vector<std::vector<uint8_t>> activations;
+  std::vector<std::vector<float>> block_scales;
 };
 
 // y[m][r] = dot(x[m], W[r]) for m < n_tokens; x is [n_tokens][cols] f32,

@@ -20,10 +20,18 @@ using VecDotFn = float (*)(int64_t n, const void* weight_row, const void* activa
 // decoded once for all four (prefill).
 using VecDot4Fn = void (*)(int64_t n, const void* weight_row, const void* const* activation_rows, float* out);
 
+// Eight activation rows at once, for the 32-element formats: besides the
+// rows, their block scales as f32, block-major (scales[b * 8 + j] is d of
+// block b of row j) and likewise the Q8_1 sums s (null for Q8_0). Each output
+// is summed exactly as the one-row kernel sums it.
+using VecDot8Fn = void (*)(int64_t n, const void* weight_row, const void* const* activation_rows, const float* scales,
+                           const float* sums, float* out);
+
 struct VecDotKernel {
   DType activation_type = DType::kF32;  // what activations are converted to
   VecDotFn fn = nullptr;
   VecDot4Fn fn4 = nullptr;  // optional
+  VecDot8Fn fn8 = nullptr;  // optional
 };
 
 // The activation format a weight format is multiplied against, or nullopt.

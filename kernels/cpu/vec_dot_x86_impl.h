@@ -44,6 +44,28 @@ void dot4_signed(int64_t n, const void* w, const void* const* a, float* out) {
   for (int j = 0; j < 4; ++j) out[j] = hsum(acc[j]);
 }
 
+// dot4_signed for eight rows. The eight block scales dx * dy are formed in
+// one multiply (lane by lane, as the scalar products round) and read back
+// by broadcast, which costs no arithmetic port.
+template <ByteDot byte_dot, class Block, __m256i (*values)(const Block&)>
+void dot8_signed(int64_t n, const void* w, const void* const* a, const float* dy, const float*, float* out) {
+  const auto* x = static_cast<const Block*>(w);
+  const BlockQ8_0* y[8];
+  for (int j = 0; j < 8; ++j) y[j] = static_cast<const BlockQ8_0*>(a[j]);
+  __m256 acc[8];
+  for (__m256& v : acc) v = _mm256_setzero_ps();
+  alignas(32) float scale[8];
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    _mm256_store_ps(scale, _mm256_mul_ps(_mm256_set1_ps(fp16(x[b].d)), _mm256_loadu_ps(dy + b * 8)));
+    const __m256i qx = values(x[b]);
+    const __m256i ax = _mm256_sign_epi8(qx, qx);
+    for (int j = 0; j < 8; ++j) {
+      acc[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(scale + j), byte_dot(ax, _mm256_sign_epi8(load32(y[j][b].qs), qx)), acc[j]);
+    }
+  }
+  for (int j = 0; j < 8; ++j) out[j] = hsum(acc[j]);
+}
+
 template <ByteDot byte_dot>
 float dot_q4_1(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ4_1*>(w);
@@ -74,6 +96,30 @@ void dot4_q4_1(int64_t n, const void* w, const void* const* a, float* out) {
     }
   }
   for (int j = 0; j < 4; ++j) out[j] = hsum(acc[j]) + mins[j];
+}
+
+// dot4_q4_1 for eight rows; the minimum terms m * s of the eight rows are
+// kept in one vector, each lane multiplied and added as the scalar code does.
+template <ByteDot byte_dot>
+void dot8_q4_1(int64_t n, const void* w, const void* const* a, const float* dy, const float* sums, float* out) {
+  const auto* x = static_cast<const BlockQ4_1*>(w);
+  const BlockQ8_1* y[8];
+  for (int j = 0; j < 8; ++j) y[j] = static_cast<const BlockQ8_1*>(a[j]);
+  __m256 acc[8];
+  for (__m256& v : acc) v = _mm256_setzero_ps();
+  __m256 mins = _mm256_setzero_ps();
+  alignas(32) float scale[8];
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    mins = _mm256_add_ps(mins, _mm256_mul_ps(_mm256_set1_ps(fp16(x[b].m)), _mm256_loadu_ps(sums + b * 8)));
+    _mm256_store_ps(scale, _mm256_mul_ps(_mm256_set1_ps(fp16(x[b].d)), _mm256_loadu_ps(dy + b * 8)));
+    const __m256i qx = unpack_nibbles(x[b].qs);
+    for (int j = 0; j < 8; ++j) {
+      acc[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(scale + j), byte_dot(qx, load32(y[j][b].qs)), acc[j]);
+    }
+  }
+  alignas(32) float min_terms[8];
+  _mm256_store_ps(min_terms, mins);
+  for (int j = 0; j < 8; ++j) out[j] = hsum(acc[j]) + min_terms[j];
 }
 
 // One Q4_K super-block's weights, decoded once for any number of rows.
@@ -208,10 +254,22 @@ VecDotKernel x86_quant_vec_dot(DType weight_type) {
                                               {DType::kQ4_K, dot_q4_k},
                                               {DType::kQ6_K, dot_q6_k}});
   switch (weight_type) {
-    case DType::kQ4_0: k.fn4 = dot4_signed<byte_dot, BlockQ4_0, q4_0_values>; break;
-    case DType::kQ4_1: k.fn4 = dot4_q4_1<byte_dot>; break;
-    case DType::kQ5_0: k.fn4 = dot4_signed<byte_dot, BlockQ5_0, q5_0_values>; break;
-    case DType::kQ8_0: k.fn4 = dot4_signed<byte_dot, BlockQ8_0, q8_0_values>; break;
+    case DType::kQ4_0:
+      k.fn4 = dot4_signed<byte_dot, BlockQ4_0, q4_0_values>;
+      k.fn8 = dot8_signed<byte_dot, BlockQ4_0, q4_0_values>;
+      break;
+    case DType::kQ4_1:
+      k.fn4 = dot4_q4_1<byte_dot>;
+      k.fn8 = dot8_q4_1<byte_dot>;
+      break;
+    case DType::kQ5_0:
+      k.fn4 = dot4_signed<byte_dot, BlockQ5_0, q5_0_values>;
+      k.fn8 = dot8_signed<byte_dot, BlockQ5_0, q5_0_values>;
+      break;
+    case DType::kQ8_0:
+      k.fn4 = dot4_signed<byte_dot, BlockQ8_0, q8_0_values>;
+      k.fn8 = dot8_signed<byte_dot, BlockQ8_0, q8_0_values>;
+      break;
     case DType::kQ4_K: k.fn4 = dot4_q4_k; break;
     case DType::kQ6_K: k.fn4 = dot4_q6_k; break;
     default: break;

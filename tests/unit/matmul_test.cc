@@ -112,20 +112,29 @@ TEST(QuantizeRows, Q8_KMapsTheExtremeToMinus127AndSumsGroups) {
   EXPECT_EQ(b.bsums[1], sum);
 }
 
+// 13 tokens take the eight-, four- and one-row kernels in turn; every output
+// must be the one-row kernel's, on each instruction set this CPU has.
 TEST(Matmul, ManyTokensMatchesPerRowDots) {
-  const WeightRows w = weight_rows("Q4_K");
-  const LinearWeight weight("test.weight", w.dtype, w.bytes.data(), w.rows, w.cols, detect_isa());
-  const int64_t tokens = 5;
-  const std::vector<float> x = random_row(tokens * w.cols, 3);
-  std::vector<float> y(static_cast<size_t>(tokens * w.rows));
-  ThreadPool pool(2);
-  MatmulScratch scratch;
-  matmul(weight, x.data(), tokens, y.data(), scratch, pool);
-  std::vector<uint8_t> act(weight.activation_row_bytes());
-  for (int64_t m = 0; m < tokens; ++m) {
-    convert_activation_row(weight.kernel().activation_type, x.data() + m * w.cols, act.data(), w.cols);
-    for (int64_t r = 0; r < w.rows; ++r) {
-      EXPECT_EQ(y[size_t(m * w.rows + r)], weight.kernel().fn(w.cols, weight.row(r), act.data()));
+  IsaFeatures avx2_only = detect_isa();
+  avx2_only.avx512f = avx2_only.avx512bw = avx2_only.avx512vl = avx2_only.avx512_vnni = false;
+  for (const IsaFeatures& isa : {detect_isa(), avx2_only}) {
+    for (const char* type : {"Q4_0", "Q4_1", "Q5_0", "Q8_0", "Q4_K", "Q6_K"}) {
+      const WeightRows w = weight_rows(type);
+      const LinearWeight weight("test.weight", w.dtype, w.bytes.data(), w.rows, w.cols, isa);
+      const int64_t tokens = 13;
+      const std::vector<float> x = random_row(tokens * w.cols, 3);
+      std::vector<float> y(static_cast<size_t>(tokens * w.rows));
+      ThreadPool pool(2);
+      MatmulScratch scratch;
+      matmul(weight, x.data(), tokens, y.data(), scratch, pool);
+      std::vector<uint8_t> act(weight.activation_row_bytes());
+      for (int64_t m = 0; m < tokens; ++m) {
+        convert_activation_row(weight.kernel().activation_type, x.data() + m * w.cols, act.data(), w.cols);
+        for (int64_t r = 0; r < w.rows; ++r) {
+          ASSERT_EQ(y[size_t(m * w.rows + r)], weight.kernel().fn(w.cols, weight.row(r), act.data()))
+              << type << " token " << m << " row " << r;
+        }
+      }
     }
   }
 }
