@@ -25,6 +25,7 @@ class LinearWeight {
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
   const uint8_t* row(int64_t r) const { return data_ + r * row_bytes_; }
+  size_t row_bytes() const { return row_bytes_; }
   const VecDotKernel& kernel() const { return kernel_; }
   size_t activation_row_bytes() const { return act_row_bytes_; }
   // f32 weights go through oneDNN; null for the quantised formats.

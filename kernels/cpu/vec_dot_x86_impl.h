@@ -66,6 +66,43 @@ void dot8_signed(int64_t n, const void* w, const void* const* a, const float* dy
   for (int j = 0; j < 8; ++j) out[j] = hsum(acc[j]);
 }
 
+template <ByteDot byte_dot, class Block, __m256i (*values)(const Block&)>
+void rows4_signed(int64_t n, const void* w, size_t stride, const void* a, float* out) {
+  const Block* x[4];
+  for (int r = 0; r < 4; ++r) x[r] = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + size_t(r) * stride);
+  const auto* y = static_cast<const BlockQ8_0*>(a);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    const float dy = fp16(y[b].d);
+    const __m256i qy = load32(y[b].qs);
+    for (int r = 0; r < 4; ++r) {
+      const __m256i qx = values(x[r][b]);
+      const __m256 d = _mm256_set1_ps(fp16(x[r][b].d) * dy);
+      acc[r] = _mm256_fmadd_ps(d, byte_dot(_mm256_sign_epi8(qx, qx), _mm256_sign_epi8(qy, qx)), acc[r]);
+    }
+  }
+  for (int r = 0; r < 4; ++r) out[r] = hsum(acc[r]);
+}
+
+template <ByteDot byte_dot>
+void rows4_q4_1(int64_t n, const void* w, size_t stride, const void* a, float* out) {
+  const BlockQ4_1* x[4];
+  for (int r = 0; r < 4; ++r) x[r] = reinterpret_cast<const BlockQ4_1*>(static_cast<const uint8_t*>(w) + size_t(r) * stride);
+  const auto* y = static_cast<const BlockQ8_1*>(a);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  float mins[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    const float dy = fp16(y[b].d), sy = fp16(y[b].s);
+    const __m256i qy = load32(y[b].qs);
+    for (int r = 0; r < 4; ++r) {
+      mins[r] += fp16(x[r][b].m) * sy;
+      const __m256 d = _mm256_set1_ps(fp16(x[r][b].d) * dy);
+      acc[r] = _mm256_fmadd_ps(d, byte_dot(unpack_nibbles(x[r][b].qs), qy), acc[r]);
+    }
+  }
+  for (int r = 0; r < 4; ++r) out[r] = hsum(acc[r]) + mins[r];
+}
+
 template <ByteDot byte_dot>
 float dot_q4_1(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ4_1*>(w);
@@ -257,18 +294,24 @@ VecDotKernel x86_quant_vec_dot(DType weight_type) {
     case DType::kQ4_0:
       k.fn4 = dot4_signed<byte_dot, BlockQ4_0, q4_0_values>;
       k.fn8 = dot8_signed<byte_dot, BlockQ4_0, q4_0_values>;
+      k.rows4 = rows4_signed<byte_dot, BlockQ4_0, q4_0_values>;
       break;
     case DType::kQ4_1:
       k.fn4 = dot4_q4_1<byte_dot>;
       k.fn8 = dot8_q4_1<byte_dot>;
+      k.rows4 = rows4_q4_1<byte_dot>;
       break;
     case DType::kQ5_0:
       k.fn4 = dot4_signed<byte_dot, BlockQ5_0, q5_0_values>;
       k.fn8 = dot8_signed<byte_dot, BlockQ5_0, q5_0_values>;
+      k.rows4 = rows4_signed<byte_dot, BlockQ5_0, q5_0_values>;
       break;
     case DType::kQ8_0:
       k.fn4 = dot4_signed<byte_dot, BlockQ8_0, q8_0_values>;
       k.fn8 = dot8_signed<byte_dot, BlockQ8_0, q8_0_values>;
+      // No four-row decode kernel: Q8_0 holds the large output matrices, whose
+      // one-token product is bound by memory, and reading four rows at once
+      // measured slower there.
       break;
     case DType::kQ4_K: k.fn4 = dot4_q4_k; break;
     case DType::kQ6_K: k.fn4 = dot4_q6_k; break;
