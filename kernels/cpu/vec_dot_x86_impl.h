@@ -66,6 +66,20 @@ void dot8_signed(int64_t n, const void* w, const void* const* a, const float* dy
   for (int j = 0; j < 8; ++j) out[j] = hsum(acc[j]);
 }
 
+// Running sums of N Q4_1 dot products: the scaled block sums and the
+// minimum terms, added at the end as the one-row kernel adds them.
+template <int N>
+struct Q4_1Sums {
+  __m256 acc[N];
+  float mins[N] = {};
+  Q4_1Sums() {
+    for (__m256& v : acc) v = _mm256_setzero_ps();
+  }
+  void store(float* out) const {
+    for (int i = 0; i < N; ++i) out[i] = hsum(acc[i]) + mins[i];
+  }
+};
+
 template <ByteDot byte_dot, class Block, __m256i (*values)(const Block&)>
 void rows4_signed(int64_t n, const void* w, size_t stride, const void* a, float* out) {
   const Block* x[4];
@@ -89,18 +103,17 @@ void rows4_q4_1(int64_t n, const void* w, size_t stride, const void* a, float* o
   const BlockQ4_1* x[4];
   for (int r = 0; r < 4; ++r) x[r] = reinterpret_cast<const BlockQ4_1*>(static_cast<const uint8_t*>(w) + size_t(r) * stride);
   const auto* y = static_cast<const BlockQ8_1*>(a);
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  float mins[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  Q4_1Sums<4> sums;
   for (int64_t b = 0; b < n / kQK; ++b) {
     const float dy = fp16(y[b].d), sy = fp16(y[b].s);
     const __m256i qy = load32(y[b].qs);
     for (int r = 0; r < 4; ++r) {
-      mins[r] += fp16(x[r][b].m) * sy;
+      sums.mins[r] += fp16(x[r][b].m) * sy;
       const __m256 d = _mm256_set1_ps(fp16(x[r][b].d) * dy);
-      acc[r] = _mm256_fmadd_ps(d, byte_dot(unpack_nibbles(x[r][b].qs), qy), acc[r]);
+      sums.acc[r] = _mm256_fmadd_ps(d, byte_dot(unpack_nibbles(x[r][b].qs), qy), sums.acc[r]);
     }
   }
-  for (int r = 0; r < 4; ++r) out[r] = hsum(acc[r]) + mins[r];
+  sums.store(out);
 }
 
 template <ByteDot byte_dot>
@@ -122,17 +135,16 @@ void dot4_q4_1(int64_t n, const void* w, const void* const* a, float* out) {
   const auto* x = static_cast<const BlockQ4_1*>(w);
   const BlockQ8_1* y[4];
   for (int j = 0; j < 4; ++j) y[j] = static_cast<const BlockQ8_1*>(a[j]);
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  float mins[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  Q4_1Sums<4> sums;
   for (int64_t b = 0; b < n / kQK; ++b) {
     const float dx = fp16(x[b].d), mx = fp16(x[b].m);
     const __m256i qx = unpack_nibbles(x[b].qs);
     for (int j = 0; j < 4; ++j) {
-      mins[j] += mx * fp16(y[j][b].s);
-      acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dx * fp16(y[j][b].d)), byte_dot(qx, load32(y[j][b].qs)), acc[j]);
+      sums.mins[j] += mx * fp16(y[j][b].s);
+      sums.acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dx * fp16(y[j][b].d)), byte_dot(qx, load32(y[j][b].qs)), sums.acc[j]);
     }
   }
-  for (int j = 0; j < 4; ++j) out[j] = hsum(acc[j]) + mins[j];
+  sums.store(out);
 }
 
 // dot4_q4_1 for eight rows; the minimum terms m * s of the eight rows are
