@@ -170,16 +170,22 @@ void matmul_shared_input(const std::vector<MatmulOutput>& outputs, const float* 
     n_tiles += (o.weight->rows() + kRowTile - 1) / kRowTile;
   }
   if (jobs.empty()) return;
-  // Threads claim tiles one at a time, so a thread that falls behind (a
-  // page fault, a descheduled core) delays the loop by one tile at most.
+  // Threads claim runs of consecutive tiles, so a thread that falls behind
+  // (a page fault, a descheduled core) delays the loop by one run at most.
+  // With few tokens the product is bound by memory: runs of about an eighth
+  // of a thread's share keep each thread's reads one long stream that the
+  // hardware prefetcher follows. With many, a tile is long enough alone.
+  const int64_t run = n_tokens > 4 ? 1 : std::max<int64_t>(1, n_tiles / (8 * int64_t(pool.size())));
   std::atomic<int64_t> next{0};
   pool.parallel_for(std::min<int64_t>(n_tiles, pool.size()), 1, [&](int, int64_t, int64_t) {
     size_t j = 0;
-    for (int64_t tile = next.fetch_add(1); tile < n_tiles; tile = next.fetch_add(1)) {
-      while (j + 1 < jobs.size() && tile >= jobs[j + 1].first_tile) ++j;
-      const Quantised& job = jobs[j];
-      const int64_t r0 = (tile - job.first_tile) * kRowTile, r1 = std::min(job.weight->rows(), r0 + kRowTile);
-      multiply_tile(*job.weight, job.input, n_tokens, r0, r1, job.y);
+    for (int64_t first = next.fetch_add(run); first < n_tiles; first = next.fetch_add(run)) {
+      for (int64_t tile = first; tile < std::min(n_tiles, first + run); ++tile) {
+        while (j + 1 < jobs.size() && tile >= jobs[j + 1].first_tile) ++j;
+        const Quantised& job = jobs[j];
+        const int64_t r0 = (tile - job.first_tile) * kRowTile, r1 = std::min(job.weight->rows(), r0 + kRowTile);
+        multiply_tile(*job.weight, job.input, n_tokens, r0, r1, job.y);
+      }
     }
   });
 }
