@@ -157,7 +157,13 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
     const int lo = std::max(span_first, mask.first(batch.positions[t]));
     const int hi = std::min(kv_len - 1, mask.last(batch.positions[t], prefix));
     float* w = weights.data() + size_t(r) * size_t(span);
-    for (int k = lo; k <= hi; ++k) w[k - span_first] = vector_expf(w[k - span_first] - row_max[size_t(r)]);
+    int first_scalar = lo;
+#if defined(__AVX2__) && defined(__FMA__)
+    for (; first_scalar + 8 <= hi + 1; first_scalar += 8) {
+      vector_expf8(w + (first_scalar - span_first), row_max[size_t(r)], w + (first_scalar - span_first));
+    }
+#endif
+    for (int k = first_scalar; k <= hi; ++k) w[k - span_first] = vector_expf(w[k - span_first] - row_max[size_t(r)]);
     // Sixteen keys at a time, aligned to key 0, each group summed in lane order.
     double sum = 0.0;
     for (int group_first = lo - lo % kLanes; group_first <= hi; group_first += kLanes) {
@@ -169,7 +175,16 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
       sum += double(reduce_16_lanes(lanes));
     }
     const float inv = sum > 0.0 ? float(1.0 / sum) : 0.0f;
-    for (int k = lo; k <= hi; ++k) {
+    int k = lo;
+#if defined(__AVX2__) && defined(__F16C__)
+    for (; k + 8 <= hi + 1; k += 8) {
+      __m256 prob = _mm256_mul_ps(_mm256_loadu_ps(w + (k - span_first)), _mm256_set1_ps(inv));
+      // The hardware conversion rounds to nearest even, as f32_to_f16 does.
+      if (f16) prob = _mm256_cvtph_ps(_mm256_cvtps_ph(prob, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      _mm256_storeu_ps(w + (k - span_first), prob);
+    }
+#endif
+    for (; k <= hi; ++k) {
       const float prob = w[k - span_first] * inv;
       w[k - span_first] = f16 ? f16_to_f32(f32_to_f16(prob)) : prob;
     }

@@ -196,17 +196,22 @@ TEST(FlexAttentionScaledQueries, RoundAfterScaling) {
 
 // Head sizes that are a multiple of 16 take the vector score path (eight keys
 // at a time); it must give the portable build's bits, for keys in and out of
-// groups of eight.
+// groups of eight. The large scale spreads scores so far that most
+// exponentials leave the normal range (the vector exponential's scalar path).
 TEST(FlexAttentionBuilds, AgreeBitForBitAtHeadDim64) {
-  for (DType dtype : {DType::kF32, DType::kF16}) {
+  for (auto [dtype, scale] : {std::pair{DType::kF32, 0.125f}, std::pair{DType::kF16, 0.125f}, std::pair{DType::kF32, 40.0f},
+                              std::pair{DType::kF16, 40.0f}}) {
     const Fixture f(dtype, 64);
     AttentionParams p;
-    p.scale = 0.125f;
+    p.scale = scale;
     ThreadPool pool(2);
     std::vector<float> portable(f.q.size(), NAN), native(f.q.size(), NAN);
     flex_attention(f.q.data(), kHeads, f.kv(), f.batch(), p, portable.data(), pool, IsaFeatures{});
     flex_attention(f.q.data(), kHeads, f.kv(), f.batch(), p, native.data(), pool, detect_isa());
     EXPECT_EQ(0, std::memcmp(portable.data(), native.data(), native.size() * sizeof(float)));
+    // Scores in the hundreds carry absolute rounding errors too large for the
+    // reference tolerance; those runs check the bits only.
+    if (scale > 1.0f) continue;
     const std::vector<float> want = dense_reference(f, p);
     const double tolerance = dtype == DType::kF16 ? 2e-3 : 2e-5;
     for (size_t i = 0; i < native.size(); ++i) ASSERT_NEAR(native[i], want[i], tolerance) << "element " << i;
