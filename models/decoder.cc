@@ -117,7 +117,7 @@ void Decoder::ffn_block(int layer, int n, cpu::ThreadPool& pool) {
   cpu::matmul_shared_input({{lw.gate.get(), gate_.data()}, {lw.up.get(), up_.data()}}, h_.data(), n, scratch_, pool);
   observe("ffn_gate", layer, gate_, n, spec_.ffn_dim);
   observe("ffn_up", layer, up_, n, spec_.ffn_dim);
-  cpu::gated_activation(spec_.activation, gate_.data(), up_.data(), int64_t(n) * spec_.ffn_dim, gate_.data(), pool);
+  cpu::gated_activation(spec_.activation, gate_.data(), up_.data(), int64_t(n) * spec_.ffn_dim, gate_.data(), pool, isa_);
   observe("ffn_act", layer, gate_, n, spec_.ffn_dim);
   cpu::matmul(*lw.down, gate_.data(), n, proj_.data(), scratch_, pool);
   observe("ffn_out", layer, proj_, n, spec_.d_model);
