@@ -208,12 +208,33 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
     const int hi = std::min(kv_len - 1, mask.last(batch.positions[t], prefix));
     std::fill(acc.begin(), acc.end(), 0.0f);
     const float* w = weights.data() + size_t(r) * size_t(span);
-    for (int k = lo; k <= hi; ++k) {
+    auto value = [&](int k) { return values.data() + size_t(k - span_first) * size_t(dim); };
+    auto add_key = [&](int k) {
       const float prob = w[k - span_first];
-      const float* vvec = values.data() + size_t(k - span_first) * size_t(dim);
+      const float* vvec = value(k);
       float* lane = acc.data() + size_t(k % kLanes) * size_t(dim);
       for (int d = 0; d < dim; ++d) lane[d] = std::fma(vvec[d], prob, lane[d]);
+    };
+    int k = lo;
+    for (; k <= hi && k % kLanes != 0; ++k) add_key(k);
+    // Whole runs of 64 keys: each lane takes its four keys (k + l, + 16, + 32,
+    // + 48) in one pass, in the same order, storing its sum once, not four
+    // times.
+    for (; k + 4 * kLanes - 1 <= hi; k += 4 * kLanes) {
+      for (int l = 0; l < kLanes; ++l) {
+        const float* v0 = value(k + l);
+        const float* v1 = value(k + l + kLanes);
+        const float* v2 = value(k + l + 2 * kLanes);
+        const float* v3 = value(k + l + 3 * kLanes);
+        const float p0 = w[k + l - span_first], p1 = w[k + l + kLanes - span_first];
+        const float p2 = w[k + l + 2 * kLanes - span_first], p3 = w[k + l + 3 * kLanes - span_first];
+        float* lane = acc.data() + size_t(l) * size_t(dim);
+        for (int d = 0; d < dim; ++d) {
+          lane[d] = std::fma(v3[d], p3, std::fma(v2[d], p2, std::fma(v1[d], p1, std::fma(v0[d], p0, lane[d]))));
+        }
+      }
     }
+    for (; k <= hi; ++k) add_key(k);
     // The 16-lane reduction tree, applied to every d at once.
     float* o = out + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
     auto lane = [&](int l) { return acc.data() + size_t(l) * size_t(dim); };
