@@ -75,6 +75,89 @@ void load_rows(const PagedKv& kv, const void* pool, int page, int kv_head, int r
   }
 }
 
+// Turns the scores w[lo..hi] of one query into probabilities, as llama.cpp's
+// softmax does (its exponential; the sum over 16-lane groups aligned to key
+// 0, in double), rounded to f16 for an f16 cache. The score of key k is w[k - first].
+inline void normalise_row(float* w, int first, int lo, int hi, float row_max, bool f16) {
+  int first_scalar = lo;
+#if defined(__AVX2__) && defined(__FMA__)
+  for (; first_scalar + 8 <= hi + 1; first_scalar += 8) {
+    vector_expf8(w + (first_scalar - first), row_max, w + (first_scalar - first));
+  }
+#endif
+  for (int k = first_scalar; k <= hi; ++k) w[k - first] = vector_expf(w[k - first] - row_max);
+  // Sixteen keys at a time, aligned to key 0, each group summed in lane order.
+  double sum = 0.0;
+  for (int group_first = lo - lo % kLanes; group_first <= hi; group_first += kLanes) {
+    float lanes[kLanes] = {};
+    for (int l = 0; l < kLanes; ++l) {
+      const int k = group_first + l;
+      if (k >= lo && k <= hi) lanes[l] = w[k - first];
+    }
+    sum += double(reduce_16_lanes(lanes));
+  }
+  const float inv = sum > 0.0 ? float(1.0 / sum) : 0.0f;
+  int k = lo;
+#if defined(__AVX2__) && defined(__F16C__)
+  for (; k + 8 <= hi + 1; k += 8) {
+    __m256 prob = _mm256_mul_ps(_mm256_loadu_ps(w + (k - first)), _mm256_set1_ps(inv));
+    // The hardware conversion rounds to nearest even, as f32_to_f16 does.
+    if (f16) prob = _mm256_cvtph_ps(_mm256_cvtps_ph(prob, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    _mm256_storeu_ps(w + (k - first), prob);
+  }
+#endif
+  for (; k <= hi; ++k) {
+    const float prob = w[k - first] * inv;
+    w[k - first] = f16 ? f16_to_f32(f32_to_f16(prob)) : prob;
+  }
+}
+
+// o[d] = sum over keys k in [lo, hi] of their probability times value[d], key k summed
+// into lane k % 16 in increasing order, then the lanes reduced: the
+// arithmetic of a 16-wide multiply over keys. Key k's probability is
+// w[k - first] and its value row v + (k - first) * dim; `acc` holds 16 * dim
+// floats.
+inline void weighted_values(const float* w, const float* v, int first, int lo, int hi, int dim, float* acc, float* o) {
+  std::fill(acc, acc + size_t(kLanes) * size_t(dim), 0.0f);
+  auto value = [&](int k) { return v + size_t(k - first) * size_t(dim); };
+  auto prob_of = [&](int k) { return w[k - first]; };
+  auto add_key = [&](int k) {
+    const float prob = prob_of(k);
+    const float* vvec = value(k);
+    float* lane = acc + size_t(k % kLanes) * size_t(dim);
+    for (int d = 0; d < dim; ++d) lane[d] = std::fma(vvec[d], prob, lane[d]);
+  };
+  int k = lo;
+  for (; k <= hi && k % kLanes != 0; ++k) add_key(k);
+  // Whole runs of 64 keys: each lane takes its four keys (k + l, + 16, + 32,
+  // + 48) in one pass, in the same order, storing its sum once, not four
+  // times.
+  for (; k + 4 * kLanes - 1 <= hi; k += 4 * kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      const float* v0 = value(k + l);
+      const float* v1 = value(k + l + kLanes);
+      const float* v2 = value(k + l + 2 * kLanes);
+      const float* v3 = value(k + l + 3 * kLanes);
+      const float p0 = prob_of(k + l), p1 = prob_of(k + l + kLanes);
+      const float p2 = prob_of(k + l + 2 * kLanes), p3 = prob_of(k + l + 3 * kLanes);
+      float* lane = acc + size_t(l) * size_t(dim);
+      for (int d = 0; d < dim; ++d) {
+        lane[d] = std::fma(v3[d], p3, std::fma(v2[d], p2, std::fma(v1[d], p1, std::fma(v0[d], p0, lane[d]))));
+      }
+    }
+  }
+  for (; k <= hi; ++k) add_key(k);
+  // The 16-lane reduction tree, applied to every d at once.
+  auto lane = [&](int l) { return acc + size_t(l) * size_t(dim); };
+  for (int i = 0; i < 8; ++i) {
+    for (int d = 0; d < dim; ++d) lane(i)[d] = lane(i + 8)[d] + lane(i)[d];
+  }
+  for (int i = 0; i < 4; ++i) {
+    for (int d = 0; d < dim; ++d) lane(i)[d] = lane(i + 4)[d] + lane(i)[d];
+  }
+  for (int d = 0; d < dim; ++d) o[d] = (lane(0)[d] + lane(2)[d]) + (lane(1)[d] + lane(3)[d]);
+}
+
 // Attention for one tile of a sequence's queries and one KV head, in three
 // passes over the visible pages: scores and their row maxima, normalised
 // probabilities, then the weighted sum of values. With an f16 cache the
@@ -156,38 +239,7 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
     const int t = item.token_begin + r / group;
     const int lo = std::max(span_first, mask.first(batch.positions[t]));
     const int hi = std::min(kv_len - 1, mask.last(batch.positions[t], prefix));
-    float* w = weights.data() + size_t(r) * size_t(span);
-    int first_scalar = lo;
-#if defined(__AVX2__) && defined(__FMA__)
-    for (; first_scalar + 8 <= hi + 1; first_scalar += 8) {
-      vector_expf8(w + (first_scalar - span_first), row_max[size_t(r)], w + (first_scalar - span_first));
-    }
-#endif
-    for (int k = first_scalar; k <= hi; ++k) w[k - span_first] = vector_expf(w[k - span_first] - row_max[size_t(r)]);
-    // Sixteen keys at a time, aligned to key 0, each group summed in lane order.
-    double sum = 0.0;
-    for (int group_first = lo - lo % kLanes; group_first <= hi; group_first += kLanes) {
-      float lanes[kLanes] = {};
-      for (int l = 0; l < kLanes; ++l) {
-        const int k = group_first + l;
-        if (k >= lo && k <= hi) lanes[l] = w[k - span_first];
-      }
-      sum += double(reduce_16_lanes(lanes));
-    }
-    const float inv = sum > 0.0 ? float(1.0 / sum) : 0.0f;
-    int k = lo;
-#if defined(__AVX2__) && defined(__F16C__)
-    for (; k + 8 <= hi + 1; k += 8) {
-      __m256 prob = _mm256_mul_ps(_mm256_loadu_ps(w + (k - span_first)), _mm256_set1_ps(inv));
-      // The hardware conversion rounds to nearest even, as f32_to_f16 does.
-      if (f16) prob = _mm256_cvtph_ps(_mm256_cvtps_ph(prob, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      _mm256_storeu_ps(w + (k - span_first), prob);
-    }
-#endif
-    for (; k <= hi; ++k) {
-      const float prob = w[k - span_first] * inv;
-      w[k - span_first] = f16 ? f16_to_f32(f32_to_f16(prob)) : prob;
-    }
+    normalise_row(weights.data() + size_t(r) * size_t(span), span_first, lo, hi, row_max[size_t(r)], f16);
   }
   // Values of the visible keys, converted once: values[k - span_first][d].
   std::vector<float> values(static_cast<size_t>(std::max(span, 0)) * size_t(dim));
@@ -206,45 +258,8 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
     const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
     const int lo = std::max(span_first, mask.first(batch.positions[t]));
     const int hi = std::min(kv_len - 1, mask.last(batch.positions[t], prefix));
-    std::fill(acc.begin(), acc.end(), 0.0f);
-    const float* w = weights.data() + size_t(r) * size_t(span);
-    auto value = [&](int k) { return values.data() + size_t(k - span_first) * size_t(dim); };
-    auto add_key = [&](int k) {
-      const float prob = w[k - span_first];
-      const float* vvec = value(k);
-      float* lane = acc.data() + size_t(k % kLanes) * size_t(dim);
-      for (int d = 0; d < dim; ++d) lane[d] = std::fma(vvec[d], prob, lane[d]);
-    };
-    int k = lo;
-    for (; k <= hi && k % kLanes != 0; ++k) add_key(k);
-    // Whole runs of 64 keys: each lane takes its four keys (k + l, + 16, + 32,
-    // + 48) in one pass, in the same order, storing its sum once, not four
-    // times.
-    for (; k + 4 * kLanes - 1 <= hi; k += 4 * kLanes) {
-      for (int l = 0; l < kLanes; ++l) {
-        const float* v0 = value(k + l);
-        const float* v1 = value(k + l + kLanes);
-        const float* v2 = value(k + l + 2 * kLanes);
-        const float* v3 = value(k + l + 3 * kLanes);
-        const float p0 = w[k + l - span_first], p1 = w[k + l + kLanes - span_first];
-        const float p2 = w[k + l + 2 * kLanes - span_first], p3 = w[k + l + 3 * kLanes - span_first];
-        float* lane = acc.data() + size_t(l) * size_t(dim);
-        for (int d = 0; d < dim; ++d) {
-          lane[d] = std::fma(v3[d], p3, std::fma(v2[d], p2, std::fma(v1[d], p1, std::fma(v0[d], p0, lane[d]))));
-        }
-      }
-    }
-    for (; k <= hi; ++k) add_key(k);
-    // The 16-lane reduction tree, applied to every d at once.
     float* o = out + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
-    auto lane = [&](int l) { return acc.data() + size_t(l) * size_t(dim); };
-    for (int i = 0; i < 8; ++i) {
-      for (int d = 0; d < dim; ++d) lane(i)[d] = lane(i + 8)[d] + lane(i)[d];
-    }
-    for (int i = 0; i < 4; ++i) {
-      for (int d = 0; d < dim; ++d) lane(i)[d] = lane(i + 4)[d] + lane(i)[d];
-    }
-    for (int d = 0; d < dim; ++d) o[d] = (lane(0)[d] + lane(2)[d]) + (lane(1)[d] + lane(3)[d]);
+    weighted_values(weights.data() + size_t(r) * size_t(span), values.data(), span_first, lo, hi, dim, acc.data(), o);
   }
 }
 
