@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <string>
 
 #include "engine/error.h"
 #include "engine/tensor/half.h"
@@ -60,25 +61,38 @@ struct ConvertedInput {
   const float* sums = nullptr;    // the same for Q8_1's s
 };
 
-void transpose_block_scales(DType type, const uint8_t* rows, size_t row_bytes, int64_t cols, int64_t n_tokens,
-                            std::vector<float>& table, ConvertedInput& in) {
-  if (type != DType::kQ8_0 && type != DType::kQ8_1) return;
-  const int64_t blocks = cols / kQK, groups = n_tokens / 8;
-  if (groups == 0) return;
-  const size_t block_bytes = type == DType::kQ8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ8_1);
-  const size_t per_table = size_t(groups * blocks * 8);
-  table.resize(type == DType::kQ8_1 ? 2 * per_table : per_table);
-  for (int64_t m = 0; m < groups * 8; ++m) {
+// Where token m's block scales go in the block-major tables (null when the
+// format has none or the token is past the last whole group of eight).
+struct BlockScaleTables {
+  float* scales = nullptr;
+  float* sums = nullptr;
+  int64_t blocks = 0, rows = 0;  // rows covered: whole groups of eight
+
+  void record(DType type, const uint8_t* row, int64_t m) const {
+    if (!scales || m >= rows) return;
+    const size_t block_bytes = type == DType::kQ8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ8_1);
     for (int64_t b = 0; b < blocks; ++b) {
       uint16_t half[2];
-      std::memcpy(half, rows + size_t(m) * row_bytes + size_t(b) * block_bytes, sizeof half);
+      std::memcpy(half, row + size_t(b) * block_bytes, sizeof half);
       const size_t at = size_t(((m / 8) * blocks + b) * 8 + m % 8);
-      table[at] = f16_to_f32(half[0]);
-      if (type == DType::kQ8_1) table[per_table + at] = f16_to_f32(half[1]);
+      scales[at] = f16_to_f32(half[0]);
+      if (sums) sums[at] = f16_to_f32(half[1]);
     }
   }
-  in.scales = table.data();
-  if (type == DType::kQ8_1) in.sums = table.data() + per_table;
+};
+
+// Block-scale tables for the 32-element activation formats, sized in `table`.
+BlockScaleTables block_scale_tables(DType type, int64_t cols, int64_t n_tokens, std::vector<float>& table) {
+  BlockScaleTables t;
+  if (type != DType::kQ8_0 && type != DType::kQ8_1) return t;
+  t.blocks = cols / kQK;
+  t.rows = n_tokens / 8 * 8;
+  if (t.rows == 0) return t;
+  const size_t per_table = size_t(t.rows * t.blocks);
+  table.resize(type == DType::kQ8_1 ? 2 * per_table : per_table);
+  t.scales = table.data();
+  if (type == DType::kQ8_1) t.sums = table.data() + per_table;
+  return t;
 }
 
 // The input converted to `type`, converting it on first use.
@@ -92,13 +106,16 @@ ConvertedInput converted_input(DType type, size_t row_bytes, int64_t cols, const
   std::vector<uint8_t>& buffer = scratch.activations[done.size()];
   if (buffer.size() < row_bytes * size_t(n_tokens)) buffer.resize(row_bytes * size_t(n_tokens));
   uint8_t* acts = buffer.data();
+  const BlockScaleTables tables = block_scale_tables(type, cols, n_tokens, scratch.block_scales[done.size()]);
   pool.parallel_for(n_tokens, 1, [&](int, int64_t begin, int64_t end) {
-    for (int64_t m = begin; m < end; ++m) convert_activation_row(type, x + m * cols, acts + size_t(m) * row_bytes, cols);
+    for (int64_t m = begin; m < end; ++m) {
+      uint8_t* row = acts + size_t(m) * row_bytes;
+      convert_activation_row(type, x + m * cols, row, cols);
+      tables.record(type, row, m);
+    }
   });
-  ConvertedInput in{type, acts};
-  transpose_block_scales(type, acts, row_bytes, cols, n_tokens, scratch.block_scales[done.size()], in);
-  done.push_back(in);
-  return in;
+  done.push_back({type, acts, tables.scales, tables.sums});
+  return done.back();
 }
 
 // Rows [r0, r1) of one weight for every token: eight tokens at a time where
@@ -160,6 +177,10 @@ void matmul_shared_input(const std::vector<MatmulOutput>& outputs, const float* 
   std::vector<ConvertedInput> converted;
   int64_t n_tiles = 0;
   for (const MatmulOutput& o : outputs) {
+    if (o.weight->cols() != outputs.front().weight->cols()) {
+      throw Error("matmul: weight '" + o.weight->name() + "' has " + std::to_string(o.weight->cols()) +
+                  " columns, the others of its group " + std::to_string(outputs.front().weight->cols()));
+    }
     if (o.weight->dense()) {
       o.weight->dense()->run(x, n_tokens, o.y);
       continue;

@@ -293,6 +293,14 @@ inline void dot4_q6_k(int64_t n, const void* w, const void* const* a, float* out
 }
 
 
+// The many-row kernels of a format whose weights are signed bytes per block.
+template <ByteDot byte_dot, class Block, __m256i (*values)(const Block&)>
+void set_signed_kernels(VecDotKernel& k, bool four_weight_rows) {
+  k.fn4 = dot4_signed<byte_dot, Block, values>;
+  k.fn8 = dot8_signed<byte_dot, Block, values>;
+  if (four_weight_rows) k.rows4 = rows4_signed<byte_dot, Block, values>;
+}
+
 // The quantised formats' kernels over `byte_dot`; fn is null for others.
 template <ByteDot byte_dot>
 VecDotKernel x86_quant_vec_dot(DType weight_type) {
@@ -303,27 +311,16 @@ VecDotKernel x86_quant_vec_dot(DType weight_type) {
                                               {DType::kQ4_K, dot_q4_k},
                                               {DType::kQ6_K, dot_q6_k}});
   switch (weight_type) {
-    case DType::kQ4_0:
-      k.fn4 = dot4_signed<byte_dot, BlockQ4_0, q4_0_values>;
-      k.fn8 = dot8_signed<byte_dot, BlockQ4_0, q4_0_values>;
-      k.rows4 = rows4_signed<byte_dot, BlockQ4_0, q4_0_values>;
-      break;
+    case DType::kQ4_0: set_signed_kernels<byte_dot, BlockQ4_0, q4_0_values>(k, true); break;
+    case DType::kQ5_0: set_signed_kernels<byte_dot, BlockQ5_0, q5_0_values>(k, true); break;
+    // No four-row decode kernel for Q8_0: it holds the large output matrices,
+    // whose one-token product is bound by memory, and reading four rows at
+    // once measured slower there.
+    case DType::kQ8_0: set_signed_kernels<byte_dot, BlockQ8_0, q8_0_values>(k, false); break;
     case DType::kQ4_1:
       k.fn4 = dot4_q4_1<byte_dot>;
       k.fn8 = dot8_q4_1<byte_dot>;
       k.rows4 = rows4_q4_1<byte_dot>;
-      break;
-    case DType::kQ5_0:
-      k.fn4 = dot4_signed<byte_dot, BlockQ5_0, q5_0_values>;
-      k.fn8 = dot8_signed<byte_dot, BlockQ5_0, q5_0_values>;
-      k.rows4 = rows4_signed<byte_dot, BlockQ5_0, q5_0_values>;
-      break;
-    case DType::kQ8_0:
-      k.fn4 = dot4_signed<byte_dot, BlockQ8_0, q8_0_values>;
-      k.fn8 = dot8_signed<byte_dot, BlockQ8_0, q8_0_values>;
-      // No four-row decode kernel: Q8_0 holds the large output matrices, whose
-      // one-token product is bound by memory, and reading four rows at once
-      // measured slower there.
       break;
     case DType::kQ4_K: k.fn4 = dot4_q4_k; break;
     case DType::kQ6_K: k.fn4 = dot4_q6_k; break;

@@ -82,6 +82,16 @@ class Daemon:
                 return float(m.group(3))
         return 0.0
 
+    def wait_for_metric(self, name, done, timeout=10, **labels):
+        """Polls one sample until done(value) holds or the timeout passes;
+        returns the last value."""
+        deadline = time.time() + timeout
+        value = self.metric(name, **labels)
+        while not done(value) and time.time() < deadline:
+            time.sleep(0.02)
+            value = self.metric(name, **labels)
+        return value
+
     def terminate(self):
         self.proc.send_signal(signal.SIGTERM)
 

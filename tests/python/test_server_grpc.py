@@ -113,9 +113,6 @@ def test_cancelled_call_frees_its_blocks(pb, channel, daemon):
             break
     assert daemon.metric("tessera:kv_cache_usage_perc", model_name="smollm2") > 0
     call.cancel()
-    deadline = time.time() + 10
-    while time.time() < deadline and daemon.metric("tessera:kv_cache_usage_perc", model_name="smollm2") > 0:
-        time.sleep(0.05)
-    assert daemon.metric("tessera:kv_cache_usage_perc", model_name="smollm2") == 0
+    assert daemon.wait_for_metric("tessera:kv_cache_usage_perc", lambda v: v == 0, model_name="smollm2") == 0
     assert daemon.metric("tessera:num_requests_running", model_name="smollm2") == 0
     assert daemon.metric("tessera:requests_cancelled_total", model_name="smollm2") == before + 1

@@ -75,10 +75,7 @@ def test_disconnect_mid_stream_frees_blocks(tessera_bin, smollm2):
         assert d.metric("tessera:kv_cache_usage_perc", model_name="smollm2") > 0
         conn.sock.close()
         conn.close()
-        deadline = time.time() + 10
-        while time.time() < deadline and d.metric("tessera:num_requests_running", model_name="smollm2") > 0:
-            time.sleep(0.05)
-        assert d.metric("tessera:num_requests_running", model_name="smollm2") == 0
+        assert d.wait_for_metric("tessera:num_requests_running", lambda v: v == 0, model_name="smollm2") == 0
         assert d.metric("tessera:kv_cache_usage_perc", model_name="smollm2") == 0
         assert d.metric("tessera:requests_cancelled_total", model_name="smollm2") == 1
     finally:
@@ -126,9 +123,7 @@ def test_sigterm_under_load_loses_no_accepted_request(tessera_bin, smollm2):
     client = client_of(d)
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         futures = [pool.submit(stream_text, client, f"Request {i} says", 40) for i in range(8)]
-        deadline = time.time() + 30
-        while d.metric("tessera:num_requests_running", model_name="smollm2") < 8 and time.time() < deadline:
-            time.sleep(0.02)
+        d.wait_for_metric("tessera:num_requests_running", lambda v: v >= 8, timeout=30, model_name="smollm2")
         d.terminate()
         time.sleep(0.1)
         assert d.get("/health")[0] == 503

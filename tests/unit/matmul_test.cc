@@ -184,6 +184,22 @@ TEST(Matmul, Avx512KernelsGiveTheAvx2Bits) {
   }
 }
 
+TEST(Matmul, SharedInputOfDifferentWidthsIsAnError) {
+  const WeightRows w = weight_rows("Q8_0");
+  const LinearWeight wide("wide.weight", w.dtype, w.bytes.data(), w.rows, w.cols, detect_isa());
+  const LinearWeight narrow("narrow.weight", w.dtype, w.bytes.data(), w.rows / 2, w.cols / 2, detect_isa());
+  const std::vector<float> x = random_row(w.cols, 9);
+  std::vector<float> y(size_t(w.rows));
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  try {
+    matmul_shared_input({{&wide, y.data()}, {&narrow, y.data()}}, x.data(), 1, scratch, pool);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("narrow.weight"), std::string::npos);
+  }
+}
+
 TEST(Matmul, UnsupportedFormatIsRefusedAtLoad) {
   std::vector<uint8_t> bytes(66);
   try {
