@@ -1,18 +1,19 @@
 #pragma once
 // The paged KV cache: for every layer, a pool of fixed-size pages of keys and
-// of values, sized from a memory budget at start. The scheduler hands out
-// page numbers; the engine owns the memory.
+// of values in the backend's memory, sized from a memory budget at start.
+// The scheduler hands out page numbers; the engine owns the memory.
 #include <cstdint>
 #include <vector>
 
-#include "engine/tensor/aligned_buffer.h"
+#include "kernels/backend.h"
 #include "models/decoder.h"
 
 namespace tessera {
 
 class PagedKvCache {
  public:
-  PagedKvCache(const KvLayout& layout, int n_layers, int64_t n_pages);
+  // Pages are zeroed, so a never-written slot only ever holds finite values.
+  PagedKvCache(Backend& backend, const KvLayout& layout, int n_layers, int64_t n_pages);
 
   // Pages that fit in `budget_bytes` for this geometry (at least 0).
   static int64_t pages_for_budget(const KvLayout& layout, int n_layers, uint64_t budget_bytes);
@@ -25,7 +26,7 @@ class PagedKvCache {
  private:
   KvLayout layout_;
   int64_t n_pages_;
-  std::vector<AlignedBuffer> buffers_;  // k and v of each layer
+  std::vector<DeviceBuffer> buffers_;  // k and v of each layer
   std::vector<KvLayer> layers_;
 };
 

@@ -1,12 +1,16 @@
 #pragma once
-// Runs StepPlans on the CPU: builds the batch metadata (flattened tokens,
-// positions, slots, CSR page table), runs the decoder, and samples each row
-// with its own parameters.
+// Runs StepPlans on a backend: keeps each sequence's state between steps
+// (sampling parameters, random generator, tokens, page table), fills the
+// fixed batch buffers, runs the decoder, and samples each row with its own
+// parameters.
 #include <memory>
+#include <random>
+#include <unordered_map>
 
+#include "engine/batch_buffers.h"
 #include "engine/kv_cache.h"
 #include "engine/step_plan.h"
-#include "kernels/cpu/thread_pool.h"
+#include "kernels/backend.h"
 #include "models/decoder.h"
 #include "models/model.h"
 
@@ -16,29 +20,49 @@ struct RunnerConfig {
   uint64_t kv_budget_bytes = 256ull << 20;
   int page_size = 16;
   DType kv_dtype = DType::kF16;
-  int n_threads = 0;  // 0: one per hardware thread
+  DecoderCapacity capacity;  // the largest step: tokens and sequences
 };
 
 class ModelRunner {
  public:
-  ModelRunner(std::unique_ptr<Model> model, const RunnerConfig& config);
+  // Loads the model at `model_path` onto `backend`. Throws tessera::Error.
+  ModelRunner(std::shared_ptr<Backend> backend, const std::string& model_path, const RunnerConfig& config);
+  ~ModelRunner();
 
   const Model& model() const { return *model_; }
+  Backend& backend() const { return *backend_; }
   const PagedKvCache& kv_cache() const { return *kv_; }
   int page_size() const { return kv_->layout().page_size; }
+  const DecoderCapacity& capacity() const { return decoder_->capacity(); }
+  size_t known_sequences() const { return sequences_.size(); }
 
   // Throws tessera::Error when the plan is malformed (ids, pages, positions).
   StepResult step(const StepPlan& plan);
-  void set_observer(ActivationObserver observer) { decoder_.set_observer(std::move(observer)); }
+  void set_observer(ActivationObserver observer) { decoder_->set_observer(std::move(observer)); }
 
  private:
-  void validate(const StepPlan& plan) const;
+  struct SequenceState {
+    std::vector<int32_t> tokens;  // prompt, then output
+    size_t prompt_len = 0;
+    SamplingParams sampling;
+    std::mt19937_64 rng;
+    std::vector<int32_t> pages;
+  };
 
+  void check_tokens(const std::string& who, const std::vector<int32_t>& tokens) const;
+  void register_sequences(const StepPlan& plan);
+  void apply_steps(const StepPlan& plan);
+  float* logits_for(int rows);
+  StepResult sample(const StepPlan& plan, int n_logit_rows);
+
+  std::shared_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<PagedKvCache> kv_;
-  cpu::ThreadPool pool_;
-  Decoder decoder_;
-  std::vector<float> logits_;
+  std::unique_ptr<Decoder> decoder_;
+  std::unique_ptr<BatchBuffers> batch_;
+  std::unordered_map<uint64_t, SequenceState> sequences_;
+  DeviceBuffer logits_;           // (rows, vocab) on the device
+  std::vector<float> host_logits_;
 };
 
 }  // namespace tessera

@@ -1,9 +1,11 @@
 #pragma once
 // What the scheduler asks the engine to run in one iteration, and what comes
-// back. The scheduler owns every array these views point into.
+// back: plain values with no pointers into scheduler memory, so a plan can
+// be encoded (engine/step_plan_codec.h) and run by another process. As in a
+// scheduler output of vLLM, a sequence is described in full on its first
+// step and by deltas after that; the runner keeps each sequence's sampling
+// parameters, random generator, tokens and page table between steps.
 #include <cstdint>
-#include <random>
-#include <span>
 #include <vector>
 
 #include "engine/sampler.h"
@@ -11,21 +13,34 @@
 
 namespace tessera {
 
+// A sequence the runner has not seen: everything it keeps for it.
+struct NewSequence {
+  uint64_t seq_id = 0;
+  std::vector<int32_t> tokens;  // prompt, then any output already generated
+  uint32_t prompt_len = 0;      // tokens[0, prompt_len) are the prompt (penalties tell them apart)
+  SamplingParams sampling;
+  uint64_t seed = 0;            // of the sequence's random generator
+};
+
 struct SequenceStep {
   uint64_t seq_id = 0;
-  std::span<const int32_t> tokens;       // new tokens: a prefill chunk or one decode token
-  int32_t start_position = 0;            // position of tokens[0]
-  std::span<const int32_t> block_table;  // the sequence's KV pages, covering start_position + tokens.size()
-  bool sample = false;                   // draw the next token after this step
-  bool all_logits = false;               // return logits for every token (perplexity, prompt logprobs)
-  const SamplingParams* sampling = nullptr;
-  std::span<const int32_t> history;      // prompt then output so far (penalties)
-  size_t prompt_len = 0;
-  std::mt19937_64* rng = nullptr;
+  std::vector<int32_t> tokens;   // new tokens: a prefill chunk or one decode token
+  int32_t start_position = 0;    // position of tokens[0]
+  // The page table is cut to `pages_from` entries, then `pages` appended:
+  // new pages of a running sequence, or the whole table (pages_from 0) of a
+  // new or resumed one.
+  uint32_t pages_from = 0;
+  std::vector<int32_t> pages;
+  bool sample = false;           // draw the next token after this step
+  bool all_logits = false;       // return logits for every token (perplexity, prompt logprobs)
+
+  bool operator==(const SequenceStep&) const = default;
 };
 
 struct StepPlan {
-  std::vector<SequenceStep> sequences;
+  std::vector<uint64_t> finished;          // sequences the runner forgets before this step
+  std::vector<NewSequence> new_sequences;  // registered before this step
+  std::vector<SequenceStep> steps;         // run in this order
 };
 
 struct SequenceResult {
@@ -36,7 +51,7 @@ struct SequenceResult {
 };
 
 struct StepResult {
-  std::vector<SequenceResult> sequences;  // in plan order
+  std::vector<SequenceResult> sequences;  // in step order
 };
 
 }  // namespace tessera

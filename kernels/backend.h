@@ -1,7 +1,9 @@
 #pragma once
 // The contract between the engine and a compute device. A backend is a
-// device, an allocator, a stream and a table of kernels; `supports()` is asked
-// at model load, never mid-request. Kernels take pointers and shapes only.
+// device, an allocator, streams and events, and a table of kernels, one per
+// op of the forward pass, each taking an argument struct of pointers into
+// the backend's memory and shapes (kernels/op_args.h). Which kernel serves a
+// weight is decided once, at load (prepare_linear), never mid-request.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -9,31 +11,87 @@
 
 #include "engine/tensor/device.h"
 #include "engine/tensor/dtype.h"
+#include "kernels/op_args.h"
+#include "quant/weight_scheme.h"
 
 namespace tessera {
 
-enum class Op : uint8_t { kDequantize };
+enum class Op : uint8_t {
+  kDequantize,
+  kEmbedding,
+  kRmsNorm,
+  kRope,
+  kLinear,
+  kKvWrite,
+  kAttention,
+  kGatedActivation,
+  kAdd,
+  kScale,
+  kSoftcap,
+  kGatherRows,
+};
 
 std::string_view op_name(Op op);
+
+// A point in a stream's work that other streams, or the host, can wait for.
+class Event {
+ public:
+  virtual ~Event() = default;
+  // Blocks the host until the work before the recording point has finished.
+  virtual void synchronize() = 0;
+};
 
 class Stream {
  public:
   virtual ~Stream() = default;
   // Blocks until every kernel queued on the stream has finished.
   virtual void synchronize() = 0;
+  virtual void record(Event& event) = 0;
+  // Work queued after this waits for the event's recording point.
+  virtual void wait(Event& event) = 0;
 };
 
-// Expands `n_elems` elements of `src_dtype` at `src` into f32 at `dst`; both
-// pointers are device memory of the backend that runs it.
-struct DequantizeArgs {
-  const void* src;
-  DType src_dtype;
-  float* dst;
-  int64_t n_elems;
+// A linear weight in the backend's own form: kernel chosen, data resident
+// (and repacked, where the backend wants another layout).
+class PreparedLinear {
+ public:
+  explicit PreparedLinear(const QuantizedLinear& desc) : desc_(desc) {}
+  virtual ~PreparedLinear() = default;
+  const QuantizedLinear& desc() const { return desc_; }
+  int64_t rows() const { return desc_.rows; }
+  int64_t cols() const { return desc_.cols; }
+
+ private:
+  QuantizedLinear desc_;
+};
+
+// The work items of one step's attention, built once per step by
+// kernels().plan_attention and read by every layer's kernels().attention.
+// Sized at creation for the largest batch: planning never allocates.
+class AttentionPlan {
+ public:
+  virtual ~AttentionPlan() = default;
 };
 
 struct KernelTable {
-  void (*dequantize)(const DequantizeArgs& args, Stream& stream) = nullptr;
+  void (*dequantize)(const DequantizeArgs&, Stream&) = nullptr;
+  void (*embedding)(const EmbeddingArgs&, Stream&) = nullptr;
+  void (*rms_norm)(const RmsNormArgs&, Stream&) = nullptr;
+  void (*rope)(const RopeArgs&, Stream&) = nullptr;
+  void (*linear)(const LinearArgs&, Stream&) = nullptr;
+  void (*kv_write)(const KvWriteArgs&, Stream&) = nullptr;
+  void (*plan_attention)(const AttentionPlanArgs&, Stream&) = nullptr;
+  void (*attention)(const AttentionArgs&, Stream&) = nullptr;
+  void (*gated_activation)(const GatedActivationArgs&, Stream&) = nullptr;
+  void (*add)(const AddArgs&, Stream&) = nullptr;
+  void (*scale)(const ScaleArgs&, Stream&) = nullptr;
+  void (*softcap)(const SoftcapArgs&, Stream&) = nullptr;
+  void (*gather_rows)(const GatherRowsArgs&, Stream&) = nullptr;
+};
+
+struct MemoryInfo {
+  uint64_t free_bytes = 0;
+  uint64_t total_bytes = 0;
 };
 
 class Backend {
@@ -43,21 +101,37 @@ class Backend {
   virtual Device device() const = 0;
   // Human-readable description: model, memory, instruction sets.
   virtual std::string describe() const = 0;
+  virtual MemoryInfo memory_info() const = 0;
 
   virtual void* allocate(size_t bytes) = 0;
   virtual void deallocate(void* ptr) = 0;
   virtual void copy_host_to_device(void* dst, const void* src, size_t bytes, Stream& stream) = 0;
   virtual void copy_device_to_host(void* dst, const void* src, size_t bytes, Stream& stream) = 0;
+  virtual void fill_zero(void* dst, size_t bytes, Stream& stream) = 0;
+
+  // Checkpoint bytes made resident on the device: a copy where the device
+  // cannot read host memory, the bytes themselves where it can (the CPU
+  // reads the mapped file in place). Valid while the result lives.
+  virtual std::shared_ptr<const void> place_weights(const void* host, size_t bytes) = 0;
 
   virtual Stream& default_stream() = 0;
+  virtual std::unique_ptr<Event> create_event() = 0;
+
   virtual bool supports(Op op, DType dtype) const = 0;
   virtual const KernelTable& kernels() const = 0;
+
+  // Throws tessera::Error naming the weight when no kernel serves its scheme.
+  virtual std::unique_ptr<PreparedLinear> prepare_linear(const QuantizedLinear& weight) = 0;
+  virtual std::unique_ptr<AttentionPlan> create_attention_plan(int max_tokens, int max_seqs, int n_kv_heads) = 0;
 };
 
 // Device memory owned through the backend that allocated it.
 class DeviceBuffer {
  public:
+  DeviceBuffer() = default;
   DeviceBuffer(Backend& backend, size_t bytes);
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   ~DeviceBuffer();
@@ -68,9 +142,11 @@ class DeviceBuffer {
   size_t size() const { return size_; }
 
  private:
-  Backend& backend_;
-  void* data_;
-  size_t size_;
+  void release();
+
+  Backend* backend_ = nullptr;
+  void* data_ = nullptr;
+  size_t size_ = 0;
 };
 
 }  // namespace tessera

@@ -1,5 +1,7 @@
 #include "kernels/backend_registry.h"
 
+#include <charconv>
+
 #include "engine/error.h"
 #include "kernels/cpu/cpu_backend.h"
 #ifdef TESSERA_WITH_CUDA
@@ -17,7 +19,7 @@ std::vector<BackendFactory> compiled_backends() {
   return factories;
 }
 
-std::unique_ptr<Backend> create_backend(const Device& device) {
+std::unique_ptr<Backend> create_backend(const Device& device, const BackendOptions& options) {
   for (const BackendFactory& factory : compiled_backends()) {
     if (factory.kind != device.kind) continue;
     const int count = factory.device_count();
@@ -25,9 +27,27 @@ std::unique_ptr<Backend> create_backend(const Device& device) {
       throw Error("device " + device_name(device) + ": not present (" + std::to_string(count) + " " +
                   factory.name + " device(s) found)");
     }
-    return factory.create(device.index);
+    return factory.create(device.index, options);
   }
   throw Error("device " + device_name(device) + ": this build has no backend for it");
+}
+
+Device parse_device(const std::string& text) {
+  static constexpr std::pair<std::string_view, DeviceKind> kKinds[] = {
+      {"cpu", DeviceKind::kCpu}, {"cuda", DeviceKind::kCuda}, {"hip", DeviceKind::kHip}, {"xpu", DeviceKind::kXpu}};
+  const std::string_view view(text);
+  const size_t colon = view.find(':');
+  const std::string_view kind = view.substr(0, colon);
+  for (const auto& [name, value] : kKinds) {
+    if (kind != name) continue;
+    Device device{value, 0};
+    if (colon == std::string_view::npos) return device;
+    const std::string_view index = view.substr(colon + 1);
+    const auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), device.index);
+    if (ec == std::errc() && end == index.data() + index.size() && !index.empty() && device.index >= 0) return device;
+    break;
+  }
+  throw Error("device '" + text + "': expected cpu, cuda, cuda:N, hip:N or xpu:N");
 }
 
 }  // namespace tessera

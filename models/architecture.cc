@@ -3,14 +3,10 @@
 #include <cmath>
 
 #include "engine/error.h"
-#include "models/arch/arch_list.h"
+#include "models/rope_frequencies.h"
 #include "models/gguf/gguf_file.h"
 
 namespace tessera {
-
-std::vector<Architecture> architectures() {
-  return {llama_architecture(), mistral_architecture(), qwen2_architecture(), gemma3_architecture()};
-}
 
 namespace {
 
@@ -19,7 +15,7 @@ std::string supported_list(bool hf) {
   for (const Architecture& a : architectures()) {
     if (hf) {
       for (std::string_view t : a.hf_model_types) names += (names.empty() ? "" : ", ") + std::string(t);
-    } else {
+    } else if (!a.gguf_name.empty()) {
       names += (names.empty() ? "" : ", ") + std::string(a.gguf_name);
     }
   }
@@ -28,14 +24,14 @@ std::string supported_list(bool hf) {
 
 }  // namespace
 
-Architecture find_architecture_for_gguf(std::string_view name) {
+const Architecture& find_architecture_for_gguf(std::string_view name) {
   for (const Architecture& a : architectures()) {
-    if (a.gguf_name == name) return a;
+    if (!a.gguf_name.empty() && a.gguf_name == name && a.spec_from_gguf) return a;
   }
   throw Error("architecture '" + std::string(name) + "' is not supported (supported: " + supported_list(false) + ")");
 }
 
-Architecture find_architecture_for_hf(std::string_view model_type) {
+const Architecture& find_architecture_for_hf(std::string_view model_type) {
   for (const Architecture& a : architectures()) {
     for (std::string_view t : a.hf_model_types) {
       if (t == model_type) return a;
@@ -63,6 +59,7 @@ WeightNames standard_gguf_names() {
   n.q_bias = "blk.{}.attn_q.bias";
   n.k_bias = "blk.{}.attn_k.bias";
   n.v_bias = "blk.{}.attn_v.bias";
+  n.o_bias = "blk.{}.attn_output.bias";
   n.q_norm = "blk.{}.attn_q_norm.weight";
   n.k_norm = "blk.{}.attn_k_norm.weight";
   n.post_attn_norm = "blk.{}.post_attention_norm.weight";
@@ -71,6 +68,9 @@ WeightNames standard_gguf_names() {
   n.up = "blk.{}.ffn_up.weight";
   n.down = "blk.{}.ffn_down.weight";
   n.post_ffn_norm = "blk.{}.post_ffw_norm.weight";
+  n.gate_bias = "blk.{}.ffn_gate.bias";
+  n.up_bias = "blk.{}.ffn_up.bias";
+  n.down_bias = "blk.{}.ffn_down.bias";
   return n;
 }
 
@@ -87,12 +87,17 @@ WeightNames llama_hf_names() {
   n.q_bias = "model.layers.{}.self_attn.q_proj.bias";
   n.k_bias = "model.layers.{}.self_attn.k_proj.bias";
   n.v_bias = "model.layers.{}.self_attn.v_proj.bias";
+  n.o_bias = "model.layers.{}.self_attn.o_proj.bias";
   n.q_norm = "model.layers.{}.self_attn.q_norm.weight";
   n.k_norm = "model.layers.{}.self_attn.k_norm.weight";
   n.ffn_norm = "model.layers.{}.post_attention_layernorm.weight";
   n.gate = "model.layers.{}.mlp.gate_proj.weight";
   n.up = "model.layers.{}.mlp.up_proj.weight";
   n.down = "model.layers.{}.mlp.down_proj.weight";
+  n.gate_bias = "model.layers.{}.mlp.gate_proj.bias";
+  n.up_bias = "model.layers.{}.mlp.up_proj.bias";
+  n.down_bias = "model.layers.{}.mlp.down_proj.bias";
+  n.derived = {"model.layers.{}.self_attn.rotary_emb.inv_freq"};
   return n;
 }
 
@@ -119,6 +124,7 @@ void fill_common_gguf(const gguf::File& file, const std::string& arch, DecoderSp
   spec->norm_eps = float(file.get_float(arch + ".attention.layer_norm_rms_epsilon").value_or(1e-5));
   spec->rope.base = float(file.get_float(arch + ".rope.freq_base").value_or(10000.0));
   spec->rope.dim = optional("rope.dimension_count", spec->head_dim);
+  spec->rope.recipe = RopeRecipe::kGgml;
   if (file.get_string(arch + ".rope.scaling.type").value_or("none") == "linear") {
     const double factor = file.get_float(arch + ".rope.scaling.factor").value_or(1.0);
     if (!(factor > 0.0)) throw Error(file.name() + ": key '" + arch + ".rope.scaling.factor': must be positive");
@@ -126,35 +132,6 @@ void fill_common_gguf(const gguf::File& file, const std::string& arch, DecoderSp
   }
   spec->sliding_window.assign(size_t(std::max(spec->n_layers, 0)), 0);
 }
-
-namespace {
-
-// Llama 3's frequency-dependent rope scaling: long wavelengths are divided
-// by `factor`, short ones kept, the band between blended.
-std::vector<float> llama3_freq_factors(const nlohmann::json& scaling, float base, int dim) {
-  const double factor = scaling.value("factor", 8.0);
-  const double low = scaling.value("low_freq_factor", 1.0);
-  const double high = scaling.value("high_freq_factor", 4.0);
-  const double old_context = scaling.value("original_max_position_embeddings", 8192.0);
-  if (!(factor > 0.0) || !(high > low) || !(old_context > 0.0)) throw Error("config.json: rope_scaling (llama3) has invalid factors");
-  const double low_wavelen = old_context / low, high_wavelen = old_context / high;
-  std::vector<float> factors;
-  for (int i = 0; i < dim / 2; ++i) {
-    const double freq = 1.0 / std::pow(double(base), 2.0 * i / dim);
-    const double wavelen = 2.0 * M_PI / freq;
-    double scaled = freq;
-    if (wavelen > low_wavelen) {
-      scaled = freq / factor;
-    } else if (wavelen >= high_wavelen) {
-      const double smooth = (old_context / wavelen - low) / (high - low);
-      scaled = (1.0 - smooth) * freq / factor + smooth * freq;
-    }
-    factors.push_back(float(freq / scaled));
-  }
-  return factors;
-}
-
-}  // namespace
 
 void fill_common_hf(const nlohmann::json& config, DecoderSpec* spec) {
   auto required = [&](const char* key) -> int {
@@ -176,18 +153,49 @@ void fill_common_hf(const nlohmann::json& config, DecoderSpec* spec) {
   spec->vocab_size = required("vocab_size");
   spec->max_context = optional("max_position_embeddings", 4096);
   spec->norm_eps = config.value("rms_norm_eps", 1e-6f);
-  spec->rope.style = cpu::RopeStyle::kHalves;
-  spec->rope.base = config.value("rope_theta", 10000.0f);
-  spec->rope.dim = spec->head_dim;
   spec->tied_embeddings = config.value("tie_word_embeddings", false);
-  if (config.contains("rope_scaling") && config["rope_scaling"].is_object()) {
-    const auto& scaling = config["rope_scaling"];
-    const std::string type = scaling.value("rope_type", scaling.value("type", ""));
-    if (type == "linear") spec->rope.freq_scale = 1.0f / scaling.value("factor", 1.0f);
-    else if (type == "llama3") spec->rope.freq_factors = llama3_freq_factors(scaling, spec->rope.base, spec->rope.dim);
-    else if (!type.empty() && type != "default") throw Error("config.json: rope_scaling type '" + type + "' is not supported");
-  }
+  spec->qkv_bias = spec->o_bias = config.value("attention_bias", false);
+  spec->mlp_bias = config.value("mlp_bias", false);
+  const double partial = config.value("partial_rotary_factor", 1.0);
+  if (!(partial > 0.0 && partial <= 1.0)) throw Error("config.json: 'partial_rotary_factor' must be in (0, 1]");
+  spec->rope.pairing = RotaryPairing::kHalves;
+  spec->rope.recipe = RopeRecipe::kTransformers;
+  spec->rope.base = config.value("rope_theta", 10000.0f);
+  spec->rope.dim = int(double(spec->head_dim) * partial);
+  spec->rope.inv_freq = transformers_inv_freq(spec->rope.base, spec->rope.dim, config.value("rope_scaling", nlohmann::json()));
   spec->sliding_window.assign(size_t(spec->n_layers), 0);
+}
+
+namespace {
+
+// transformers' activation names and the gated activation each gives.
+bool activation_matches(const std::string& name, FfnActivation activation) {
+  if (name == "silu" || name == "swish") return activation == FfnActivation::kSwiGlu;
+  if (name == "gelu_pytorch_tanh" || name == "gelu_tanh") return activation == FfnActivation::kGeGluTanh;
+  return false;
+}
+
+}  // namespace
+
+void refuse_unhonoured_hf_flags(const nlohmann::json& config, const DecoderSpec& spec) {
+  for (const char* key : {"hidden_act", "hidden_activation"}) {
+    if (!config.contains(key) || config[key].is_null()) continue;
+    const std::string name = config[key].is_string() ? config[key].get<std::string>() : config[key].dump();
+    if (!activation_matches(name, spec.activation)) {
+      throw Error(std::string("config.json: '") + key + "': " + name + " is not supported for " + spec.architecture);
+    }
+  }
+  if (config.contains("quantization_config") && !config["quantization_config"].is_null()) {
+    const auto& q = config["quantization_config"];
+    const std::string method = q.is_object() ? q.value("quant_method", "unknown") : "unknown";
+    throw Error("config.json: 'quantization_config': quantised checkpoints (" + method + ") are not supported");
+  }
+  if (config.value("attention_bias", false) && !(spec.qkv_bias && spec.o_bias)) {
+    throw Error("config.json: 'attention_bias' is not supported for " + spec.architecture);
+  }
+  if (config.value("mlp_bias", false) && !spec.mlp_bias) {
+    throw Error("config.json: 'mlp_bias' is not supported for " + spec.architecture);
+  }
 }
 
 }  // namespace tessera

@@ -1,7 +1,8 @@
 #pragma once
 // One entry per supported architecture: how to fill a DecoderSpec from GGUF
 // metadata or a Hugging Face config.json, and the weight names in each format.
-// Each architecture lives in its own small file under models/arch/.
+// Each architecture lives in its own small file under models/arch/ and is
+// registered by one line of models/arch/architectures.def.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -15,15 +16,21 @@ namespace gguf {
 class File;
 }
 
-// Names of one checkpoint format; per-layer names contain "{}" for the layer.
+// Names of one checkpoint format; per-layer names contain "{}" for the
+// layer. An empty name: the format has no such tensor.
 struct WeightNames {
   std::string token_embedding, output_norm, output;
-  std::string attn_norm, q, k, v, o, q_bias, k_bias, v_bias, q_norm, k_norm, post_attn_norm;
-  std::string ffn_norm, gate, up, down, post_ffn_norm;
+  std::string attn_norm, q, k, v, o, q_bias, k_bias, v_bias, o_bias, q_norm, k_norm, post_attn_norm;
+  std::string qkv;  // Q, K and V rows in one matrix (split at load), instead of q, k and v
+  std::string ffn_norm, gate, up, down, gate_bias, up_bias, down_bias, post_ffn_norm;
+  std::string gate_up;  // gate rows then up rows in one matrix, instead of gate and up
+  // Tensors a checkpoint may carry that the computation derives itself
+  // (transformers' old rotary inv_freq buffers).
+  std::vector<std::string> derived;
 };
 
 struct Architecture {
-  std::string_view gguf_name;                  // general.architecture
+  std::string_view gguf_name;                    // general.architecture; empty when there is no GGUF form
   std::vector<std::string_view> hf_model_types;  // config.json model_type
   void (*spec_from_gguf)(const gguf::File& file, DecoderSpec* spec);
   void (*spec_from_hf)(const nlohmann::json& config, DecoderSpec* spec);
@@ -31,11 +38,11 @@ struct Architecture {
   WeightNames hf_names;
 };
 
-// The registered architectures (see models/arch/).
-std::vector<Architecture> architectures();
+// The registered architectures (models/arch/architectures.def).
+const std::vector<Architecture>& architectures();
 // Throws tessera::Error listing the supported names when none matches.
-Architecture find_architecture_for_gguf(std::string_view name);
-Architecture find_architecture_for_hf(std::string_view model_type);
+const Architecture& find_architecture_for_gguf(std::string_view name);
+const Architecture& find_architecture_for_hf(std::string_view model_type);
 
 // The layer's name: "{}" replaced by the layer index.
 std::string layer_name(const std::string& pattern, int layer);
@@ -44,6 +51,12 @@ std::string layer_name(const std::string& pattern, int layer);
 WeightNames standard_gguf_names();
 WeightNames llama_hf_names();
 void fill_common_gguf(const gguf::File& file, const std::string& arch, DecoderSpec* spec);
+// Reads what every Hugging Face decoder config shares, honouring
+// attention_bias, mlp_bias, partial_rotary_factor and rope_scaling.
 void fill_common_hf(const nlohmann::json& config, DecoderSpec* spec);
+// After the architecture has filled the spec: refuses config.json flags that
+// would change the computation in a way the spec does not follow
+// (hidden_act, quantization_config …), naming the flag.
+void refuse_unhonoured_hf_flags(const nlohmann::json& config, const DecoderSpec& spec);
 
 }  // namespace tessera

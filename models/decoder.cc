@@ -1,160 +1,183 @@
 #include "models/decoder.h"
 
 #include <cmath>
-#include <cstring>
 
-#include "engine/tensor/half.h"
-#include "kernels/cpu/embedding.h"
-#include "kernels/cpu/norm.h"
+#include "engine/error.h"
 
 namespace tessera {
+
+// The activations of one pass, each sized for capacity.max_tokens rows.
+struct Decoder::Activations {
+  Workspace::Region x, h, q, k, v, attn, proj, gate, up, rows;
+  float* at(const Workspace& ws, const Workspace::Region& r) const { return ws.get<float>(r); }
+};
+
 namespace {
 
-void add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim) {
-  for (int64_t r = 0; r < n_rows; ++r) {
-    for (int64_t i = 0; i < dim; ++i) x[r * dim + i] += bias[i];
+ops::GatedActivation op_activation(FfnActivation a) {
+  switch (a) {
+    case FfnActivation::kSwiGlu: return ops::GatedActivation::kSilu;
+    case FfnActivation::kGeGluTanh: return ops::GatedActivation::kGeluTanh;
+    case FfnActivation::kGeGluTanhTable: return ops::GatedActivation::kGeluTanhTable;
   }
-}
-
-void add_into(float* x, const float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
-}
-
-// Scatters each token's K and V rows to its cache slot.
-void write_kv(const KvLayout& layout, const KvLayer& kv, const int64_t* slots, int n_tokens, const float* k, const float* v) {
-  const int64_t row = int64_t(layout.n_kv_heads) * layout.head_dim;
-  for (int t = 0; t < n_tokens; ++t) {
-    const int64_t base = slots[t] * row;
-    if (layout.dtype == DType::kF32) {
-      std::memcpy(static_cast<float*>(kv.k) + base, k + t * row, size_t(row) * sizeof(float));
-      std::memcpy(static_cast<float*>(kv.v) + base, v + t * row, size_t(row) * sizeof(float));
-    } else {
-      uint16_t* kd = static_cast<uint16_t*>(kv.k) + base;
-      uint16_t* vd = static_cast<uint16_t*>(kv.v) + base;
-      for (int64_t i = 0; i < row; ++i) {
-        kd[i] = f32_to_f16(k[t * row + i]);
-        vd[i] = f32_to_f16(v[t * row + i]);
-      }
-    }
-  }
+  return ops::GatedActivation::kSilu;
 }
 
 }  // namespace
 
-void Decoder::ensure_workspace(int n_tokens) {
-  const size_t t = size_t(n_tokens);
-  const size_t q_dim = size_t(spec_.n_heads) * size_t(spec_.head_dim);
-  const size_t kv_dim = size_t(spec_.n_kv_heads) * size_t(spec_.head_dim);
-  x_.resize(t * size_t(spec_.d_model));
-  h_.resize(t * size_t(spec_.d_model));
-  proj_.resize(t * size_t(spec_.d_model));
-  q_.resize(t * q_dim);
-  attn_.resize(t * q_dim);
-  k_.resize(t * kv_dim);
-  v_.resize(t * kv_dim);
-  gate_.resize(t * size_t(spec_.ffn_dim));
-  up_.resize(t * size_t(spec_.ffn_dim));
+Decoder::Decoder(const DecoderSpec& spec, const DecoderWeights& weights, Backend& backend, const DecoderCapacity& capacity)
+    : spec_(spec), w_(weights), capacity_(capacity), act_(std::make_unique<Activations>()) {
+  if (capacity.max_tokens <= 0 || capacity.max_seqs <= 0) throw Error("decoder: capacity must be positive");
+  const size_t t = size_t(capacity.max_tokens);
+  const size_t d = size_t(spec.d_model), f = size_t(spec.ffn_dim);
+  const size_t q_dim = size_t(spec.n_heads) * size_t(spec.head_dim), kv_dim = size_t(spec.n_kv_heads) * size_t(spec.head_dim);
+  Activations& a = *act_;
+  a.x = workspace_.reserve<float>(t * d);        // (tokens, d_model): the residual stream
+  a.h = workspace_.reserve<float>(t * d);        // (tokens, d_model): normed input of a block
+  a.q = workspace_.reserve<float>(t * q_dim);    // (tokens, n_heads, head_dim)
+  a.k = workspace_.reserve<float>(t * kv_dim);   // (tokens, n_kv_heads, head_dim)
+  a.v = workspace_.reserve<float>(t * kv_dim);
+  a.attn = workspace_.reserve<float>(t * q_dim);  // (tokens, n_heads, head_dim)
+  a.proj = workspace_.reserve<float>(t * d);     // (tokens, d_model): a block's output
+  a.gate = workspace_.reserve<float>(t * f);     // (tokens, ffn_dim)
+  a.up = workspace_.reserve<float>(t * f);
+  a.rows = workspace_.reserve<float>(t * d);     // (logit rows, d_model)
+  workspace_.commit(backend);
+  plan_ = backend.create_attention_plan(capacity.max_tokens, capacity.max_seqs, spec.n_kv_heads);
 }
 
-void Decoder::attention_block(int layer, const ForwardBatch& batch, const KvLayout& layout, const KvLayer& kv,
-                              cpu::ThreadPool& pool) {
-  const LayerWeights& lw = w_.layers[size_t(layer)];
-  const int n = batch.n_tokens;
-  cpu::rms_norm(x_.data(), lw.attn_norm, spec_.norm_weight_offset, spec_.norm_eps, n, spec_.d_model, h_.data(), pool);
-  observe("attn_norm", layer, h_, n, spec_.d_model);
-  cpu::matmul_shared_input({{lw.q.get(), q_.data()}, {lw.k.get(), k_.data()}, {lw.v.get(), v_.data()}}, h_.data(), n, scratch_, pool);
-  if (spec_.qkv_bias) {
-    add_bias(q_.data(), lw.q_bias, n, lw.q->rows());
-    add_bias(k_.data(), lw.k_bias, n, lw.k->rows());
-    add_bias(v_.data(), lw.v_bias, n, lw.v->rows());
-  }
-  if (spec_.qk_norm) {
-    cpu::rms_norm(q_.data(), lw.q_norm, spec_.norm_weight_offset, spec_.norm_eps, int64_t(n) * spec_.n_heads, spec_.head_dim,
-                  q_.data(), pool);
-    cpu::rms_norm(k_.data(), lw.k_norm, spec_.norm_weight_offset, spec_.norm_eps, int64_t(n) * spec_.n_kv_heads,
-                  spec_.head_dim, k_.data(), pool);
-  }
-  observe("q_normed", layer, q_, n, int64_t(spec_.n_heads) * spec_.head_dim);
-  const int window = spec_.sliding_window[size_t(layer)];
-  cpu::RopeParams rope{spec_.rope.style, spec_.rope.dim, spec_.rope.base, spec_.rope.freq_scale,
-                       spec_.rope.freq_factors.empty() ? nullptr : spec_.rope.freq_factors.data()};
-  if (window > 0 && spec_.rope.local_base > 0.0f) {
-    rope.freq_base = spec_.rope.local_base;
-    rope.freq_scale = 1.0f;  // scaling applies to the global layers only
-    rope.freq_factors = nullptr;
-  }
-  cpu::apply_rope(q_.data(), batch.positions, n, spec_.n_heads, spec_.head_dim, rope, pool);
-  cpu::apply_rope(k_.data(), batch.positions, n, spec_.n_kv_heads, spec_.head_dim, rope, pool);
-  observe("q_rope", layer, q_, n, int64_t(spec_.n_heads) * spec_.head_dim);
-  observe("k_rope", layer, k_, n, int64_t(spec_.n_kv_heads) * spec_.head_dim);
-  write_kv(layout, kv, batch.slots, n, k_.data(), v_.data());
+Decoder::~Decoder() = default;
 
-  cpu::AttentionParams params;
+void Decoder::observe(const Pass& pass, const char* name, int layer, const float* values, int64_t n_tokens,
+                      int64_t width) const {
+  if (!observer_) return;
+  std::vector<float> host(size_t(n_tokens * width));
+  pass.backend.copy_device_to_host(host.data(), values, host.size() * sizeof(float), pass.stream);
+  pass.stream.synchronize();
+  observer_(name, layer, host.data(), n_tokens, width);
+}
+
+ops::RopeParams Decoder::rope_params(int layer) const {
+  const RopeSpec& r = spec_.rope;
+  ops::RopeParams p;
+  p.style = r.pairing == RotaryPairing::kAdjacent ? ops::RopeStyle::kInterleaved : ops::RopeStyle::kHalves;
+  p.rotary_dim = r.dim;
+  const bool local = spec_.sliding_window[size_t(layer)] > 0 && r.local_base > 0.0f;
+  if (r.recipe == RopeRecipe::kTransformers) {
+    p.numerics = ops::RopeNumerics::kFrequencyTable;
+    p.inv_freq = local ? r.local_inv_freq.data() : r.inv_freq.data();
+    return p;
+  }
+  p.numerics = ops::RopeNumerics::kGgml;
+  p.freq_base = local ? r.local_base : r.base;
+  p.freq_scale = local ? 1.0f : r.freq_scale;  // scaling applies to the global layers only
+  p.freq_factors = local || r.freq_factors.empty() ? nullptr : r.freq_factors.data();
+  return p;
+}
+
+void Decoder::attention_block(const Pass& pass, int layer, const ForwardBatch& batch, const KvLayout& layout,
+                              const KvLayer& kv) {
+  const LayerWeights& lw = w_.layers[size_t(layer)];
+  const Activations& a = *act_;
+  float *x = a.at(workspace_, a.x), *h = a.at(workspace_, a.h), *q = a.at(workspace_, a.q), *k = a.at(workspace_, a.k),
+        *v = a.at(workspace_, a.v), *attn = a.at(workspace_, a.attn), *proj = a.at(workspace_, a.proj);
+  const int n = batch.n_tokens;
+  const int64_t q_width = int64_t(spec_.n_heads) * spec_.head_dim, kv_width = int64_t(spec_.n_kv_heads) * spec_.head_dim;
+  const float offset = spec_.norm_weight_offset, eps = spec_.norm_eps;
+  pass.ops.rms_norm({x, lw.attn_norm, offset, eps, n, spec_.d_model, h}, pass.stream);
+  observe(pass, "attn_norm", layer, h, n, spec_.d_model);
+  const LinearOutput qkv[] = {{lw.q.get(), q}, {lw.k.get(), k}, {lw.v.get(), v}};
+  pass.ops.linear({h, n, qkv, 3}, pass.stream);
+  if (spec_.qk_norm) {
+    pass.ops.rms_norm({q, lw.q_norm, offset, eps, int64_t(n) * spec_.n_heads, spec_.head_dim, q}, pass.stream);
+    pass.ops.rms_norm({k, lw.k_norm, offset, eps, int64_t(n) * spec_.n_kv_heads, spec_.head_dim, k}, pass.stream);
+  }
+  observe(pass, "q_normed", layer, q, n, q_width);
+  const ops::RopeParams rope = rope_params(layer);
+  pass.ops.rope({q, batch.positions, n, spec_.n_heads, spec_.head_dim, rope}, pass.stream);
+  pass.ops.rope({k, batch.positions, n, spec_.n_kv_heads, spec_.head_dim, rope}, pass.stream);
+  observe(pass, "q_rope", layer, q, n, q_width);
+  observe(pass, "k_rope", layer, k, n, kv_width);
+  pass.ops.kv_write({kv.k, kv.v, layout.dtype, kv_width, batch.slots, n, k, v}, pass.stream);
+
+  const int window = spec_.sliding_window[size_t(layer)];
+  ops::AttentionParams params;
   params.scale = spec_.attention_scale > 0.0f ? spec_.attention_scale : 1.0f / std::sqrt(float(spec_.head_dim));
   params.scale_queries = spec_.scale_queries;
-  params.mask = window > 0 ? cpu::MaskMod::kSlidingWindow : cpu::MaskMod::kCausal;
+  params.mask = window > 0 ? ops::MaskMod::kSlidingWindow : ops::MaskMod::kCausal;
   params.window = window;
   if (spec_.attn_softcap > 0.0f) {
-    params.score = cpu::ScoreMod::kSoftcap;
+    params.score = ops::ScoreMod::kSoftcap;
     params.softcap = spec_.attn_softcap;
   }
-  const cpu::PagedKv paged{kv.k, kv.v, layout.dtype, layout.page_size, layout.n_kv_heads, layout.head_dim};
-  cpu::flex_attention(q_.data(), spec_.n_heads, paged, batch.attention, params, attn_.data(), pool, isa_);
-  observe("attention", layer, attn_, n, int64_t(spec_.n_heads) * spec_.head_dim);
-  cpu::matmul(*lw.o, attn_.data(), n, proj_.data(), scratch_, pool);
-  observe("attention_proj", layer, proj_, n, spec_.d_model);
+  const ops::PagedKv paged{kv.k, kv.v, layout.dtype, layout.page_size, layout.n_kv_heads, layout.head_dim};
+  pass.ops.attention({plan_.get(), q, spec_.n_heads, paged, params, attn}, pass.stream);
+  observe(pass, "attention", layer, attn, n, q_width);
+  const LinearOutput o[] = {{lw.o.get(), proj}};
+  pass.ops.linear({attn, n, o, 1}, pass.stream);
+  observe(pass, "attention_proj", layer, proj, n, spec_.d_model);
   if (spec_.post_attention_norm) {
-    cpu::rms_norm(proj_.data(), lw.post_attn_norm, spec_.norm_weight_offset, spec_.norm_eps, n, spec_.d_model, proj_.data(), pool);
-    observe("attn_post_norm", layer, proj_, n, spec_.d_model);
+    pass.ops.rms_norm({proj, lw.post_attn_norm, offset, eps, n, spec_.d_model, proj}, pass.stream);
+    observe(pass, "attn_post_norm", layer, proj, n, spec_.d_model);
   }
-  add_into(x_.data(), proj_.data(), int64_t(n) * spec_.d_model);
-  observe("attn_residual", layer, x_, n, spec_.d_model);
+  pass.ops.add({x, proj, int64_t(n) * spec_.d_model}, pass.stream);
+  observe(pass, "attn_residual", layer, x, n, spec_.d_model);
 }
 
-void Decoder::ffn_block(int layer, int n, cpu::ThreadPool& pool) {
+void Decoder::ffn_block(const Pass& pass, int layer, int n) {
   const LayerWeights& lw = w_.layers[size_t(layer)];
-  cpu::rms_norm(x_.data(), lw.ffn_norm, spec_.norm_weight_offset, spec_.norm_eps, n, spec_.d_model, h_.data(), pool);
-  cpu::matmul_shared_input({{lw.gate.get(), gate_.data()}, {lw.up.get(), up_.data()}}, h_.data(), n, scratch_, pool);
-  observe("ffn_gate", layer, gate_, n, spec_.ffn_dim);
-  observe("ffn_up", layer, up_, n, spec_.ffn_dim);
-  cpu::gated_activation(spec_.activation, gate_.data(), up_.data(), int64_t(n) * spec_.ffn_dim, gate_.data(), pool, isa_);
-  observe("ffn_act", layer, gate_, n, spec_.ffn_dim);
-  cpu::matmul(*lw.down, gate_.data(), n, proj_.data(), scratch_, pool);
-  observe("ffn_out", layer, proj_, n, spec_.d_model);
-  if (spec_.post_ffn_norm) {
-    cpu::rms_norm(proj_.data(), lw.post_ffn_norm, spec_.norm_weight_offset, spec_.norm_eps, n, spec_.d_model, proj_.data(), pool);
-  }
-  add_into(x_.data(), proj_.data(), int64_t(n) * spec_.d_model);
+  const Activations& a = *act_;
+  float *x = a.at(workspace_, a.x), *h = a.at(workspace_, a.h), *gate = a.at(workspace_, a.gate),
+        *up = a.at(workspace_, a.up), *proj = a.at(workspace_, a.proj);
+  const float offset = spec_.norm_weight_offset, eps = spec_.norm_eps;
+  pass.ops.rms_norm({x, lw.ffn_norm, offset, eps, n, spec_.d_model, h}, pass.stream);
+  const LinearOutput gate_up[] = {{lw.gate.get(), gate}, {lw.up.get(), up}};
+  pass.ops.linear({h, n, gate_up, 2}, pass.stream);
+  observe(pass, "ffn_gate", layer, gate, n, spec_.ffn_dim);
+  observe(pass, "ffn_up", layer, up, n, spec_.ffn_dim);
+  pass.ops.gated_activation({op_activation(spec_.activation), gate, up, int64_t(n) * spec_.ffn_dim, gate}, pass.stream);
+  observe(pass, "ffn_act", layer, gate, n, spec_.ffn_dim);
+  const LinearOutput down[] = {{lw.down.get(), proj}};
+  pass.ops.linear({gate, n, down, 1}, pass.stream);
+  observe(pass, "ffn_out", layer, proj, n, spec_.d_model);
+  if (spec_.post_ffn_norm) pass.ops.rms_norm({proj, lw.post_ffn_norm, offset, eps, n, spec_.d_model, proj}, pass.stream);
+  pass.ops.add({x, proj, int64_t(n) * spec_.d_model}, pass.stream);
 }
 
-void Decoder::forward(const ForwardBatch& batch, const KvLayout& layout, const std::vector<KvLayer>& kv, float* logits,
-                      cpu::ThreadPool& pool) {
-  const int n = batch.n_tokens;
-  ensure_workspace(n);
-  const EmbeddingTable& emb = w_.token_embedding;
-  cpu::embedding_lookup(emb.dtype, emb.data, emb.cols, batch.token_ids, n, x_.data(), pool);
-  if (spec_.embedding_scale != 1.0f) {
-    for (float& value : x_) value *= spec_.embedding_scale;
-  }
-  observe("embedding", 0, x_, n, spec_.d_model);
-  for (int l = 0; l < spec_.n_layers; ++l) {
-    attention_block(l, batch, layout, kv[size_t(l)], pool);
-    ffn_block(l, n, pool);
-    observe("layer_out", l, x_, n, spec_.d_model);
-  }
-  if (batch.n_logit_rows == 0) return;
-  const int64_t d = spec_.d_model;
-  rows_.resize(size_t(batch.n_logit_rows) * size_t(d));
-  for (int r = 0; r < batch.n_logit_rows; ++r) {
-    std::memcpy(rows_.data() + r * d, x_.data() + int64_t(batch.logit_rows[r]) * d, size_t(d) * sizeof(float));
-  }
-  cpu::rms_norm(rows_.data(), w_.output_norm, spec_.norm_weight_offset, spec_.norm_eps, batch.n_logit_rows, d, rows_.data(), pool);
-  cpu::matmul(*w_.output, rows_.data(), batch.n_logit_rows, logits, scratch_, pool);
+void Decoder::output_head(const Pass& pass, const ForwardBatch& batch, float* logits) {
+  const Activations& a = *act_;
+  float *x = a.at(workspace_, a.x), *rows = a.at(workspace_, a.rows);
+  const int64_t d = spec_.d_model, n_rows = batch.n_logit_rows;
+  pass.ops.gather_rows({x, d, batch.logit_rows, n_rows, rows}, pass.stream);
+  pass.ops.rms_norm({rows, w_.output_norm, spec_.norm_weight_offset, spec_.norm_eps, n_rows, d, rows}, pass.stream);
+  const LinearOutput out[] = {{w_.output.get(), logits}};
+  pass.ops.linear({rows, n_rows, out, 1}, pass.stream);
   if (spec_.final_logit_softcap > 0.0f) {
-    const float cap = spec_.final_logit_softcap;
-    const int64_t total = int64_t(batch.n_logit_rows) * spec_.vocab_size;
-    for (int64_t i = 0; i < total; ++i) logits[i] = cap * std::tanh(logits[i] / cap);
+    pass.ops.softcap({logits, n_rows * spec_.vocab_size, spec_.final_logit_softcap}, pass.stream);
   }
+}
+
+void Decoder::forward(Backend& backend, Stream& stream, const ForwardBatch& batch, const KvLayout& layout,
+                      const std::vector<KvLayer>& kv, float* logits) {
+  const int n = batch.n_tokens;
+  if (n <= 0 || n > capacity_.max_tokens || batch.attention.n_seqs > capacity_.max_seqs || batch.n_logit_rows > n) {
+    throw Error("decoder: a batch of " + std::to_string(n) + " tokens in " + std::to_string(batch.attention.n_seqs) +
+                " sequences exceeds the capacity (" + std::to_string(capacity_.max_tokens) + " tokens, " +
+                std::to_string(capacity_.max_seqs) + " sequences)");
+  }
+  const Pass pass{backend, stream, backend.kernels()};
+  float* x = act_->at(workspace_, act_->x);
+  const EmbeddingTable& emb = w_.token_embedding;
+  pass.ops.embedding({emb.dtype, emb.data, emb.cols, batch.token_ids, n, x}, stream);
+  if (spec_.embedding_scale != 1.0f) pass.ops.scale({x, int64_t(n) * spec_.d_model, spec_.embedding_scale}, stream);
+  observe(pass, "embedding", 0, x, n, spec_.d_model);
+  pass.ops.plan_attention({batch.attention, n, spec_.n_kv_heads, plan_.get()}, stream);
+  for (int l = 0; l < spec_.n_layers; ++l) {
+    attention_block(pass, l, batch, layout, kv[size_t(l)]);
+    ffn_block(pass, l, n);
+    observe(pass, "layer_out", l, x, n, spec_.d_model);
+  }
+  if (batch.n_logit_rows > 0) output_head(pass, batch, logits);
 }
 
 }  // namespace tessera

@@ -1,14 +1,15 @@
 #pragma once
 // The generic decoder: one forward pass over a flattened batch of tokens from
 // many sequences, reading and writing the paged KV cache. Every architecture
-// runs through this code; the spec switches its optional parts.
+// runs through this code, and every op through the backend's kernel table;
+// the spec switches the optional parts.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
-#include "kernels/cpu/flex_attention.h"
-#include "kernels/cpu/matmul.h"
-#include "kernels/cpu/thread_pool.h"
+#include "kernels/backend.h"
+#include "kernels/workspace.h"
 #include "models/decoder_spec.h"
 #include "models/decoder_weights.h"
 
@@ -21,51 +22,68 @@ struct KvLayout {
   int head_dim = 0;
 };
 
-// One layer's pages: k and v are [n_pages][page_size][n_kv_heads][head_dim].
+// One layer's pages in device memory: k and v are [n_pages][page_size][n_kv_heads][head_dim].
 struct KvLayer {
   void* k;
   void* v;
 };
 
+// A step's batch metadata, in device memory at fixed addresses.
 struct ForwardBatch {
   int n_tokens = 0;
-  const int32_t* token_ids = nullptr;   // [n_tokens]
-  const int32_t* positions = nullptr;   // [n_tokens]
-  const int64_t* slots = nullptr;       // [n_tokens]: page * page_size + offset for the token's K and V
-  cpu::AttentionBatch attention{};
+  const int32_t* token_ids = nullptr;   // (n_tokens)
+  const int32_t* positions = nullptr;   // (n_tokens)
+  const int64_t* slots = nullptr;       // (n_tokens): page * page_size + offset for the token's K and V
+  ops::AttentionBatch attention{};
   int n_logit_rows = 0;
-  const int32_t* logit_rows = nullptr;  // tokens whose next-token logits are wanted
+  const int32_t* logit_rows = nullptr;  // (n_logit_rows): tokens whose next-token logits are wanted
 };
 
-// Sees intermediate activations (name, layer, [n_tokens][width] values) for
-// comparison with reference implementations.
+// Largest batch a decoder is laid out for; a step beyond it is refused.
+struct DecoderCapacity {
+  int max_tokens = 2048;
+  int max_seqs = 256;
+};
+
+// Sees intermediate activations (name, layer, [n_tokens][width] values, on
+// the host) for comparison with reference implementations.
 using ActivationObserver = std::function<void(const char* name, int layer, const float* values, int64_t n_tokens, int64_t width)>;
 
 class Decoder {
  public:
-  Decoder(const DecoderSpec& spec, const DecoderWeights& weights, const cpu::IsaFeatures& isa)
-      : spec_(spec), w_(weights), isa_(isa) {}
+  // Lays out the activation workspace and the attention plan on `backend`.
+  Decoder(const DecoderSpec& spec, const DecoderWeights& weights, Backend& backend, const DecoderCapacity& capacity);
+  ~Decoder();
 
   void set_observer(ActivationObserver observer) { observer_ = std::move(observer); }
+  const DecoderCapacity& capacity() const { return capacity_; }
 
-  // Writes [batch.n_logit_rows][vocab] logits.
-  void forward(const ForwardBatch& batch, const KvLayout& layout, const std::vector<KvLayer>& kv, float* logits,
-               cpu::ThreadPool& pool);
+  // Queues the pass on `stream`; writes (batch.n_logit_rows, vocab) logits
+  // to device memory at `logits`.
+  void forward(Backend& backend, Stream& stream, const ForwardBatch& batch, const KvLayout& layout,
+               const std::vector<KvLayer>& kv, float* logits);
 
  private:
-  void attention_block(int layer, const ForwardBatch& batch, const KvLayout& layout, const KvLayer& kv, cpu::ThreadPool& pool);
-  void ffn_block(int layer, int n_tokens, cpu::ThreadPool& pool);
-  void ensure_workspace(int n_tokens);
+  struct Activations;  // the workspace's regions
+  // What one forward pass runs with.
+  struct Pass {
+    Backend& backend;
+    Stream& stream;
+    const KernelTable& ops;
+  };
+
+  void attention_block(const Pass& pass, int layer, const ForwardBatch& batch, const KvLayout& layout, const KvLayer& kv);
+  void ffn_block(const Pass& pass, int layer, int n_tokens);
+  void output_head(const Pass& pass, const ForwardBatch& batch, float* logits);
+  ops::RopeParams rope_params(int layer) const;
+  void observe(const Pass& pass, const char* name, int layer, const float* values, int64_t n_tokens, int64_t width) const;
 
   const DecoderSpec& spec_;
   const DecoderWeights& w_;
-  cpu::IsaFeatures isa_;
-  cpu::MatmulScratch scratch_;
-  void observe(const char* name, int layer, const std::vector<float>& values, int64_t n_tokens, int64_t width) const {
-    if (observer_) observer_(name, layer, values.data(), n_tokens, width);
-  }
-
-  std::vector<float> x_, h_, q_, k_, v_, attn_, proj_, gate_, up_, rows_;  // activations, reused
+  DecoderCapacity capacity_;
+  Workspace workspace_;
+  std::unique_ptr<Activations> act_;
+  std::unique_ptr<AttentionPlan> plan_;
   ActivationObserver observer_;
 };
 

@@ -15,6 +15,11 @@ void DecoderSpec::validate(const std::string& source) const {
   require(vocab_size > 0, "vocabulary size missing");
   require(rope.dim > 0 && rope.dim <= head_dim && rope.dim % 2 == 0, "rotary dimension " + std::to_string(rope.dim) + " invalid");
   require(rope.freq_factors.empty() || int(rope.freq_factors.size()) == rope.dim / 2, "rope frequency factors: one per rotary pair");
+  if (rope.recipe == RopeRecipe::kTransformers) {
+    require(int(rope.inv_freq.size()) == rope.dim / 2, "rope frequency table: one per rotary pair");
+    require(rope.local_base <= 0.0f || int(rope.local_inv_freq.size()) == rope.dim / 2,
+            "local rope frequency table: one per rotary pair");
+  }
   require(norm_eps > 0.0f, "norm epsilon must be positive");
   require(int(sliding_window.size()) == n_layers, "per-layer sliding window list has the wrong length");
   for (int w : sliding_window) require(w >= 0, "negative sliding window");

@@ -1,23 +1,41 @@
 #pragma once
 // The typed description of a decoder-only transformer, filled once from GGUF
 // metadata or a Hugging Face config.json by the model's architecture file.
-// The generic decoder reads nothing else.
+// The generic decoder reads nothing else. Device-free: model-level enums only.
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/activation.h"
-#include "kernels/cpu/rope.h"
-
 namespace tessera {
 
+// Which dimensions of a head rotate together.
+enum class RotaryPairing : uint8_t {
+  kAdjacent,  // (2i, 2i+1): llama.cpp's converter permutes Llama Q/K this way
+  kHalves,    // (i, i + dim/2): Hugging Face, NeoX, Gemma, Qwen
+};
+
+// Whose arithmetic the rotation angles follow, to the last bit.
+enum class RopeRecipe : uint8_t {
+  kGgml,          // GGUF checkpoints, compared with llama.cpp
+  kTransformers,  // Hugging Face checkpoints, compared with transformers (inv_freq tables)
+};
+
+enum class FfnActivation : uint8_t {
+  kSwiGlu,          // silu(gate) * up
+  kGeGluTanh,       // gelu_tanh(gate) * up, evaluated exactly
+  kGeGluTanhTable,  // the same through llama.cpp's f16 table
+};
+
 struct RopeSpec {
-  cpu::RopeStyle style = cpu::RopeStyle::kHalves;
+  RotaryPairing pairing = RotaryPairing::kHalves;
+  RopeRecipe recipe = RopeRecipe::kGgml;
   int dim = 0;                 // rotary dimensions per head (head_dim unless partial)
   float base = 10000.0f;       // full-attention layers
   float local_base = 0.0f;     // sliding-window layers, when they use another base (Gemma 3)
-  float freq_scale = 1.0f;     // linear scaling: 1 / factor
-  std::vector<float> freq_factors;  // per rotary pair, divides the frequency (Llama 3 scaling); empty: none
+  float freq_scale = 1.0f;     // kGgml: linear scaling, 1 / factor
+  std::vector<float> freq_factors;    // kGgml: per rotary pair, divides the frequency (Llama 3 scaling); empty: none
+  std::vector<float> inv_freq;        // kTransformers: (dim / 2) frequencies of full-attention layers
+  std::vector<float> local_inv_freq;  // kTransformers: those of sliding-window layers with local_base
 };
 
 struct DecoderSpec {
@@ -32,9 +50,11 @@ struct DecoderSpec {
   int max_context = 0;
   float norm_eps = 1e-5f;
   float norm_weight_offset = 0.0f;  // RMSNorm scales by (weight + offset)
-  cpu::GatedActivation activation = cpu::GatedActivation::kSilu;
+  FfnActivation activation = FfnActivation::kSwiGlu;
   RopeSpec rope;
-  bool qkv_bias = false;
+  bool qkv_bias = false;              // biases on the Q, K and V projections
+  bool o_bias = false;                // bias on the attention output projection
+  bool mlp_bias = false;              // biases on gate, up and down
   bool qk_norm = false;               // RMSNorm on each query and key head
   bool post_attention_norm = false;   // norm on the attention output before the residual add
   bool post_ffn_norm = false;         // norm on the FFN output before the residual add

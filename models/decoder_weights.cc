@@ -1,6 +1,7 @@
 #include "models/decoder_weights.h"
 
 #include <cstring>
+#include <set>
 
 #include "engine/error.h"
 #include "kernels/cpu/dequantize.h"
@@ -16,33 +17,53 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 class Binder {
  public:
-  Binder(const TensorSource& source, const cpu::IsaFeatures& isa, DecoderWeights& out) : source_(source), isa_(isa), out_(out) {}
+  Binder(const TensorSource& source, Backend& backend, DecoderWeights& out) : source_(source), backend_(backend), out_(out) {}
 
   std::optional<SourceTensor> find(const std::string& name) const { return name.empty() ? std::nullopt : source_.find(name); }
 
-  SourceTensor require(const std::string& name, const std::vector<int64_t>& shape) const {
+  SourceTensor require(const std::string& name, const std::vector<int64_t>& shape) {
     const auto t = find(name);
-    if (!t) throw Error(source_.name() + ": tensor '" + name + "' is missing");
+    if (!t) throw Error(source_.name() + ": tensor '" + (name.empty() ? "(unnamed)" : name) + "' is missing");
     if (t->shape != shape) {
       throw Error(source_.name() + ": tensor '" + name + "' has shape " + shape_text(t->shape) + ", expected " + shape_text(shape));
     }
+    used_.insert(name);
     return *t;
   }
 
-  // A vector as f32: in place when stored as f32, else converted once.
-  const float* vector(const std::string& name, int64_t n, bool required) {
+  void mark_used(const std::string& name) { used_.insert(name); }
+  bool used(const std::string& name) const { return used_.count(name) != 0; }
+
+  // A vector as f32 in host memory: in place when stored as f32, else converted once.
+  const float* host_vector(const std::string& name, int64_t n, bool required) {
     if (!required && !find(name)) return nullptr;
     const SourceTensor t = require(name, {n});
     if (t.dtype == DType::kF32) return static_cast<const float*>(t.data);
     return converted(name, t);
   }
 
-  std::unique_ptr<cpu::LinearWeight> matrix(const std::string& name, int64_t rows, int64_t cols) {
+  // The same, resident on the device.
+  const float* device_vector(const std::string& name, int64_t n, bool required) {
+    const float* host = host_vector(name, n, required);
+    return host ? static_cast<const float*>(place(host, size_t(n) * sizeof(float))) : nullptr;
+  }
+
+  // A matrix as a linear weight: in place in a format the backend multiplies,
+  // else converted to f32 once.
+  QuantizedLinear linear(const std::string& name, int64_t rows, int64_t cols) {
     const SourceTensor t = require(name, {rows, cols});
-    if (t.dtype == DType::kBF16 || cpu::select_vec_dot(t.dtype, isa_).fn) {
-      return std::make_unique<cpu::LinearWeight>(name, t.dtype, t.data, rows, cols, isa_);
-    }
-    return std::make_unique<cpu::LinearWeight>(name, DType::kF32, converted(name, t), rows, cols, isa_);
+    if (backend_.supports(Op::kLinear, t.dtype)) return linear_from_tensor(name, t.dtype, t.data, rows, cols);
+    return linear_from_tensor(name, DType::kF32, converted(name, t), rows, cols);
+  }
+
+  std::unique_ptr<PreparedLinear> prepare(QuantizedLinear w, const std::string& bias_name, bool with_bias) {
+    if (with_bias) w.bias = host_vector(bias_name, w.rows, true);
+    return backend_.prepare_linear(w);
+  }
+
+  const void* place(const void* host, size_t bytes) {
+    out_.resident.push_back(backend_.place_weights(host, bytes));
+    return out_.resident.back().get();
   }
 
  private:
@@ -52,61 +73,107 @@ class Binder {
     }
     int64_t n = 1;
     for (int64_t d : t.shape) n *= d;
-    std::vector<uint8_t>& buf = out_.owned.emplace_back(size_t(n) * sizeof(float));
+    std::vector<uint8_t>& buf = out_.converted.emplace_back(size_t(n) * sizeof(float));
     cpu::dequantize_row(t.dtype, t.data, reinterpret_cast<float*>(buf.data()), n);
     return reinterpret_cast<const float*>(buf.data());
   }
 
   const TensorSource& source_;
-  const cpu::IsaFeatures& isa_;
+  Backend& backend_;
   DecoderWeights& out_;
+  std::set<std::string> used_;
 };
 
-void bind_layer(const DecoderSpec& spec, const WeightNames& names, int l, Binder& b, LayerWeights& layer) {
+void bind_attention(const DecoderSpec& spec, const WeightNames& names, int l, Binder& b, LayerWeights& layer) {
   const int64_t d = spec.d_model, q_dim = int64_t(spec.n_heads) * spec.head_dim, kv_dim = int64_t(spec.n_kv_heads) * spec.head_dim;
   auto name = [l](const std::string& pattern) { return pattern.empty() ? pattern : layer_name(pattern, l); };
-  layer.attn_norm = b.vector(name(names.attn_norm), d, true);
-  layer.q = b.matrix(name(names.q), q_dim, d);
-  layer.k = b.matrix(name(names.k), kv_dim, d);
-  layer.v = b.matrix(name(names.v), kv_dim, d);
-  layer.o = b.matrix(name(names.o), d, q_dim);
-  if (spec.qkv_bias) {
-    layer.q_bias = b.vector(name(names.q_bias), q_dim, true);
-    layer.k_bias = b.vector(name(names.k_bias), kv_dim, true);
-    layer.v_bias = b.vector(name(names.v_bias), kv_dim, true);
+  if (!names.qkv.empty()) {
+    const std::string fused = name(names.qkv);
+    const QuantizedLinear qkv = b.linear(fused, q_dim + 2 * kv_dim, d);
+    layer.q = b.prepare(qkv.row_slice(fused + "[q]", 0, q_dim), "", false);
+    layer.k = b.prepare(qkv.row_slice(fused + "[k]", q_dim, kv_dim), "", false);
+    layer.v = b.prepare(qkv.row_slice(fused + "[v]", q_dim + kv_dim, kv_dim), "", false);
+  } else {
+    layer.q = b.prepare(b.linear(name(names.q), q_dim, d), name(names.q_bias), spec.qkv_bias);
+    layer.k = b.prepare(b.linear(name(names.k), kv_dim, d), name(names.k_bias), spec.qkv_bias);
+    layer.v = b.prepare(b.linear(name(names.v), kv_dim, d), name(names.v_bias), spec.qkv_bias);
   }
+  layer.o = b.prepare(b.linear(name(names.o), d, q_dim), name(names.o_bias), spec.o_bias);
   if (spec.qk_norm) {
-    layer.q_norm = b.vector(name(names.q_norm), spec.head_dim, true);
-    layer.k_norm = b.vector(name(names.k_norm), spec.head_dim, true);
+    layer.q_norm = b.device_vector(name(names.q_norm), spec.head_dim, true);
+    layer.k_norm = b.device_vector(name(names.k_norm), spec.head_dim, true);
   }
-  if (spec.post_attention_norm) layer.post_attn_norm = b.vector(name(names.post_attn_norm), d, true);
-  layer.ffn_norm = b.vector(name(names.ffn_norm), d, true);
-  layer.gate = b.matrix(name(names.gate), spec.ffn_dim, d);
-  layer.up = b.matrix(name(names.up), spec.ffn_dim, d);
-  layer.down = b.matrix(name(names.down), d, spec.ffn_dim);
-  if (spec.post_ffn_norm) layer.post_ffn_norm = b.vector(name(names.post_ffn_norm), d, true);
+  layer.attn_norm = b.device_vector(name(names.attn_norm), d, true);
+  if (spec.post_attention_norm) layer.post_attn_norm = b.device_vector(name(names.post_attn_norm), d, true);
+}
+
+void bind_ffn(const DecoderSpec& spec, const WeightNames& names, int l, Binder& b, LayerWeights& layer) {
+  const int64_t d = spec.d_model, f = spec.ffn_dim;
+  auto name = [l](const std::string& pattern) { return pattern.empty() ? pattern : layer_name(pattern, l); };
+  if (!names.gate_up.empty()) {
+    const std::string fused = name(names.gate_up);
+    const QuantizedLinear gate_up = b.linear(fused, 2 * f, d);
+    layer.gate = b.prepare(gate_up.row_slice(fused + "[gate]", 0, f), "", false);
+    layer.up = b.prepare(gate_up.row_slice(fused + "[up]", f, f), "", false);
+  } else {
+    layer.gate = b.prepare(b.linear(name(names.gate), f, d), name(names.gate_bias), spec.mlp_bias);
+    layer.up = b.prepare(b.linear(name(names.up), f, d), name(names.up_bias), spec.mlp_bias);
+  }
+  layer.down = b.prepare(b.linear(name(names.down), d, f), name(names.down_bias), spec.mlp_bias);
+  layer.ffn_norm = b.device_vector(name(names.ffn_norm), d, true);
+  if (spec.post_ffn_norm) layer.post_ffn_norm = b.device_vector(name(names.post_ffn_norm), d, true);
+}
+
+// A separate output matrix the spec ties to the embedding is accepted only
+// as an exact copy of it (transformers then ignores it too).
+void bind_output(const DecoderSpec& spec, const WeightNames& names, const SourceTensor& embedding, Binder& b,
+                 DecoderWeights& w) {
+  const auto output = b.find(names.output);
+  if (spec.tied_embeddings && output) {
+    const bool copy = output->dtype == embedding.dtype && output->shape == embedding.shape &&
+                      output->n_bytes == embedding.n_bytes && std::memcmp(output->data, embedding.data, embedding.n_bytes) == 0;
+    if (!copy) throw Error("tensor '" + names.output + "' is not used: the embeddings are tied (tie_word_embeddings) and it differs");
+    b.mark_used(names.output);
+  }
+  const std::string& matrix = spec.tied_embeddings || !output ? names.token_embedding : names.output;
+  w.output = b.prepare(b.linear(matrix, spec.vocab_size, spec.d_model), "", false);
+}
+
+bool is_derived(const WeightNames& names, const std::string& tensor, int n_layers) {
+  for (const std::string& pattern : names.derived) {
+    for (int l = 0; l < n_layers; ++l) {
+      if (layer_name(pattern, l) == tensor) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
 
 std::unique_ptr<DecoderWeights> bind_weights(const DecoderSpec& spec, const WeightNames& names, const TensorSource& source,
-                                             const cpu::IsaFeatures& isa) {
+                                             Backend& backend, const std::vector<std::string>& consumed_elsewhere) {
   auto weights = std::make_unique<DecoderWeights>();
-  Binder b(source, isa, *weights);
+  Binder b(source, backend, *weights);
   const SourceTensor embedding = b.require(names.token_embedding, {spec.vocab_size, spec.d_model});
-  if (!cpu::can_dequantize(embedding.dtype)) {
+  if (!backend.supports(Op::kEmbedding, embedding.dtype)) {
     throw Error(source.name() + ": tensor '" + names.token_embedding + "': format " + std::string(dtype_name(embedding.dtype)) +
                 " is not supported");
   }
-  weights->token_embedding = {embedding.dtype, embedding.data, spec.vocab_size, spec.d_model};
-  weights->output_norm = b.vector(names.output_norm, spec.d_model, true);
-  if (!spec.tied_embeddings && b.find(names.output)) {
-    weights->output = b.matrix(names.output, spec.vocab_size, spec.d_model);
-  } else {
-    weights->output = b.matrix(names.token_embedding, spec.vocab_size, spec.d_model);
-  }
+  weights->token_embedding = {embedding.dtype, b.place(embedding.data, embedding.n_bytes), spec.vocab_size, spec.d_model};
+  weights->output_norm = b.device_vector(names.output_norm, spec.d_model, true);
+  bind_output(spec, names, embedding, b, *weights);
   weights->layers.resize(size_t(spec.n_layers));
-  for (int l = 0; l < spec.n_layers; ++l) bind_layer(spec, names, l, b, weights->layers[size_t(l)]);
+  for (int l = 0; l < spec.n_layers; ++l) {
+    bind_attention(spec, names, l, b, weights->layers[size_t(l)]);
+    bind_ffn(spec, names, l, b, weights->layers[size_t(l)]);
+  }
+  for (const std::string& name : consumed_elsewhere) b.mark_used(name);
+  for (const std::string& name : source.names()) {
+    if (!b.used(name) && !is_derived(names, name, spec.n_layers)) {
+      throw Error(source.name() + ": tensor '" + name + "' is not used by the " + spec.architecture +
+                  " decoder as configured (a flag the model needs may be missing from its config)");
+    }
+  }
   return weights;
 }
 

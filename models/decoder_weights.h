@@ -1,15 +1,15 @@
 #pragma once
-// The decoder's weights, bound by name and checked against the spec's
-// shapes. Matrices stay in place in the checkpoint's mapping when a CPU
-// kernel reads their format; other formats (BF16) and small vectors that are
-// not f32 are converted once into owned buffers.
+// The decoder's weights, bound by name, checked against the spec's shapes,
+// and handed to the backend: each linear weight becomes the backend's
+// prepared form of its scheme (kernel chosen here, at load), every other
+// tensor is made resident on the device. Every tensor of the checkpoint must
+// be used, or binding fails naming the first one that is not.
 #include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/isa.h"
-#include "kernels/cpu/matmul.h"
+#include "kernels/backend.h"
 #include "models/architecture.h"
 #include "models/tensor_source.h"
 
@@ -17,18 +17,16 @@ namespace tessera {
 
 struct EmbeddingTable {
   DType dtype = DType::kF32;
-  const void* data = nullptr;  // [vocab][d_model]
+  const void* data = nullptr;  // (vocab, d_model), device memory
   int64_t rows = 0, cols = 0;
 };
 
+// Device pointers; biases are part of their linear weights.
 struct LayerWeights {
-  std::unique_ptr<cpu::LinearWeight> q, k, v, o;  // q: (n_heads * head_dim, d_model) …
-  std::unique_ptr<cpu::LinearWeight> gate, up, down;
+  std::unique_ptr<PreparedLinear> q, k, v, o;  // q: (n_heads * head_dim, d_model) …
+  std::unique_ptr<PreparedLinear> gate, up, down;
   const float* attn_norm = nullptr;       // (d_model)
   const float* ffn_norm = nullptr;        // (d_model)
-  const float* q_bias = nullptr;          // (n_heads * head_dim), qkv_bias only
-  const float* k_bias = nullptr;          // (n_kv_heads * head_dim)
-  const float* v_bias = nullptr;
   const float* q_norm = nullptr;          // (head_dim), qk_norm only
   const float* k_norm = nullptr;
   const float* post_attn_norm = nullptr;  // (d_model)
@@ -37,14 +35,17 @@ struct LayerWeights {
 
 struct DecoderWeights {
   EmbeddingTable token_embedding;
-  const float* output_norm = nullptr;
-  std::unique_ptr<cpu::LinearWeight> output;  // (vocab, d_model)
+  const float* output_norm = nullptr;        // (d_model)
+  std::unique_ptr<PreparedLinear> output;    // (vocab, d_model)
   std::vector<LayerWeights> layers;
-  std::deque<std::vector<uint8_t>> owned;  // converted copies; addresses stay stable
+  std::deque<std::vector<uint8_t>> converted;       // host copies converted to f32; addresses stay stable
+  std::vector<std::shared_ptr<const void>> resident;  // device placements of the tensors above
 };
 
-// Throws tessera::Error naming the tensor, its shape and the expected shape.
+// Throws tessera::Error naming the tensor, its shape and the expected shape,
+// or the first tensor of `source` that nothing uses. `consumed_elsewhere`
+// lists tensors the caller read itself (rope_freqs.weight).
 std::unique_ptr<DecoderWeights> bind_weights(const DecoderSpec& spec, const WeightNames& names, const TensorSource& source,
-                                             const cpu::IsaFeatures& isa);
+                                             Backend& backend, const std::vector<std::string>& consumed_elsewhere = {});
 
 }  // namespace tessera

@@ -8,21 +8,26 @@
 
 namespace tessera {
 
-std::unique_ptr<Model> Model::load(const std::string& path, const cpu::IsaFeatures& isa) {
+std::unique_ptr<Model> Model::load(const std::string& path, Backend& backend) {
   std::unique_ptr<Model> model(new Model());
   model->path_ = path;
-  if (std::filesystem::is_directory(path)) model->load_hf(isa);
-  else model->load_gguf(isa);
+  if (std::filesystem::is_directory(path)) model->load_hf(backend);
+  else model->load_gguf(backend);
   return model;
 }
 
-void Model::load_gguf(const cpu::IsaFeatures& isa) {
+void Model::load_gguf(Backend& backend) {
   gguf_.emplace(gguf::File::open(path_));
   const std::string arch_name = gguf_->get_string("general.architecture").value_or("");
   if (arch_name.empty()) throw Error(path_ + ": key 'general.architecture': missing");
-  const Architecture arch = find_architecture_for_gguf(arch_name);
+  const Architecture& arch = find_architecture_for_gguf(arch_name);
   arch.spec_from_gguf(*gguf_, &spec_);
   const GgufTensorSource source(*gguf_);
+  // Biases are optional in llama.cpp's graphs: a file that has them uses them.
+  const auto has = [&](const std::string& pattern) { return !pattern.empty() && source.find(layer_name(pattern, 0)); };
+  spec_.qkv_bias = spec_.qkv_bias || has(arch.gguf_names.q_bias);
+  spec_.o_bias = spec_.o_bias || has(arch.gguf_names.o_bias);
+  spec_.mlp_bias = spec_.mlp_bias || has(arch.gguf_names.up_bias);
   if (spec_.vocab_size == 0) {
     const auto embedding = source.find(arch.gguf_names.token_embedding);
     if (embedding && embedding->shape.size() == 2) spec_.vocab_size = int(embedding->shape[0]);
@@ -30,7 +35,9 @@ void Model::load_gguf(const cpu::IsaFeatures& isa) {
   spec_.tied_embeddings = spec_.tied_embeddings || !source.find(arch.gguf_names.output);
   read_rope_freq_factors(source);
   spec_.validate(path_);
-  weights_ = bind_weights(spec_, arch.gguf_names, source, isa);
+  std::vector<std::string> consumed;
+  if (!spec_.rope.freq_factors.empty()) consumed.push_back("rope_freqs.weight");
+  weights_ = bind_weights(spec_, arch.gguf_names, source, backend, consumed);
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*gguf_));
   chat_template_ = gguf_->get_string("tokenizer.chat_template").value_or("");
 }
@@ -46,12 +53,13 @@ void Model::read_rope_freq_factors(const TensorSource& source) {
   spec_.rope.freq_factors.assign(f, f + spec_.rope.dim / 2);
 }
 
-void Model::load_hf(const cpu::IsaFeatures& isa) {
+void Model::load_hf(Backend& backend) {
   hf_.emplace(hf::ModelDir::open(path_));
   const std::string model_type = hf_->config().value("model_type", "");
-  const Architecture arch = find_architecture_for_hf(model_type);
+  const Architecture& arch = find_architecture_for_hf(model_type);
   try {
     arch.spec_from_hf(hf_->config(), &spec_);
+    refuse_unhonoured_hf_flags(hf_->config(), spec_);
   } catch (const nlohmann::json::exception& e) {
     throw Error(path_ + "/config.json: " + e.what());
   } catch (const Error& e) {
@@ -60,7 +68,7 @@ void Model::load_hf(const cpu::IsaFeatures& isa) {
   spec_.validate(path_);
   const HfTensorSource source(*hf_);
   if (!spec_.tied_embeddings && !source.find(arch.hf_names.output)) spec_.tied_embeddings = true;
-  weights_ = bind_weights(spec_, arch.hf_names, source, isa);
+  weights_ = bind_weights(spec_, arch.hf_names, source, backend);
   if (!hf_->tokenizer_json()) throw Error(path_ + ": no tokenizer.json");
   const std::string config_text = hf_->tokenizer_config() ? hf_->tokenizer_config()->dump() : "";
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_hf_json(*hf_->tokenizer_json(), config_text, path_ + "/tokenizer.json"));

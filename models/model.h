@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "kernels/cpu/isa.h"
+#include "kernels/backend.h"
 #include "models/decoder_spec.h"
 #include "models/decoder_weights.h"
 #include "models/gguf/gguf_file.h"
@@ -18,8 +18,9 @@ class TensorSource;
 
 class Model {
  public:
-  // A GGUF file or a Hugging Face directory. Throws tessera::Error.
-  static std::unique_ptr<Model> load(const std::string& path, const cpu::IsaFeatures& isa);
+  // A GGUF file or a Hugging Face directory, its weights prepared for
+  // `backend` (which must outlive the model). Throws tessera::Error.
+  static std::unique_ptr<Model> load(const std::string& path, Backend& backend);
 
   const std::string& path() const { return path_; }
   const DecoderSpec& spec() const { return spec_; }
@@ -29,8 +30,8 @@ class Model {
 
  private:
   Model() = default;
-  void load_gguf(const cpu::IsaFeatures& isa);
-  void load_hf(const cpu::IsaFeatures& isa);
+  void load_gguf(Backend& backend);
+  void load_hf(Backend& backend);
   void read_rope_freq_factors(const TensorSource& source);
 
   std::string path_;

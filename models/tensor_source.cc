@@ -16,6 +16,12 @@ std::optional<SourceTensor> GgufTensorSource::find(const std::string& name) cons
 
 const std::string& GgufTensorSource::name() const { return file_.name(); }
 
+std::vector<std::string> GgufTensorSource::names() const {
+  std::vector<std::string> out;
+  for (const gguf::TensorInfo& t : file_.tensors()) out.push_back(t.name);
+  return out;
+}
+
 std::optional<SourceTensor> HfTensorSource::find(const std::string& name) const {
   const auto ref = dir_.find_weight(name);
   if (!ref) return std::nullopt;
@@ -24,5 +30,13 @@ std::optional<SourceTensor> HfTensorSource::find(const std::string& name) const 
 }
 
 const std::string& HfTensorSource::name() const { return dir_.path(); }
+
+std::vector<std::string> HfTensorSource::names() const {
+  std::vector<std::string> out;
+  for (const auto& shard : dir_.shards()) {
+    for (const safetensors::TensorInfo& t : shard->tensors()) out.push_back(t.name);
+  }
+  return out;
+}
 
 }  // namespace tessera

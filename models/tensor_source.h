@@ -28,6 +28,8 @@ class TensorSource {
   virtual ~TensorSource() = default;
   virtual std::optional<SourceTensor> find(const std::string& name) const = 0;
   virtual const std::string& name() const = 0;
+  // Every tensor the checkpoint holds, in file order.
+  virtual std::vector<std::string> names() const = 0;
 };
 
 class GgufTensorSource final : public TensorSource {
@@ -35,6 +37,7 @@ class GgufTensorSource final : public TensorSource {
   explicit GgufTensorSource(const gguf::File& file) : file_(file) {}
   std::optional<SourceTensor> find(const std::string& name) const override;
   const std::string& name() const override;
+  std::vector<std::string> names() const override;
 
  private:
   const gguf::File& file_;
@@ -45,6 +48,7 @@ class HfTensorSource final : public TensorSource {
   explicit HfTensorSource(const hf::ModelDir& dir) : dir_(dir) {}
   std::optional<SourceTensor> find(const std::string& name) const override;
   const std::string& name() const override;
+  std::vector<std::string> names() const override;
 
  private:
   const hf::ModelDir& dir_;

@@ -60,10 +60,8 @@ void ModelLoop::run() {
       }
       plan = scheduler_.schedule();
     }
-    if (plan.sequences.empty()) continue;  // only cancellations were pending
+    if (plan.steps.empty() && plan.finished.empty()) continue;  // only cancellations were pending
     try {
-      // The plan's views stay valid: submissions only add waiting requests
-      // and cancellations only mark them until the next schedule().
       const StepResult result = runner_->step(plan);
       std::lock_guard lock(mutex_);
       scheduler_.postprocess(plan, result);

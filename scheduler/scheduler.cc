@@ -12,7 +12,9 @@ struct Scheduler::Sequence {
   std::vector<int32_t> tokens;  // prompt, then output
   size_t computed = 0;          // tokens whose keys and values are in the cache
   std::vector<int32_t> pages;
-  std::mt19937_64 rng;
+  uint64_t seed = 0;            // of the engine's random generator for this sequence
+  bool engine_knows = false;    // registered with the engine by an earlier plan
+  size_t pages_sent = 0;        // leading entries of `pages` the engine already has
   int generated = 0;
   bool cancelled = false;
   bool planned = false;  // in the plan being built
@@ -71,6 +73,7 @@ void Scheduler::detach_pages(Sequence& s) {
   // first pages are the ones other prompts can share.
   for (auto it = s.pages.rbegin(); it != s.pages.rend(); ++it) blocks_.release(*it);
   s.pages.clear();
+  s.pages_sent = 0;
   s.page_keys.clear();
   s.computed = 0;
 }
@@ -119,7 +122,7 @@ Admission Scheduler::submit(Request request, EventSink sink) {
   auto s = std::make_unique<Sequence>();
   s->arrival = arrivals_++;
   s->tokens = request.prompt;
-  s->rng.seed(request.sampling.seed.value_or(std::random_device{}()));
+  s->seed = request.sampling.seed.value_or(std::random_device{}());
   s->request = std::move(request);
   s->sink = std::move(sink);
   queued_tokens_ += int64_t(s->tokens.size());
@@ -172,6 +175,7 @@ void Scheduler::finish(Sequence& s, FinishReason reason, const std::string& erro
   event.completion_tokens = s.generated;
   event.queue_seconds = s.take_queue_seconds();
   const EventSink sink = std::move(s.sink);
+  if (s.engine_knows) finished_.push_back(s.request.id);
   by_id_.erase(s.request.id);
   for (auto* list : {&running_, &waiting_}) {
     auto it = std::find_if(list->begin(), list->end(), [&](const auto& p) { return p.get() == &s; });
@@ -252,28 +256,39 @@ StepPlan Scheduler::schedule() {
     waiting_.pop_front();
     insert_in_order(running_, std::move(moved));
   }
-  for (const auto& [s, n] : chosen) {
-    SequenceStep step;
-    step.seq_id = s->request.id;
-    step.tokens = std::span<const int32_t>(s->tokens).subspan(s->computed, n);
-    step.start_position = int32_t(s->computed);
-    step.block_table = s->pages;
-    step.sample = s->computed + n == s->tokens.size();
-    step.sampling = &s->request.sampling;
-    step.history = s->tokens;
-    step.prompt_len = s->request.prompt.size();
-    step.rng = &s->rng;
-    plan.sequences.push_back(step);
-  }
+  plan.finished = std::move(finished_);
+  finished_.clear();
+  for (const auto& [s, n] : chosen) plan.steps.push_back(plan_step(*s, n, plan));
   return plan;
 }
 
+SequenceStep Scheduler::plan_step(Sequence& s, size_t n, StepPlan& plan) {
+  if (!s.engine_knows) {
+    NewSequence& fresh = plan.new_sequences.emplace_back();
+    fresh.seq_id = s.request.id;
+    fresh.tokens = s.tokens;
+    fresh.prompt_len = uint32_t(s.request.prompt.size());
+    fresh.sampling = s.request.sampling;
+    fresh.seed = s.seed;
+    s.engine_knows = true;
+  }
+  SequenceStep step;
+  step.seq_id = s.request.id;
+  step.tokens.assign(s.tokens.begin() + long(s.computed), s.tokens.begin() + long(s.computed + n));
+  step.start_position = int32_t(s.computed);
+  step.pages_from = uint32_t(s.pages_sent);
+  step.pages.assign(s.pages.begin() + long(s.pages_sent), s.pages.end());
+  s.pages_sent = s.pages.size();
+  step.sample = s.computed + n == s.tokens.size();
+  return step;
+}
+
 void Scheduler::postprocess(const StepPlan& plan, const StepResult& result) {
-  for (size_t i = 0; i < plan.sequences.size() && i < result.sequences.size(); ++i) {
-    auto found = by_id_.find(plan.sequences[i].seq_id);
+  for (size_t i = 0; i < plan.steps.size() && i < result.sequences.size(); ++i) {
+    auto found = by_id_.find(plan.steps[i].seq_id);
     if (found == by_id_.end()) continue;
     Sequence& s = *found->second;
-    s.computed += plan.sequences[i].tokens.size();
+    s.computed += plan.steps[i].tokens.size();
     register_full_pages(s);
     if (!result.sequences[i].sampled) continue;
     const SampledToken& token = result.sequences[i].token;

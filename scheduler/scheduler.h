@@ -79,6 +79,9 @@ class Scheduler {
   void detach_pages(Sequence& s);
   // Records s's pages that became full since the last call.
   void register_full_pages(Sequence& s);
+  // The step of `s` for the plan, registering `s` with the engine (in the
+  // plan's new sequences) the first time and sending only new pages after.
+  SequenceStep plan_step(Sequence& s, size_t n, StepPlan& plan);
 
   SchedulerLimits limits_;
   int block_size_;
@@ -93,6 +96,7 @@ class Scheduler {
   int64_t queued_tokens_ = 0;
   uint64_t preemptions_ = 0;
   uint64_t cancelled_ = 0;
+  std::vector<uint64_t> finished_;  // known to the engine, finished since the last plan
 };
 
 }  // namespace tessera

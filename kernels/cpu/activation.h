@@ -3,14 +3,11 @@
 
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/op_types.h"
 
 namespace tessera::cpu {
 
-enum class GatedActivation : uint8_t {
-  kSilu,      // SwiGLU: silu(gate) * up (Llama, Mistral, Qwen2)
-  kGeluTanh,       // GeGLU with the tanh approximation (Gemma), evaluated exactly
-  kGeluTanhTable,  // the same through a table over f16 inputs, as llama.cpp evaluates it
-};
+using ops::GatedActivation;
 
 // out[i] = act(gate[i]) * up[i] for i < n. `isa` picks the build; every
 // build gives the same bits.

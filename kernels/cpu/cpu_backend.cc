@@ -1,27 +1,68 @@
 #include "kernels/cpu/cpu_backend.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <new>
 #include <thread>
 
+#include "engine/error.h"
 #include "engine/tensor/aligned_buffer.h"
+#include "kernels/cpu/cpu_linear.h"
 #include "kernels/cpu/dequantize.h"
 
 namespace tessera::cpu {
 namespace {
 
-void dequantize_kernel(const DequantizeArgs& args, Stream&) {
-  dequantize_row(args.src_dtype, args.src, args.dst, args.n_elems);
+int default_threads(int requested) {
+  if (requested > 0) return requested;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : int(hw);
+}
+
+// The host has no work queue to wait for: every op has finished on return.
+class HostEvent final : public Event {
+ public:
+  void synchronize() override {}
+};
+
+// Available memory as the kernel estimates it (MemAvailable), in bytes.
+uint64_t available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
 }
 
 }  // namespace
 
-CpuBackend::CpuBackend() : isa_(detect_isa()) { kernels_.dequantize = dequantize_kernel; }
+CpuLinear::CpuLinear(const QuantizedLinear& desc, const IsaFeatures& isa)
+    : PreparedLinear(desc), weight_(desc.name, desc.scheme.storage, desc.data, desc.rows, desc.cols, isa) {
+  const WeightScheme& scheme = desc.scheme;
+  if (desc.scales || desc.zero_points || scheme.activation != ActivationPolicy::kNone) {
+    throw Error("weight '" + desc.name + "': the CPU backend has no kernel for scheme " + scheme.describe());
+  }
+}
+
+CpuBackend::CpuBackend(const CpuBackendOptions& options)
+    : isa_(options.isa ? *options.isa : detect_isa()), pool_(default_threads(options.threads)), stream_(pool_, isa_) {}
 
 std::string CpuBackend::describe() const {
-  return "cpu: " + std::to_string(std::thread::hardware_concurrency()) + " threads, isa " + isa_.best_level() +
-         " (" + isa_.to_string() + ")";
+  return "cpu: " + std::to_string(pool_.size()) + " threads, isa " + isa_.best_level() + " (" + isa_.to_string() + ")";
+}
+
+MemoryInfo CpuBackend::memory_info() const {
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+  MemoryInfo info;
+  info.total_bytes = pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
+  info.free_bytes = available_memory_bytes();
+  return info;
 }
 
 void* CpuBackend::allocate(size_t bytes) {
@@ -35,18 +76,50 @@ void* CpuBackend::allocate(size_t bytes) {
 void CpuBackend::deallocate(void* ptr) { std::free(ptr); }
 
 void CpuBackend::copy_host_to_device(void* dst, const void* src, size_t bytes, Stream&) {
-  std::memcpy(dst, src, bytes);
+  if (bytes) std::memcpy(dst, src, bytes);
 }
 
 void CpuBackend::copy_device_to_host(void* dst, const void* src, size_t bytes, Stream&) {
-  std::memcpy(dst, src, bytes);
+  if (bytes) std::memcpy(dst, src, bytes);
 }
+
+void CpuBackend::fill_zero(void* dst, size_t bytes, Stream&) {
+  if (bytes) std::memset(dst, 0, bytes);
+}
+
+std::shared_ptr<const void> CpuBackend::place_weights(const void* host, size_t) {
+  // The mapping is read in place; the owner of the checkpoint keeps it alive.
+  return std::shared_ptr<const void>(host, [](const void*) {});
+}
+
+std::unique_ptr<Event> CpuBackend::create_event() { return std::make_unique<HostEvent>(); }
 
 bool CpuBackend::supports(Op op, DType dtype) const {
   switch (op) {
-    case Op::kDequantize: return can_dequantize(dtype);
+    case Op::kDequantize:
+    case Op::kEmbedding: return can_dequantize(dtype);
+    case Op::kLinear: return dtype == DType::kBF16 || select_vec_dot(dtype, isa_).fn != nullptr;
+    case Op::kKvWrite:
+    case Op::kAttention: return dtype == DType::kF16 || dtype == DType::kF32;
+    case Op::kRmsNorm:
+    case Op::kRope:
+    case Op::kGatedActivation:
+    case Op::kAdd:
+    case Op::kScale:
+    case Op::kSoftcap:
+    case Op::kGatherRows: return dtype == DType::kF32;
   }
   return false;
+}
+
+const KernelTable& CpuBackend::kernels() const { return cpu_kernel_table(); }
+
+std::unique_ptr<PreparedLinear> CpuBackend::prepare_linear(const QuantizedLinear& weight) {
+  return std::make_unique<CpuLinear>(weight, isa_);
+}
+
+std::unique_ptr<AttentionPlan> CpuBackend::create_attention_plan(int max_tokens, int max_seqs, int n_kv_heads) {
+  return std::make_unique<CpuAttentionPlan>(size_t(max_tokens / kQueryTile + max_seqs) * size_t(n_kv_heads));
 }
 
 }  // namespace tessera::cpu
@@ -55,7 +128,9 @@ namespace tessera {
 
 BackendFactory cpu_backend_factory() {
   return {DeviceKind::kCpu, "cpu", [] { return 1; },
-          [](int) -> std::unique_ptr<Backend> { return std::make_unique<cpu::CpuBackend>(); }};
+          [](int, const BackendOptions& options) -> std::unique_ptr<Backend> {
+            return std::make_unique<cpu::CpuBackend>(cpu::CpuBackendOptions{options.threads, std::nullopt});
+          }};
 }
 
 }  // namespace tessera

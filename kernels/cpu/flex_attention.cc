@@ -9,24 +9,35 @@
 
 namespace tessera::cpu {
 
-void flex_attention(const float* q, int n_heads, const PagedKv& kv, const AttentionBatch& batch,
-                    const AttentionParams& params, float* out, ThreadPool& pool, const IsaFeatures& isa) {
+void plan_attention_items(const AttentionBatch& batch, int n_kv_heads, std::vector<AttentionWorkItem>& items) {
+  items.clear();
+  for (int s = 0; s < batch.n_seqs; ++s) {
+    for (int t = batch.query_start[s]; t < batch.query_start[s + 1]; t += kQueryTile) {
+      for (int h = 0; h < n_kv_heads; ++h) items.push_back({s, t, std::min(t + kQueryTile, batch.query_start[s + 1]), h});
+    }
+  }
+}
+
+void run_attention_items(const std::vector<AttentionWorkItem>& items, const float* q, int n_heads, const PagedKv& kv,
+                         const AttentionBatch& batch, const AttentionParams& params, float* out, ThreadPool& pool,
+                         const IsaFeatures& isa) {
   if (kv.n_kv_heads <= 0 || n_heads % kv.n_kv_heads != 0) throw Error("attention: query heads not a multiple of KV heads");
   if (kv.dtype != DType::kF32 && kv.dtype != DType::kF16) throw Error("attention: KV cache must be F32 or F16");
   if (params.score == ScoreMod::kAlibi && !params.alibi_slopes) throw Error("attention: ALiBi needs slopes");
   if (params.score == ScoreMod::kSoftcap && !(params.softcap > 0.0f)) throw Error("attention: softcap must be positive");
-  std::vector<AttentionWorkItem> items;
-  for (int s = 0; s < batch.n_seqs; ++s) {
-    for (int t = batch.query_start[s]; t < batch.query_start[s + 1]; t += kQueryTile) {
-      for (int h = 0; h < kv.n_kv_heads; ++h) items.push_back({s, t, std::min(t + kQueryTile, batch.query_start[s + 1]), h});
-    }
-  }
   if (params.mask == MaskMod::kSlidingWindow && params.window <= 0) throw Error("attention: sliding window must be positive");
   if (isa.avx2 && isa.fma && isa.f16c) {
     flex_attention_avx2(items, q, n_heads, kv, batch, params, out, pool);
   } else {
     flex_attention_generic(items, q, n_heads, kv, batch, params, out, pool);
   }
+}
+
+void flex_attention(const float* q, int n_heads, const PagedKv& kv, const AttentionBatch& batch,
+                    const AttentionParams& params, float* out, ThreadPool& pool, const IsaFeatures& isa) {
+  std::vector<AttentionWorkItem> items;
+  plan_attention_items(batch, kv.n_kv_heads, items);
+  run_attention_items(items, q, n_heads, kv, batch, params, out, pool, isa);
 }
 
 }  // namespace tessera::cpu

@@ -6,56 +6,42 @@
 // can see are skipped (block sparsity). The same code serves decode (one
 // query per sequence) and chunked prefill.
 #include <cstdint>
+#include <vector>
 
 #include "engine/tensor/dtype.h"
+#include "kernels/op_types.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace tessera::cpu {
 
-enum class MaskMod : uint8_t {
-  kCausal,         // key position <= query position
-  kSlidingWindow,  // causal, and query - key < window
-  kPrefixLm,       // causal, plus every key inside the sequence's prefix
+using ops::AttentionBatch;
+using ops::AttentionParams;
+using ops::MaskMod;
+using ops::PagedKv;
+using ops::ScoreMod;
+
+constexpr int kQueryTile = 16;
+
+// One tile of a sequence's queries against one KV head.
+struct AttentionWorkItem {
+  int seq;
+  int token_begin, token_end;
+  int kv_head;
 };
 
-enum class ScoreMod : uint8_t {
-  kNone,
-  kSoftcap,  // cap * tanh(score / cap)
-  kAlibi,    // score + slope[head] * (key - query)
-};
+// The step's work items, written into `items` (whose capacity the caller
+// reserved: at most n_tokens / kQueryTile + n_seqs tiles per KV head).
+void plan_attention_items(const AttentionBatch& batch, int n_kv_heads, std::vector<AttentionWorkItem>& items);
 
-struct AttentionParams {
-  MaskMod mask = MaskMod::kCausal;
-  ScoreMod score = ScoreMod::kNone;
-  float scale = 1.0f;       // applied to q·k before the score modifier
-  bool scale_queries = false;  // apply `scale` to the queries instead, before an f16 cache rounds them
-  int window = 0;           // kSlidingWindow
-  float softcap = 0.0f;     // kSoftcap
-  const float* alibi_slopes = nullptr;  // kAlibi: one per query head
-};
+// Runs planned work items. q and out: [n_tokens][n_heads][head_dim], f32.
+// n_heads is a multiple of kv.n_kv_heads (grouped-query attention). `isa`
+// picks the kernel build; every build gives the same bits.
+void run_attention_items(const std::vector<AttentionWorkItem>& items, const float* q, int n_heads, const PagedKv& kv,
+                         const AttentionBatch& batch, const AttentionParams& params, float* out, ThreadPool& pool,
+                         const IsaFeatures& isa);
 
-// One layer's paged cache: `k` and `v` are [n_pages][page_size][n_kv_heads][head_dim].
-struct PagedKv {
-  const void* k;
-  const void* v;
-  DType dtype;  // kF32 or kF16
-  int page_size;
-  int n_kv_heads;
-  int head_dim;
-};
-
-// The flattened batch, in the CSR form the scheduler's block tables give.
-struct AttentionBatch {
-  int n_seqs;
-  const int32_t* query_start;  // [n_seqs + 1]: the tokens of sequence s are [query_start[s], query_start[s+1])
-  const int32_t* positions;    // [n_tokens]: position of each query token in its sequence
-  const int32_t* kv_len;       // [n_seqs]: keys in the cache for the sequence, new tokens included
-  const int32_t* page_indptr;  // [n_seqs + 1]
-  const int32_t* page_indices; // pages of sequence s: page_indices[page_indptr[s] .. page_indptr[s+1])
-  const int32_t* prefix_len = nullptr;  // [n_seqs], kPrefixLm only
-};
-
+// Plans and runs in one call (tests and one-off uses).
 // q and out: [n_tokens][n_heads][head_dim], f32. n_heads is a multiple of
 // kv.n_kv_heads (grouped-query attention).
 // `isa` picks the kernel build; every build gives the same bits.

@@ -7,15 +7,6 @@
 
 namespace tessera::cpu {
 
-constexpr int kQueryTile = 16;
-
-// One tile of a sequence's queries against one KV head.
-struct AttentionWorkItem {
-  int seq;
-  int token_begin, token_end;
-  int kv_head;
-};
-
 void flex_attention_generic(const std::vector<AttentionWorkItem>& items, const float* q, int n_heads, const PagedKv& kv,
                             const AttentionBatch& batch, const AttentionParams& params, float* out, ThreadPool& pool);
 void flex_attention_avx2(const std::vector<AttentionWorkItem>& items, const float* q, int n_heads, const PagedKv& kv,

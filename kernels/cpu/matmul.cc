@@ -1,13 +1,14 @@
 #include "kernels/cpu/matmul.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <string>
 
 #include "engine/error.h"
 #include "engine/tensor/half.h"
-#include "kernels/cpu/quant_blocks.h"
+#include "quant/gguf_blocks.h"
 #include "kernels/cpu/quantize_rows.h"
 
 namespace tessera::cpu {
@@ -96,17 +97,24 @@ BlockScaleTables block_scale_tables(DType type, int64_t cols, int64_t n_tokens, 
 }
 
 // The input converted to `type`, converting it on first use.
+// Conversions already made for one group of products (one per activation format).
+struct ConvertedInputs {
+  std::array<ConvertedInput, kMaxSharedOutputs> items;
+  size_t count = 0;
+};
+
 ConvertedInput converted_input(DType type, size_t row_bytes, int64_t cols, const float* x, int64_t n_tokens,
-                               std::vector<ConvertedInput>& done, MatmulScratch& scratch, ThreadPool& pool) {
-  for (const ConvertedInput& in : done) {
-    if (in.type == type) return in;
+                               ConvertedInputs& done, MatmulScratch& scratch, ThreadPool& pool) {
+  for (size_t i = 0; i < done.count; ++i) {
+    if (done.items[i].type == type) return done.items[i];
   }
-  if (scratch.activations.size() <= done.size()) scratch.activations.resize(done.size() + 1);
-  if (scratch.block_scales.size() <= done.size()) scratch.block_scales.resize(done.size() + 1);
-  std::vector<uint8_t>& buffer = scratch.activations[done.size()];
+  const size_t slot = done.count;
+  if (scratch.activations.size() <= slot) scratch.activations.resize(slot + 1);
+  if (scratch.block_scales.size() <= slot) scratch.block_scales.resize(slot + 1);
+  std::vector<uint8_t>& buffer = scratch.activations[slot];
   if (buffer.size() < row_bytes * size_t(n_tokens)) buffer.resize(row_bytes * size_t(n_tokens));
   uint8_t* acts = buffer.data();
-  const BlockScaleTables tables = block_scale_tables(type, cols, n_tokens, scratch.block_scales[done.size()]);
+  const BlockScaleTables tables = block_scale_tables(type, cols, n_tokens, scratch.block_scales[slot]);
   pool.parallel_for(n_tokens, 1, [&](int, int64_t begin, int64_t end) {
     for (int64_t m = begin; m < end; ++m) {
       uint8_t* row = acts + size_t(m) * row_bytes;
@@ -114,8 +122,9 @@ ConvertedInput converted_input(DType type, size_t row_bytes, int64_t cols, const
       tables.record(type, row, m);
     }
   });
-  done.push_back({type, acts, tables.scales, tables.sums});
-  return done.back();
+  done.items[slot] = {type, acts, tables.scales, tables.sums};
+  ++done.count;
+  return done.items[slot];
 }
 
 // Rows [r0, r1) of one weight for every token: eight tokens at a time where
@@ -162,10 +171,11 @@ void multiply_tile(const LinearWeight& w, const ConvertedInput& in, int64_t n_to
 }  // namespace
 
 void matmul(const LinearWeight& w, const float* x, int64_t n_tokens, float* y, MatmulScratch& scratch, ThreadPool& pool) {
-  matmul_shared_input({{&w, y}}, x, n_tokens, scratch, pool);
+  const MatmulOutput one{&w, y};
+  matmul_shared_input({&one, 1}, x, n_tokens, scratch, pool);
 }
 
-void matmul_shared_input(const std::vector<MatmulOutput>& outputs, const float* x, int64_t n_tokens, MatmulScratch& scratch,
+void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens, MatmulScratch& scratch,
                          ThreadPool& pool) {
   struct Quantised {
     const LinearWeight* weight;
@@ -173,8 +183,10 @@ void matmul_shared_input(const std::vector<MatmulOutput>& outputs, const float* 
     ConvertedInput input;
     int64_t first_tile;
   };
-  std::vector<Quantised> jobs;
-  std::vector<ConvertedInput> converted;
+  if (outputs.size() > kMaxSharedOutputs) throw Error("matmul: more than " + std::to_string(kMaxSharedOutputs) + " weights share one input");
+  std::array<Quantised, kMaxSharedOutputs> jobs;
+  size_t n_jobs = 0;
+  ConvertedInputs converted;
   int64_t n_tiles = 0;
   for (const MatmulOutput& o : outputs) {
     if (o.weight->cols() != outputs.front().weight->cols()) {
@@ -187,10 +199,10 @@ void matmul_shared_input(const std::vector<MatmulOutput>& outputs, const float* 
     }
     const ConvertedInput input = converted_input(o.weight->kernel().activation_type, o.weight->activation_row_bytes(),
                                                  o.weight->cols(), x, n_tokens, converted, scratch, pool);
-    jobs.push_back({o.weight, o.y, input, n_tiles});
+    jobs[n_jobs++] = {o.weight, o.y, input, n_tiles};
     n_tiles += (o.weight->rows() + kRowTile - 1) / kRowTile;
   }
-  if (jobs.empty()) return;
+  if (n_jobs == 0) return;
   // Threads claim runs of consecutive tiles, so a thread that falls behind
   // (a page fault, a descheduled core) delays the loop by one run at most.
   // With few tokens the product is bound by memory: runs of about an eighth
@@ -202,7 +214,7 @@ void matmul_shared_input(const std::vector<MatmulOutput>& outputs, const float* 
     size_t j = 0;
     for (int64_t first = next.fetch_add(run); first < n_tiles; first = next.fetch_add(run)) {
       for (int64_t tile = first; tile < std::min(n_tiles, first + run); ++tile) {
-        while (j + 1 < jobs.size() && tile >= jobs[j + 1].first_tile) ++j;
+        while (j + 1 < n_jobs && tile >= jobs[j + 1].first_tile) ++j;
         const Quantised& job = jobs[j];
         const int64_t r0 = (tile - job.first_tile) * kRowTile, r1 = std::min(job.weight->rows(), r0 + kRowTile);
         multiply_tile(*job.weight, job.input, n_tokens, r0, r1, job.y);

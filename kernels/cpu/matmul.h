@@ -4,6 +4,7 @@
 // converted once per call to the format the weight's dot product expects.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -63,7 +64,9 @@ struct MatmulOutput {
 // and up): the input is converted once per activation format, and the rows
 // of all the weights share one parallel loop. Each product is the one
 // matmul() gives.
-void matmul_shared_input(const std::vector<MatmulOutput>& outputs, const float* x, int64_t n_tokens, MatmulScratch& scratch,
+// At most kMaxSharedOutputs weights.
+constexpr size_t kMaxSharedOutputs = 8;
+void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens, MatmulScratch& scratch,
                          ThreadPool& pool);
 
 // Converts one f32 row into `type` (an activation format) at `out`.

@@ -4,7 +4,7 @@
 // (round half to even), so results agree with it bit for bit.
 #include <cstdint>
 
-#include "kernels/cpu/quant_blocks.h"
+#include "quant/gguf_blocks.h"
 
 namespace tessera::cpu {
 

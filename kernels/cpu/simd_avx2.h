@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/cpu/quant_blocks.h"
+#include "quant/gguf_blocks.h"
 
 namespace tessera::cpu {
 namespace {

@@ -2,7 +2,7 @@
 #include <cstring>
 
 #include "engine/tensor/half.h"
-#include "kernels/cpu/quant_blocks.h"
+#include "quant/gguf_blocks.h"
 #include "kernels/cpu/vec_dot.h"
 
 namespace tessera::cpu {

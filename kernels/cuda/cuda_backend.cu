@@ -7,6 +7,20 @@
 namespace tessera::gpu {
 namespace {
 
+class GpuEvent final : public Event {
+ public:
+  explicit GpuEvent(int device) {
+    check(cudaSetDevice(device), "set device");
+    check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "create event");
+  }
+  ~GpuEvent() override { cudaEventDestroy(event_); }
+  void synchronize() override { check(cudaEventSynchronize(event_), "event synchronize"); }
+  cudaEvent_t handle() const { return event_; }
+
+ private:
+  cudaEvent_t event_{};
+};
+
 class GpuStream final : public Stream {
  public:
   explicit GpuStream(int device) {
@@ -15,6 +29,12 @@ class GpuStream final : public Stream {
   }
   ~GpuStream() override { cudaStreamDestroy(stream_); }
   void synchronize() override { check(cudaStreamSynchronize(stream_), "stream synchronize"); }
+  void record(Event& event) override {
+    check(cudaEventRecord(static_cast<GpuEvent&>(event).handle(), stream_), "event record");
+  }
+  void wait(Event& event) override {
+    check(cudaStreamWaitEvent(stream_, static_cast<GpuEvent&>(event).handle(), 0), "stream wait");
+  }
   cudaStream_t handle() const { return stream_; }
 
  private:
@@ -25,11 +45,18 @@ void dequantize_on_stream(const DequantizeArgs& args, Stream& stream) {
   launch_dequantize(args, static_cast<GpuStream&>(stream).handle());
 }
 
+KernelTable make_table() {
+  KernelTable t;
+  t.dequantize = dequantize_on_stream;
+  return t;
+}
+
+// Ops of the table this backend does not implement yet are refused when a
+// model is loaded (prepare_linear, create_attention_plan), never mid-request.
 class GpuBackend final : public Backend {
  public:
-  explicit GpuBackend(int device) : index_(device), stream_(device) {
+  explicit GpuBackend(int device) : index_(device), stream_(device), kernels_(make_table()) {
     check(cudaGetDeviceProperties(&props_, device), "device properties");
-    kernels_.dequantize = dequantize_on_stream;
   }
 
   Device device() const override { return {DeviceKind::kCuda, index_}; }
@@ -38,6 +65,13 @@ class GpuBackend final : public Backend {
     return "cuda:" + std::to_string(index_) + ": " + props_.name + ", sm_" + std::to_string(props_.major) +
            std::to_string(props_.minor) + ", " + std::to_string(props_.totalGlobalMem >> 20) + " MiB, " +
            std::to_string(props_.multiProcessorCount) + " SMs";
+  }
+
+  MemoryInfo memory_info() const override {
+    size_t free_bytes = 0, total_bytes = 0;
+    check(cudaSetDevice(index_), "set device");
+    check(cudaMemGetInfo(&free_bytes, &total_bytes), "memory info");
+    return {free_bytes, total_bytes};
   }
 
   void* allocate(size_t bytes) override {
@@ -59,16 +93,33 @@ class GpuBackend final : public Backend {
           "copy to host");
   }
 
-  Stream& default_stream() override { return stream_; }
-
-  bool supports(Op op, DType dtype) const override {
-    switch (op) {
-      case Op::kDequantize: return can_dequantize(dtype);
-    }
-    return false;
+  void fill_zero(void* dst, size_t bytes, Stream& stream) override {
+    check(cudaMemsetAsync(dst, 0, bytes, static_cast<GpuStream&>(stream).handle()), "fill zero");
   }
 
+  std::shared_ptr<const void> place_weights(const void* host, size_t bytes) override {
+    void* device = allocate(bytes);
+    std::shared_ptr<const void> owned(device, [this](const void* p) { deallocate(const_cast<void*>(p)); });
+    copy_host_to_device(device, host, bytes, stream_);
+    stream_.synchronize();
+    return owned;
+  }
+
+  Stream& default_stream() override { return stream_; }
+  std::unique_ptr<Event> create_event() override { return std::make_unique<GpuEvent>(index_); }
+
+  bool supports(Op op, DType dtype) const override { return op == Op::kDequantize && can_dequantize(dtype); }
+
   const KernelTable& kernels() const override { return kernels_; }
+
+  std::unique_ptr<PreparedLinear> prepare_linear(const QuantizedLinear& weight) override {
+    throw Error("weight '" + weight.name + "': the CUDA backend has no linear kernel for " + weight.scheme.describe() +
+                " yet");
+  }
+
+  std::unique_ptr<AttentionPlan> create_attention_plan(int, int, int) override {
+    throw Error("the CUDA backend has no attention kernel yet");
+  }
 
  private:
   int index_;
@@ -94,7 +145,7 @@ namespace tessera {
 
 BackendFactory cuda_backend_factory() {
   return {DeviceKind::kCuda, "cuda", gpu::device_count,
-          [](int index) -> std::unique_ptr<Backend> { return std::make_unique<gpu::GpuBackend>(index); }};
+          [](int index, const BackendOptions&) -> std::unique_ptr<Backend> { return std::make_unique<gpu::GpuBackend>(index); }};
 }
 
 }  // namespace tessera

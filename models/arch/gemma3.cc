@@ -3,8 +3,9 @@
 // embeddings, tied output.
 #include <cmath>
 
-#include "models/arch/arch_list.h"
+#include "models/architecture.h"
 #include "models/gguf/gguf_file.h"
+#include "models/rope_frequencies.h"
 
 namespace tessera {
 namespace {
@@ -13,7 +14,7 @@ constexpr int kDefaultGlobalEvery = 6;  // five sliding layers, then one global
 constexpr float kLocalRopeBase = 10000.0f;
 
 void finish(int window, int global_every, DecoderSpec* spec) {
-  spec->rope.style = cpu::RopeStyle::kHalves;
+  spec->rope.pairing = RotaryPairing::kHalves;
   spec->qk_norm = true;
   spec->post_attention_norm = true;
   spec->post_ffn_norm = true;
@@ -34,16 +35,17 @@ void gemma3_from_gguf(const gguf::File& file, DecoderSpec* spec) {
   spec->norm_weight_offset = 0.0f;
   // GGUF checkpoints are compared with llama.cpp, which evaluates GELU
   // through an f16 table; Hugging Face ones with transformers' exact GELU.
-  spec->activation = cpu::GatedActivation::kGeluTanhTable;
+  spec->activation = FfnActivation::kGeGluTanhTable;
   finish(int(file.get_uint("gemma3.attention.sliding_window").value_or(512)), kDefaultGlobalEvery, spec);
 }
 
 void gemma3_from_hf(const nlohmann::json& config, DecoderSpec* spec) {
   fill_common_hf(config, spec);
   spec->rope.local_base = config.value("rope_local_base_freq", kLocalRopeBase);
+  spec->rope.local_inv_freq = transformers_inv_freq(spec->rope.local_base, spec->rope.dim, nullptr);
   spec->attention_scale = 1.0f / std::sqrt(config.value("query_pre_attn_scalar", float(spec->head_dim)));
   spec->norm_weight_offset = 1.0f;
-  spec->activation = cpu::GatedActivation::kGeluTanh;
+  spec->activation = FfnActivation::kGeGluTanh;
   spec->tied_embeddings = config.value("tie_word_embeddings", true);
   if (config.contains("final_logit_softcapping") && config["final_logit_softcapping"].is_number()) {
     spec->final_logit_softcap = config["final_logit_softcapping"].get<float>();

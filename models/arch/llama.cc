@@ -1,5 +1,5 @@
 // Llama 2/3, SmolLM2 and other Llama-shaped models.
-#include "models/arch/arch_list.h"
+#include "models/architecture.h"
 #include "models/gguf/gguf_file.h"
 
 namespace tessera {
@@ -8,7 +8,7 @@ namespace {
 void llama_from_gguf(const gguf::File& file, DecoderSpec* spec) {
   fill_common_gguf(file, "llama", spec);
   // llama.cpp's converter permutes Q and K so rotation pairs are adjacent.
-  spec->rope.style = cpu::RopeStyle::kInterleaved;
+  spec->rope.pairing = RotaryPairing::kAdjacent;
 }
 
 void llama_from_hf(const nlohmann::json& config, DecoderSpec* spec) { fill_common_hf(config, spec); }

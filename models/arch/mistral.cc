@@ -1,5 +1,5 @@
 // Mistral: Llama's layout, with an optional sliding window on every layer.
-#include "models/arch/arch_list.h"
+#include "models/architecture.h"
 #include "models/gguf/gguf_file.h"
 
 namespace tessera {
@@ -11,7 +11,7 @@ void apply_window(int window, DecoderSpec* spec) {
 
 void mistral_from_gguf(const gguf::File& file, DecoderSpec* spec) {
   fill_common_gguf(file, "mistral", spec);
-  spec->rope.style = cpu::RopeStyle::kInterleaved;
+  spec->rope.pairing = RotaryPairing::kAdjacent;
   apply_window(int(file.get_uint("mistral.attention.sliding_window").value_or(0)), spec);
 }
 

@@ -1,5 +1,5 @@
 // Qwen2: Llama's layout with biases on the Q, K and V projections.
-#include "models/arch/arch_list.h"
+#include "models/architecture.h"
 #include "models/gguf/gguf_file.h"
 
 namespace tessera {

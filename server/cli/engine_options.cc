@@ -2,25 +2,28 @@
 
 #include <CLI/CLI.hpp>
 
-#include "kernels/cpu/isa.h"
+#include "kernels/backend_registry.h"
 
 namespace tessera::cli {
 
 void add_engine_options(CLI::App* cmd, EngineOptions* o) {
   cmd->add_option("--model,-m", o->model, "GGUF file or Hugging Face model directory")->required();
+  cmd->add_option("--device", o->device, "Device to run on (cpu, cuda:N)")->capture_default_str();
   cmd->add_option("--threads,-t", o->threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024))->capture_default_str();
   cmd->add_option("--kv-budget-mb", o->kv_budget_mb, "KV cache memory")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   cmd->add_option("--page-size", o->page_size, "Tokens per KV page")->check(CLI::Range(1, 4096))->capture_default_str();
   cmd->add_option("--kv-dtype", o->kv_dtype, "KV cache element type")->check(CLI::IsMember({"f16", "f32"}))->capture_default_str();
 }
 
-ModelRunner make_runner(const EngineOptions& o) {
+std::unique_ptr<ModelRunner> make_runner(const EngineOptions& o, int max_tokens) {
   RunnerConfig config;
   config.kv_budget_bytes = uint64_t(o.kv_budget_mb) << 20;
   config.page_size = o.page_size;
   config.kv_dtype = o.kv_dtype == "f32" ? DType::kF32 : DType::kF16;
-  config.n_threads = o.threads;
-  return ModelRunner(Model::load(o.model, cpu::detect_isa()), config);
+  config.capacity.max_tokens = max_tokens;
+  config.capacity.max_seqs = 1;
+  std::shared_ptr<Backend> backend = create_backend(parse_device(o.device), BackendOptions{o.threads});
+  return std::make_unique<ModelRunner>(std::move(backend), o.model, config);
 }
 
 }  // namespace tessera::cli

@@ -1,5 +1,6 @@
 #pragma once
 // Flags shared by the commands that run a model.
+#include <memory>
 #include <string>
 
 #include "engine/model_runner.h"
@@ -12,6 +13,7 @@ namespace tessera::cli {
 
 struct EngineOptions {
   std::string model;
+  std::string device = "cpu";
   int threads = 0;
   int kv_budget_mb = 256;
   int page_size = 16;
@@ -19,6 +21,10 @@ struct EngineOptions {
 };
 
 void add_engine_options(CLI::App* cmd, EngineOptions* o);
-ModelRunner make_runner(const EngineOptions& o);
+// Tokens per forward pass the commands lay their buffers out for at most.
+constexpr int kMaxCliBatch = 4096;
+
+// A runner whose steps hold up to `max_tokens` tokens.
+std::unique_ptr<ModelRunner> make_runner(const EngineOptions& o, int max_tokens = 2048);
 
 }  // namespace tessera::cli

@@ -1,6 +1,7 @@
 // tessera generate: one prompt in, the generated text on stdout. Load and
 // timing lines go to stderr.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -45,7 +46,8 @@ bool is_end_of_generation(const Vocab& vocab, int32_t id) {
 
 int run_generate(const GenerateOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
-  ModelRunner runner = make_runner(o.engine);
+  const std::unique_ptr<ModelRunner> owned_runner = make_runner(o.engine, std::min(o.batch, kMaxCliBatch));
+  ModelRunner& runner = *owned_runner;
   std::fprintf(stderr, "loaded %s (%s, %d layers) in %.2f s\n", o.engine.model.c_str(), runner.model().spec().architecture.c_str(),
                runner.model().spec().n_layers, seconds_since(t0));
   const Tokenizer& tokenizer = runner.model().tokenizer();

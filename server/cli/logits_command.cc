@@ -2,6 +2,7 @@
 // little-endian float32 [n_tokens][vocab] to a file, and the prompt's token
 // ids to stdout. For comparing the engine with reference implementations.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -27,7 +28,8 @@ struct LogitsOptions {
 };
 
 int run_logits(const LogitsOptions& o) {
-  ModelRunner runner = make_runner(o.engine);
+  const std::unique_ptr<ModelRunner> owned_runner = make_runner(o.engine, std::min(o.batch, kMaxCliBatch));
+  ModelRunner& runner = *owned_runner;
   const std::vector<int32_t> ids =
       o.token_ids.empty() ? runner.model().tokenizer().encode(o.prompt, {.add_special = o.add_special, .parse_special = true})
                           : o.token_ids;

@@ -3,6 +3,7 @@
 // and only the second half of each chunk is scored, so every scored token
 // has at least ctx/2 tokens of context. The last stdout line is the result.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -37,7 +38,8 @@ double negative_log_likelihood(const float* logits, size_t vocab, int32_t target
 int run_perplexity(const PerplexityOptions& o) {
   const auto text = hf::read_text_file(o.file);
   if (!text) throw Error(o.file + ": not found");
-  ModelRunner runner = make_runner(o.engine);
+  const std::unique_ptr<ModelRunner> owned_runner = make_runner(o.engine, std::min(o.batch, kMaxCliBatch));
+  ModelRunner& runner = *owned_runner;
   const Tokenizer& tokenizer = runner.model().tokenizer();
   const std::vector<int32_t> tokens = tokenizer.encode(*text, {.add_special = true, .parse_special = false});
   const int64_t available = int64_t(tokens.size()) / o.ctx;

@@ -7,7 +7,7 @@
 namespace tessera::cli {
 
 SequenceDriver::SequenceDriver(ModelRunner& runner, const SamplingParams& params, uint64_t seed)
-    : runner_(runner), params_(params), rng_(seed), allocator_(int32_t(runner.kv_cache().n_pages())) {}
+    : runner_(runner), params_(params), seed_(seed), allocator_(int32_t(runner.kv_cache().n_pages())) {}
 
 void SequenceDriver::ensure_pages(size_t n_positions) {
   const size_t ps = size_t(runner_.page_size());
@@ -23,24 +23,31 @@ void SequenceDriver::ensure_pages(size_t n_positions) {
 
 std::vector<float> SequenceDriver::feed(const std::vector<int32_t>& tokens, int chunk, bool want_logits, bool sample) {
   std::vector<float> logits;
-  if (history_.empty()) prompt_len_ = tokens.size();
-  const size_t step = size_t(std::max(chunk, 1));
+  const size_t step = size_t(std::clamp(chunk, 1, runner_.capacity().max_tokens));
   for (size_t begin = 0; begin < tokens.size(); begin += step) {
     const size_t end = std::min(tokens.size(), begin + step);
-    const int32_t start = int32_t(history_.size());
-    history_.insert(history_.end(), tokens.begin() + long(begin), tokens.begin() + long(end));
-    ensure_pages(history_.size());
+    StepPlan plan;
+    plan.finished = std::move(finished_);
+    finished_.clear();
+    if (!registered_) {
+      // The prompt is what is fed first; later tokens extend the sequence.
+      prompt_len_ = tokens.size();
+      plan.new_sequences.push_back({seq_id_, tokens, uint32_t(tokens.size()), params_, seed_});
+      registered_ = true;
+    }
+    ensure_pages(length_ + (end - begin));
     SequenceStep s;
-    s.tokens = std::span<const int32_t>(history_).subspan(size_t(start), end - begin);
-    s.start_position = start;
-    s.block_table = pages_;
+    s.seq_id = seq_id_;
+    s.tokens.assign(tokens.begin() + long(begin), tokens.begin() + long(end));
+    s.start_position = int32_t(length_);
+    s.pages_from = uint32_t(pages_sent_);
+    s.pages.assign(pages_.begin() + long(pages_sent_), pages_.end());
+    pages_sent_ = pages_.size();
     s.all_logits = want_logits;
     s.sample = sample && end == tokens.size();
-    s.sampling = &params_;
-    s.history = history_;
-    s.prompt_len = prompt_len_;
-    s.rng = &rng_;
-    StepResult r = runner_.step(StepPlan{{s}});
+    plan.steps.push_back(std::move(s));
+    StepResult r = runner_.step(plan);
+    length_ += end - begin;
     if (want_logits) logits.insert(logits.end(), r.sequences[0].logits.begin(), r.sequences[0].logits.end());
     if (r.sequences[0].sampled) last_ = r.sequences[0].token;
   }
@@ -55,7 +62,11 @@ SampledToken SequenceDriver::next() {
 void SequenceDriver::reset() {
   for (int32_t page : pages_) allocator_.release(page);
   pages_.clear();
-  history_.clear();
+  pages_sent_ = 0;
+  if (registered_) finished_.push_back(seq_id_);
+  ++seq_id_;
+  registered_ = false;
+  length_ = 0;
   prompt_len_ = 0;
 }
 

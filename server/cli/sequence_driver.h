@@ -2,7 +2,6 @@
 // Drives one sequence through a ModelRunner for the command-line tools:
 // pages from a BlockAllocator, chunked prefill, then one token per step.
 #include <cstdint>
-#include <random>
 #include <vector>
 
 #include "engine/model_runner.h"
@@ -22,9 +21,9 @@ class SequenceDriver {
   SampledToken next();
 
   const SampledToken& last() const { return last_; }
-  size_t length() const { return history_.size(); }
+  size_t length() const { return length_; }
   size_t prompt_length() const { return prompt_len_; }
-  // Returns every page; the sequence starts again empty.
+  // Returns every page; the sequence starts again empty (as a new one).
   void reset();
 
  private:
@@ -32,10 +31,14 @@ class SequenceDriver {
 
   ModelRunner& runner_;
   SamplingParams params_;
-  std::mt19937_64 rng_;
+  uint64_t seed_;
   BlockAllocator allocator_;
+  uint64_t seq_id_ = 1;
+  bool registered_ = false;
+  std::vector<uint64_t> finished_;
   std::vector<int32_t> pages_;
-  std::vector<int32_t> history_;
+  size_t pages_sent_ = 0;
+  size_t length_ = 0;     // tokens in the cache or being fed
   size_t prompt_len_ = 0;
   SampledToken last_;
 };

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "engine/error.h"
-#include "kernels/cpu/isa.h"
+#include "kernels/backend_registry.h"
 
 namespace tessera {
 namespace {
@@ -17,7 +17,6 @@ std::string expand_home(const std::string& path) {
 }
 
 std::unique_ptr<ServedModel> load_one(const ModelConfig& c, prometheus::Registry& metrics) {
-  if (c.device != "cpu") throw Error("model '" + c.name + "': device '" + c.device + "' is not available in this build; use cpu");
   // Weights run in their stored types (quantised GGUF blocks, f16/bf16/f32
   // safetensors); converting them at load is not offered.
   if (c.dtype != "auto") throw Error("model '" + c.name + "': dtype '" + c.dtype + "' is not supported; use auto (the file's own types)");
@@ -26,8 +25,15 @@ std::unique_ptr<ServedModel> load_one(const ModelConfig& c, prometheus::Registry
   rc.kv_budget_bytes = uint64_t(c.kv_cache.budget_mb) << 20;
   rc.page_size = c.kv_cache.block_size;
   rc.kv_dtype = c.kv_cache.dtype == "f32" ? DType::kF32 : DType::kF16;
-  rc.n_threads = c.threads;
-  auto runner = std::make_unique<ModelRunner>(Model::load(expand_home(c.path), cpu::detect_isa()), rc);
+  rc.capacity.max_tokens = c.scheduler.max_batch_tokens;
+  rc.capacity.max_seqs = c.scheduler.max_sequences;
+  std::shared_ptr<Backend> backend;
+  try {
+    backend = create_backend(parse_device(c.device), BackendOptions{c.threads});
+  } catch (const Error& e) {
+    throw Error("model '" + c.name + "': " + e.what());
+  }
+  auto runner = std::make_unique<ModelRunner>(std::move(backend), expand_home(c.path), rc);
 
   auto m = std::make_unique<ServedModel>();
   m->config = c;

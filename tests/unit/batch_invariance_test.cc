@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "engine/model_runner.h"
-#include "kernels/cpu/isa.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "scheduler/block_allocator.h"
 #include "tests/unit/test_files.h"
 
@@ -18,7 +18,8 @@ struct Seq {
   size_t prompt_len = 0;
   size_t done = 0;               // tokens already in the KV cache
   std::vector<int32_t> pages;
-  std::mt19937_64 rng{0};
+  size_t pages_sent = 0;
+  bool registered = false;
 };
 
 class BatchInvariance : public ::testing::Test {
@@ -28,8 +29,7 @@ class BatchInvariance : public ::testing::Test {
     if (!std::filesystem::exists(path)) return;
     RunnerConfig config;
     config.kv_budget_bytes = 64ull << 20;
-    config.n_threads = 2;
-    runner_ = new ModelRunner(Model::load(path, cpu::detect_isa()), config);
+    runner_ = new ModelRunner(std::make_shared<cpu::CpuBackend>(cpu::CpuBackendOptions{2}), path, config);
   }
   static void TearDownTestSuite() { delete runner_; }
   void SetUp() override {
@@ -42,34 +42,40 @@ class BatchInvariance : public ::testing::Test {
     BlockAllocator allocator(int32_t(runner_->kv_cache().n_pages()));
     SamplingParams greedy;
     greedy.temperature = 0.0f;
+    StepPlan plan;
+    for (Seq& s : seqs) plan.finished.push_back(id_of(seqs, s));  // forget the previous run's sequences
     while (true) {
-      StepPlan plan;
       std::vector<Seq*> in_plan;
       for (Seq& s : seqs) {
         if (s.tokens.size() - s.prompt_len >= new_tokens && s.done == s.tokens.size()) continue;
         const size_t n = std::min(chunk, s.tokens.size() - s.done);
         while (s.pages.size() * size_t(runner_->page_size()) < s.done + n) s.pages.push_back(*allocator.allocate());
+        if (!s.registered) {
+          plan.new_sequences.push_back({id_of(seqs, s), s.tokens, uint32_t(s.prompt_len), greedy, 0});
+          s.registered = true;
+        }
         SequenceStep step;
-        step.seq_id = uint64_t(&s - seqs.data());
-        step.tokens = std::span<const int32_t>(s.tokens).subspan(s.done, n);
+        step.seq_id = id_of(seqs, s);
+        step.tokens.assign(s.tokens.begin() + long(s.done), s.tokens.begin() + long(s.done + n));
         step.start_position = int32_t(s.done);
-        step.block_table = s.pages;
+        step.pages_from = uint32_t(s.pages_sent);
+        step.pages.assign(s.pages.begin() + long(s.pages_sent), s.pages.end());
+        s.pages_sent = s.pages.size();
         step.sample = s.done + n == s.tokens.size() && s.tokens.size() - s.prompt_len < new_tokens;
-        step.sampling = &greedy;
-        step.history = s.tokens;
-        step.prompt_len = s.prompt_len;
-        step.rng = &s.rng;
-        plan.sequences.push_back(step);
+        plan.steps.push_back(step);
         in_plan.push_back(&s);
       }
-      if (plan.sequences.empty()) return;
+      if (plan.steps.empty()) return;
       const StepResult result = runner_->step(plan);
       for (size_t i = 0; i < in_plan.size(); ++i) {
-        in_plan[i]->done += plan.sequences[i].tokens.size();
+        in_plan[i]->done += plan.steps[i].tokens.size();
         if (result.sequences[i].sampled) in_plan[i]->tokens.push_back(result.sequences[i].token.id);
       }
+      plan = StepPlan{};
     }
   }
+
+  static uint64_t id_of(const std::vector<Seq>& seqs, const Seq& s) { return uint64_t(&s - seqs.data()) + 1; }
 
   static Seq make(const std::string& prompt) {
     Seq s;

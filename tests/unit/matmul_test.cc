@@ -193,7 +193,8 @@ TEST(Matmul, SharedInputOfDifferentWidthsIsAnError) {
   ThreadPool pool(1);
   MatmulScratch scratch;
   try {
-    matmul_shared_input({{&wide, y.data()}, {&narrow, y.data()}}, x.data(), 1, scratch, pool);
+    const MatmulOutput outputs[] = {{&wide, y.data()}, {&narrow, y.data()}};
+    matmul_shared_input(outputs, x.data(), 1, scratch, pool);
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("narrow.weight"), std::string::npos);

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "kernels/cpu/isa.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "scheduler/model_loop.h"
 #include "tests/unit/test_files.h"
 
@@ -41,11 +41,10 @@ class ModelLoopTest : public ::testing::Test {
     if (!std::filesystem::exists(path)) GTEST_SKIP() << "SmolLM2 not fetched (scripts/fetch-models.sh)";
     RunnerConfig config;
     config.kv_budget_bytes = 32ull << 20;
-    config.n_threads = 2;
     SchedulerLimits limits;
     limits.max_model_len = 512;
     limits.max_queued_requests = 3;
-    loop_ = std::make_unique<ModelLoop>(std::make_unique<ModelRunner>(Model::load(path, cpu::detect_isa()), config), limits);
+    loop_ = std::make_unique<ModelLoop>(std::make_unique<ModelRunner>(std::make_shared<cpu::CpuBackend>(cpu::CpuBackendOptions{2}), path, config), limits);
   }
 
   Request request(const std::string& prompt, int max_new) {

@@ -7,7 +7,7 @@
 #include <map>
 
 #include "engine/model_runner.h"
-#include "kernels/cpu/isa.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "scheduler/scheduler.h"
 #include "tests/unit/test_files.h"
 
@@ -38,6 +38,9 @@ std::map<uint64_t, std::vector<int32_t>> serve(ModelRunner& runner, int32_t page
     const StepPlan plan = scheduler.schedule();
     scheduler.postprocess(plan, runner.step(plan));
   }
+  // The last plan tells the engine which sequences ended; it keeps none.
+  runner.step(scheduler.schedule());
+  EXPECT_EQ(runner.known_sequences(), 0u);
   *preemptions = scheduler.stats().preemptions;
   return outputs;
 }
@@ -47,8 +50,7 @@ TEST(SchedulerWithEngine, KvExhaustionPreemptsAndStillCompletesIdentically) {
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "SmolLM2 not fetched (scripts/fetch-models.sh)";
   RunnerConfig config;
   config.kv_budget_bytes = 32ull << 20;
-  config.n_threads = 2;
-  ModelRunner runner(Model::load(path, cpu::detect_isa()), config);
+  ModelRunner runner(std::make_shared<cpu::CpuBackend>(cpu::CpuBackendOptions{2}), path, config);
   uint64_t roomy_preemptions = 0, tight_preemptions = 0;
   const auto roomy = serve(runner, int32_t(runner.kv_cache().n_pages()), &roomy_preemptions);
   const auto tight = serve(runner, 7, &tight_preemptions);  // 112 positions for four sequences of ~33

@@ -3,6 +3,7 @@
 // on recomputation, just as the real engine's greedy outputs do not.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "scheduler/scheduler.h"
@@ -16,14 +17,24 @@ int32_t next_token(std::span<const int32_t> history) {
   return int32_t(h % 1000) + 10;
 }
 
+// What the engine keeps per sequence, rebuilt from the plans alone: the
+// plans must carry everything (new sequences in full, deltas after).
+struct EngineView {
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> pages;
+};
+
 struct Harness {
   Scheduler scheduler;
+  int page_size;
+  std::map<uint64_t, EngineView> engine;
   std::map<uint64_t, std::vector<int32_t>> outputs;
   std::map<uint64_t, std::vector<RequestEvent>> finals;
   std::vector<StepPlan> plans;
   int iterations = 0;
 
-  Harness(const SchedulerLimits& limits, int32_t blocks, int block_size) : scheduler(limits, blocks, block_size) {}
+  Harness(const SchedulerLimits& limits, int32_t blocks, int block_size)
+      : scheduler(limits, blocks, block_size), page_size(block_size) {}
 
   Admission submit(uint64_t id, int prompt_len, int max_new, int priority = 0, std::vector<int32_t> stop = {}) {
     Request r;
@@ -52,7 +63,7 @@ struct Harness {
   // Tokens the first step of request `id` computed.
   size_t first_step_tokens(uint64_t id) const {
     for (const StepPlan& p : plans) {
-      for (const SequenceStep& s : p.sequences) {
+      for (const SequenceStep& s : p.steps) {
         if (s.seq_id == id) return s.tokens.size();
       }
     }
@@ -62,13 +73,26 @@ struct Harness {
   // One iteration: plan, fake forward (checking the plan), postprocess.
   void step() {
     StepPlan plan = scheduler.schedule();
+    for (uint64_t id : plan.finished) EXPECT_EQ(engine.erase(id), 1u) << "finished sequence " << id << " was not known";
+    for (const NewSequence& n : plan.new_sequences) {
+      EXPECT_EQ(engine.count(n.seq_id), 0u) << "sequence " << n.seq_id << " registered twice";
+      engine[n.seq_id].tokens = n.tokens;
+    }
     StepResult result;
-    for (const SequenceStep& s : plan.sequences) {
+    for (const SequenceStep& s : plan.steps) {
+      EngineView& view = engine.at(s.seq_id);
+      EXPECT_LE(s.pages_from, view.pages.size());
+      view.pages.resize(s.pages_from);
+      view.pages.insert(view.pages.end(), s.pages.begin(), s.pages.end());
+      const size_t end = size_t(s.start_position) + s.tokens.size();
+      EXPECT_GE(view.pages.size() * size_t(page_size), end) << "page table too short";
+      EXPECT_TRUE(std::equal(s.tokens.begin(), s.tokens.end(), view.tokens.begin() + s.start_position)) << "tokens disagree";
       SequenceResult r;
       r.seq_id = s.seq_id;
       if (s.sample) {
         r.sampled = true;
-        r.token.id = next_token(s.history.subspan(0, size_t(s.start_position) + s.tokens.size()));
+        r.token.id = next_token(std::span<const int32_t>(view.tokens).subspan(0, end));
+        view.tokens.push_back(r.token.id);
       }
       result.sequences.push_back(r);
     }
@@ -113,12 +137,12 @@ TEST(Scheduler, BudgetChunksAndSequenceLimitsHoldEveryIteration) {
   h.run();
   for (const StepPlan& p : h.plans) {
     size_t tokens = 0;
-    for (const SequenceStep& s : p.sequences) {
+    for (const SequenceStep& s : p.steps) {
       tokens += s.tokens.size();
       EXPECT_LE(s.tokens.size(), 8u);
     }
     EXPECT_LE(tokens, 20u);
-    EXPECT_LE(p.sequences.size(), 3u);
+    EXPECT_LE(p.steps.size(), 3u);
   }
   for (uint64_t id = 1; id <= 6; ++id) {
     EXPECT_EQ(h.outputs[id].size(), 5u);
@@ -141,7 +165,7 @@ TEST(Scheduler, PriorityFirstThenArrivalOrder) {
   h.run();
   std::vector<uint64_t> order;
   for (const StepPlan& p : h.plans) {
-    for (const SequenceStep& s : p.sequences) {
+    for (const SequenceStep& s : p.steps) {
       if (order.empty() || order.back() != s.seq_id) order.push_back(s.seq_id);
     }
   }
@@ -252,7 +276,7 @@ TEST(Scheduler, CancellationFreesPagesAtTheNextStepWithOneFinalEvent) {
   EXPECT_GT(h.scheduler.stats().free_blocks, free_before - 1);
   ASSERT_EQ(h.finals[1].size(), 1u);
   EXPECT_EQ(h.finals[1][0].finish, FinishReason::kCancelled);
-  for (const SequenceStep& s : h.plans.back().sequences) EXPECT_NE(s.seq_id, 1u);
+  for (const SequenceStep& s : h.plans.back().steps) EXPECT_NE(s.seq_id, 1u);
   h.run();
   EXPECT_EQ(h.finals[1].size(), 1u);
   EXPECT_EQ(h.finals[2].size(), 1u);

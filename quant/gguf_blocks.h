@@ -1,9 +1,9 @@
 #pragma once
-// Memory layouts of the GGUF block formats the CPU kernels compute with,
+// Memory layouts of the GGUF block formats every backend computes with,
 // and of the 8-bit activation blocks they are multiplied against.
 #include <cstdint>
 
-namespace tessera::cpu {
+namespace tessera {
 
 constexpr int kQK = 32;     // elements per block of the 32-element formats
 constexpr int kQK_K = 256;  // elements per k-quant super-block
@@ -67,4 +67,4 @@ static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 
-}  // namespace tessera::cpu
+}  // namespace tessera

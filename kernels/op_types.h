@@ -1,0 +1,84 @@
+#pragma once
+// The vocabulary of the backend op table: the enums and small parameter
+// structs every backend's kernels share. Nothing here belongs to a device.
+#include <cstdint>
+
+#include "engine/tensor/dtype.h"
+
+namespace tessera::ops {
+
+enum class RopeStyle : uint8_t {
+  kInterleaved,  // rotates pairs (2i, 2i+1)
+  kHalves,       // rotates pairs (i, i + dim/2)
+};
+
+// How rotation angles are computed, which decides the last bits of a result.
+enum class RopeNumerics : uint8_t {
+  // ggml's: theta advances by repeated multiplication by base^(-2/dim), and
+  // each output is one fused multiply-add (GGUF checkpoints, as llama.cpp).
+  kGgml,
+  // transformers': angle = inv_freq[i] * position in f32 from a table the
+  // caller computed, each output two products and a sum, no fusing.
+  kFrequencyTable,
+};
+
+struct RopeParams {
+  RopeStyle style = RopeStyle::kHalves;
+  RopeNumerics numerics = RopeNumerics::kGgml;
+  int rotary_dim = 0;                   // leading dimensions of each head that rotate
+  float freq_base = 10000.0f;           // kGgml
+  float freq_scale = 1.0f;              // kGgml: linear position scaling (1 / factor)
+  const float* freq_factors = nullptr;  // kGgml: per-pair divisors (Llama 3 scaling), or null
+  const float* inv_freq = nullptr;      // kFrequencyTable: (rotary_dim / 2) frequencies
+};
+
+enum class GatedActivation : uint8_t {
+  kSilu,           // SwiGLU: silu(gate) * up
+  kGeluTanh,       // GeGLU with the tanh approximation, evaluated exactly
+  kGeluTanhTable,  // the same through a table over f16 inputs, as llama.cpp evaluates it
+};
+
+enum class MaskMod : uint8_t {
+  kCausal,         // key position <= query position
+  kSlidingWindow,  // causal, and query - key < window
+  kPrefixLm,       // causal, plus every key inside the sequence's prefix
+};
+
+enum class ScoreMod : uint8_t {
+  kNone,
+  kSoftcap,  // cap * tanh(score / cap)
+  kAlibi,    // score + slope[head] * (key - query)
+};
+
+struct AttentionParams {
+  MaskMod mask = MaskMod::kCausal;
+  ScoreMod score = ScoreMod::kNone;
+  float scale = 1.0f;                   // applied to q·k before the score modifier
+  bool scale_queries = false;           // apply `scale` to the queries instead, before an f16 cache rounds them
+  int window = 0;                       // kSlidingWindow
+  float softcap = 0.0f;                 // kSoftcap
+  const float* alibi_slopes = nullptr;  // kAlibi: one per query head
+};
+
+// One layer's pages: `k` and `v` are [n_pages][page_size][n_kv_heads][head_dim].
+struct PagedKv {
+  const void* k;
+  const void* v;
+  DType dtype;  // kF32 or kF16
+  int page_size;
+  int n_kv_heads;
+  int head_dim;
+};
+
+// The flattened batch in CSR form: what the scheduler's page tables give.
+struct AttentionBatch {
+  int n_seqs;
+  const int32_t* query_start;           // [n_seqs + 1]: the tokens of sequence s are [query_start[s], query_start[s+1])
+  const int32_t* positions;             // [n_tokens]: position of each query token in its sequence
+  const int32_t* kv_len;                // [n_seqs]: keys in the cache for the sequence, new tokens included
+  const int32_t* page_indptr;           // [n_seqs + 1]
+  const int32_t* page_indices;          // pages of sequence s: page_indices[page_indptr[s] .. page_indptr[s+1])
+  const int32_t* prefix_len = nullptr;  // [n_seqs], kPrefixLm only
+};
+
+}  // namespace tessera::ops

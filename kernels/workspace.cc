@@ -1,0 +1,26 @@
+#include "kernels/workspace.h"
+
+#include "engine/checked_math.h"
+#include "engine/error.h"
+
+namespace tessera {
+
+Workspace::Region Workspace::reserve_bytes(size_t count, size_t elem_bytes) {
+  if (buffer_.data()) throw Error("workspace: reserve after commit");
+  const auto bytes = checked_mul(count, elem_bytes);
+  const auto padded = bytes ? checked_align_up(*bytes, kAlignment) : std::nullopt;
+  const auto end = padded ? checked_add(total_, *padded) : std::nullopt;
+  if (!end) throw Error("workspace: size overflows");
+  const Region region{total_, *bytes};
+  total_ = size_t(*end);
+  return region;
+}
+
+void Workspace::commit(Backend& backend) { buffer_ = DeviceBuffer(backend, total_); }
+
+void* Workspace::address(const Region& region) const {
+  if (!buffer_.data() && total_ > 0) throw Error("workspace: used before commit");
+  return static_cast<uint8_t*>(buffer_.data()) + region.offset;
+}
+
+}  // namespace tessera
