@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""Writes tests/data/hf-tiny/<arch>/: tiny random-weight models made and saved
-by Hugging Face transformers (Llama, Mistral, Qwen2, Gemma 3), with the logits
-transformers computes for a few token sequences (expected.json + .f32 files).
+"""Writes tests/data/hf-tiny/<name>/: tiny random-weight models made and saved
+by Hugging Face transformers (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2,
+Gemma 3, with the config variants they allow: biases, tied or untied
+embeddings, rope bases 1e4 to 1e6, rope scaling, partial rotary, softcaps,
+sliding windows), with the logits transformers computes for token sequences
+of up to 512 tokens (expected.json + .f32 files).
 
 Needs torch and transformers (>= 4.50 for Gemma 3):
   /tmp/hfvenv/bin/python scripts/gen_hf_tiny_models.py
@@ -13,16 +16,18 @@ import shutil
 import numpy as np
 import torch
 import transformers
-from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM, MistralConfig,
-                          MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM)
+from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig,
+                          LlamaForCausalLM, MistralConfig, MistralForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen2Config,
+                          Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "data" / "hf-tiny"
 TOKENIZER_DIR = ROOT / "tests" / "data" / "hf" / "tiny-sharded"
 VOCAB = 400
 COMMON = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=3, num_attention_heads=4,
-              num_key_value_heads=2, head_dim=16, max_position_embeddings=128, rms_norm_eps=1e-6,
-              torch_dtype="float32", attn_implementation="eager")
+              num_key_value_heads=2, head_dim=16, max_position_embeddings=1024, rms_norm_eps=1e-6,
+              torch_dtype="float32", attn_implementation="eager", pad_token_id=0, bos_token_id=1, eos_token_id=2)
+LENGTHS = (5, 17, 512)
 
 
 def models():
@@ -40,12 +45,28 @@ def models():
                              sliding_window_pattern=2, query_pre_attn_scalar=16, tie_word_embeddings=True,
                              hidden_activation="gelu_pytorch_tanh")
     yield "gemma3", Gemma3ForCausalLM(gemma)
+    # Projection biases (attention and MLP), linear rope scaling, rope base 1e5.
+    yield "llama-bias", LlamaForCausalLM(LlamaConfig(**COMMON, rope_theta=100000.0, attention_bias=True, mlp_bias=True,
+                                                     rope_scaling={"rope_type": "linear", "factor": 2.0},
+                                                     tie_word_embeddings=True))
+    yield "qwen3", Qwen3ForCausalLM(Qwen3Config(**COMMON, rope_theta=1000000.0, tie_word_embeddings=False,
+                                                use_sliding_window=False, sliding_window=None))
+    yield "qwen3-bias", Qwen3ForCausalLM(Qwen3Config(**COMMON, rope_theta=10000.0, attention_bias=True,
+                                                     tie_word_embeddings=True, use_sliding_window=False,
+                                                     sliding_window=None))
+    yield "phi3", Phi3ForCausalLM(Phi3Config(**COMMON, rope_theta=10000.0, sliding_window=6, tie_word_embeddings=False))
+    yield "phi3-partial", Phi3ForCausalLM(Phi3Config(**COMMON, rope_theta=1000000.0, partial_rotary_factor=0.5,
+                                                     sliding_window=None, tie_word_embeddings=True))
+    yield "gemma2", Gemma2ForCausalLM(Gemma2Config(**COMMON, rope_theta=10000.0, sliding_window=6,
+                                                   query_pre_attn_scalar=24, attn_logit_softcapping=5.0,
+                                                   final_logit_softcapping=3.0, tie_word_embeddings=True,
+                                                   hidden_activation="gelu_pytorch_tanh"))
 
 
 def main():
     torch.manual_seed(1234)
     rng = np.random.default_rng(99)
-    sequences = [rng.integers(3, VOCAB, size=n).tolist() for n in (5, 12, 17)]
+    sequences = [rng.integers(3, VOCAB, size=n).tolist() for n in LENGTHS]
     for name, model in models():
         model.eval()
         with torch.no_grad():

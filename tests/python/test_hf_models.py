@@ -1,14 +1,20 @@
 """Tiny random-weight models written by Hugging Face transformers
 (scripts/gen_hf_tiny_models.py): our logits against transformers' for each
-architecture, f32 weights and f32 KV cache."""
+architecture and config variant at every position of sequences of up to 512
+tokens, f32 weights and f32 KV cache; checkpoints with a tensor nothing uses
+or a flag that would change the computation are refused, naming it."""
 import json
+import re
+import shutil
+import struct
 
 import numpy as np
 import pytest
 
 from conftest import DATA, run
 
-ARCHS = ["llama", "llama3", "mistral", "qwen2", "gemma3"]
+ARCHS = ["llama", "llama3", "llama-bias", "mistral", "qwen2", "qwen3", "qwen3-bias", "phi3", "phi3-partial", "gemma2",
+         "gemma3"]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -16,6 +22,7 @@ def test_logits_match_transformers(tessera_bin, tmp_path, arch):
     model_dir = DATA / "hf-tiny" / arch
     expected = json.loads((model_dir / "expected.json").read_text())
     assert len(expected["cases"]) >= 3
+    assert max(len(case["ids"]) for case in expected["cases"]) >= 512
     for case in expected["cases"]:
         out = tmp_path / "logits.f32"
         result = run([tessera_bin, "logits", "-m", model_dir, "--token-ids", ",".join(map(str, case["ids"])), "-o", out,
@@ -44,3 +51,58 @@ def test_unsupported_architecture_is_named(tessera_bin, tmp_path):
     result = run([tessera_bin, "generate", "-m", model_dir, "-p", "hi", "-n", "1"])
     assert result.returncode == 1
     assert b"model_type 'mamba' is not supported" in result.stderr
+
+
+def copy_model(name, tmp_path):
+    model_dir = tmp_path / name
+    shutil.copytree(DATA / "hf-tiny" / name, model_dir)
+    return model_dir
+
+
+def add_tensor(safetensors_path, name):
+    """Appends a small f32 tensor to a safetensors file."""
+    data = safetensors_path.read_bytes()
+    header_len = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + header_len])
+    body = data[8 + header_len:]
+    header[name] = {"dtype": "F32", "shape": [4], "data_offsets": [len(body), len(body) + 16]}
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    safetensors_path.write_bytes(struct.pack("<Q", len(text)) + text + body + bytes(16))
+
+
+def test_unused_tensor_is_refused_by_name(tessera_bin, tmp_path):
+    model_dir = copy_model("llama", tmp_path)
+    add_tensor(model_dir / "model.safetensors", "model.layers.0.mlp.extra_proj.weight")
+    result = run([tessera_bin, "logits", "-m", model_dir, "--token-ids", "5,6,7", "-o", tmp_path / "l.f32"])
+    assert result.returncode == 1
+    assert b"tensor 'model.layers.0.mlp.extra_proj.weight' is not used" in result.stderr, result.stderr
+
+
+def test_biases_without_their_flag_are_refused(tessera_bin, tmp_path):
+    """A Llama checkpoint with projection biases but attention_bias false
+    would silently lose its biases; the first unused bias is named."""
+    model_dir = copy_model("llama-bias", tmp_path)
+    config = json.loads((model_dir / "config.json").read_text())
+    config["attention_bias"] = False
+    config["mlp_bias"] = False
+    (model_dir / "config.json").write_text(json.dumps(config))
+    result = run([tessera_bin, "logits", "-m", model_dir, "--token-ids", "5,6,7", "-o", tmp_path / "l.f32"])
+    assert result.returncode == 1
+    assert re.search(rb"tensor 'model\.layers\.\d+\.[a-z_.]+_proj\.bias' is not used", result.stderr), result.stderr
+
+
+@pytest.mark.parametrize("flag,value,message", [
+    ("hidden_act", "gelu", b"'hidden_act': gelu is not supported"),
+    ("rope_scaling", {"rope_type": "yarn", "factor": 4.0}, b"rope_scaling type 'yarn' is not supported"),
+    ("quantization_config", {"quant_method": "awq"}, b"'quantization_config': quantised checkpoints (awq)"),
+    ("partial_rotary_factor", 1.5, b"'partial_rotary_factor' must be in (0, 1]"),
+])
+def test_unhonoured_config_flag_is_refused_by_name(tessera_bin, tmp_path, flag, value, message):
+    model_dir = copy_model("llama", tmp_path)
+    config = json.loads((model_dir / "config.json").read_text())
+    config[flag] = value
+    (model_dir / "config.json").write_text(json.dumps(config))
+    result = run([tessera_bin, "logits", "-m", model_dir, "--token-ids", "5,6,7", "-o", tmp_path / "l.f32"])
+    assert result.returncode == 1
+    assert message in result.stderr, result.stderr
