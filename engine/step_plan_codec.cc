@@ -60,6 +60,11 @@ class Reader {
     for (T& v : out) v = get<T>(what);
     return out;
   }
+  bool get_bool(const char* what) {
+    const uint8_t v = get<uint8_t>(what);
+    if (v > 1) throw Error("step plan: " + std::string(what) + " is neither 0 nor 1");
+    return v == 1;
+  }
   bool done() const { return at_ == bytes_.size(); }
 
  private:
@@ -100,11 +105,12 @@ SamplingParams get_sampling(Reader& r) {
     token = r.get<int32_t>("logit_bias token");
     bias = r.get<float>("logit_bias value");
   }
-  const bool has_seed = r.get<uint8_t>("seed flag") != 0;
+  const bool has_seed = r.get_bool("seed flag");
   const uint64_t seed = r.get<uint64_t>("seed");
   if (has_seed) p.seed = seed;
+  else if (seed != 0) throw Error("step plan: a seed without its flag");
   p.top_logprobs = r.get<int32_t>("top_logprobs");
-  p.logprobs = r.get<uint8_t>("logprobs") != 0;
+  p.logprobs = r.get_bool("logprobs");
   return p;
 }
 

@@ -44,6 +44,14 @@ Decoder::Decoder(const DecoderSpec& spec, const DecoderWeights& weights, Backend
   a.rows = workspace_.reserve<float>(t * d);     // (logit rows, d_model)
   workspace_.commit(backend);
   plan_ = backend.create_attention_plan(capacity.max_tokens, capacity.max_seqs, spec.n_kv_heads);
+  auto place = [&](const std::vector<float>& table) -> const float* {
+    if (table.empty()) return nullptr;
+    rope_tables_.push_back(backend.place_weights(table.data(), table.size() * sizeof(float)));
+    return static_cast<const float*>(rope_tables_.back().get());
+  };
+  inv_freq_ = place(spec.rope.inv_freq);
+  local_inv_freq_ = place(spec.rope.local_inv_freq);
+  freq_factors_ = place(spec.rope.freq_factors);
 }
 
 Decoder::~Decoder() = default;
@@ -65,13 +73,13 @@ ops::RopeParams Decoder::rope_params(int layer) const {
   const bool local = spec_.sliding_window[size_t(layer)] > 0 && r.local_base > 0.0f;
   if (r.recipe == RopeRecipe::kTransformers) {
     p.numerics = ops::RopeNumerics::kFrequencyTable;
-    p.inv_freq = local ? r.local_inv_freq.data() : r.inv_freq.data();
+    p.inv_freq = local ? local_inv_freq_ : inv_freq_;
     return p;
   }
   p.numerics = ops::RopeNumerics::kGgml;
   p.freq_base = local ? r.local_base : r.base;
   p.freq_scale = local ? 1.0f : r.freq_scale;  // scaling applies to the global layers only
-  p.freq_factors = local || r.freq_factors.empty() ? nullptr : r.freq_factors.data();
+  p.freq_factors = local ? nullptr : freq_factors_;
   return p;
 }
 

@@ -84,6 +84,11 @@ class Decoder {
   Workspace workspace_;
   std::unique_ptr<Activations> act_;
   std::unique_ptr<AttentionPlan> plan_;
+  // The spec's rope tables resident on the device: (rotary_dim / 2) each, or null.
+  std::vector<std::shared_ptr<const void>> rope_tables_;
+  const float* inv_freq_ = nullptr;
+  const float* local_inv_freq_ = nullptr;
+  const float* freq_factors_ = nullptr;
   ActivationObserver observer_;
 };
 
