@@ -5,7 +5,8 @@ for each real model with the largest logits after each prompt, and
 llama.cpp-style perplexity of a text.
 
 llama.cpp is reached through llama-cpp-python (see gen_tokenizer_goldens.py
-for the set-up). Run: /tmp/refvenv/bin/python scripts/gen_generation_goldens.py [MODEL_DIR]
+for the set-up). Run: /tmp/refvenv/bin/python scripts/gen_generation_goldens.py [MODEL_DIR [NAME ...]]
+(NAME: the models to write, default all).
 """
 import json
 import math
@@ -26,7 +27,8 @@ import numpy as np  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "data" / "generation-goldens"
-MODELS = {"smollm2": "SmolLM2-135M-Instruct.Q4_1.gguf", "gemma3": "gemma-3-270m-q4_k_m.gguf"}
+MODELS = {"smollm2": "SmolLM2-135M-Instruct.Q4_1.gguf", "gemma3": "gemma-3-270m-q4_k_m.gguf",
+          "qwen2.5-coder": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"}
 N_TOKENS = 32
 TOP_LOGITS = 8  # largest logits recorded at the last prompt position
 PPL_CTX = 128
@@ -122,7 +124,10 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     without_weight_repacking()
     text = (ROOT / "tests" / "data" / "perplexity" / "gpl-3.0.txt").read_text()
+    names = sys.argv[2:] or list(MODELS)
     for name, file in MODELS.items():
+        if name not in names:
+            continue
         llm = llama_cpp.Llama(str(model_dir / file), n_ctx=2048, n_batch=512, n_threads=2, logits_all=True,
                               verbose=False, seed=0)
         single = llama_cpp.Llama(str(model_dir / file), n_ctx=2048, n_batch=1, n_ubatch=1, n_threads=2,

@@ -39,6 +39,11 @@ def gemma3(model_dir):
     return real_model(model_dir, "gemma-3-270m-q4_k_m.gguf")
 
 
+@pytest.fixture(scope="session")
+def qwen25_coder(model_dir):
+    return real_model(model_dir, "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+
+
 @pytest.fixture(scope="module")
 def daemon(tessera_bin, smollm2):
     """`tessera serve --model` on SmolLM2 (named smollm2), one per test module."""
