@@ -87,10 +87,7 @@ void HttpApi::route(HttpExchange& ex) {
   static const std::set<std::string> kPostRoutes = {"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize"};
   if (!kPostRoutes.count(path)) throw ApiError(404, "invalid_request_error", "no route " + path, "", "not_found");
   if (!post) throw ApiError(405, "invalid_request_error", "use POST for " + path);
-  const ServingState state = api_.registry.state();
-  if (state == ServingState::kLoading) throw ApiError(503, "server_error", "models are still loading");
-  if (state == ServingState::kDraining) throw ApiError(503, "server_error", "the server is shutting down");
-  if (state == ServingState::kFailed) throw ApiError(503, "server_error", "the models failed to load");
+  api_.registry.require_serving();
   const Json body = parse_request_json(req.body(), api_.limits.max_json_depth);
   if (path == "/v1/completions") return handle_completions(api_, body, ex);
   if (path == "/v1/chat/completions") return handle_chat_completions(api_, body, ex);

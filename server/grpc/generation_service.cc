@@ -16,26 +16,30 @@ grpc::Status status_of(const ApiError& e) {
   }
 }
 
-// The HTTP body with the same meaning as the request.
-Json as_http_body(const v1::GenerateRequest& r) {
-  Json b = Json::object();
-  b["model"] = r.model();
-  if (r.has_max_tokens()) b["max_tokens"] = r.max_tokens();
-  if (r.has_n()) b["n"] = r.n();
-  if (r.stop_size()) b["stop"] = Json(std::vector<std::string>(r.stop().begin(), r.stop().end()));
-  if (r.stop_token_ids_size()) b["stop_token_ids"] = Json(std::vector<int32_t>(r.stop_token_ids().begin(), r.stop_token_ids().end()));
-  if (r.has_temperature()) b["temperature"] = r.temperature();
-  if (r.has_top_p()) b["top_p"] = r.top_p();
-  if (r.has_top_k()) b["top_k"] = r.top_k();
-  if (r.has_min_p()) b["min_p"] = r.min_p();
-  if (r.has_presence_penalty()) b["presence_penalty"] = r.presence_penalty();
-  if (r.has_frequency_penalty()) b["frequency_penalty"] = r.frequency_penalty();
-  if (r.has_repetition_penalty()) b["repetition_penalty"] = r.repetition_penalty();
-  if (r.has_seed()) b["seed"] = r.seed();
-  for (const auto& [id, bias] : r.logit_bias()) b["logit_bias"][std::to_string(id)] = bias;
-  if (r.ignore_eos()) b["ignore_eos"] = true;
-  if (r.has_priority()) b["priority"] = r.priority();
-  return b;
+// The request's generation fields, its map size checked before converting.
+GenerationRequest generation_request_of(const v1::GenerateRequest& r) {
+  GenerationRequest g;
+  if (r.has_max_tokens()) g.max_tokens = r.max_tokens();
+  if (r.has_n()) g.n = r.n();
+  g.stop.assign(r.stop().begin(), r.stop().end());
+  g.stop_token_ids.assign(r.stop_token_ids().begin(), r.stop_token_ids().end());
+  if (r.has_temperature()) g.temperature = r.temperature();
+  if (r.has_top_p()) g.top_p = r.top_p();
+  if (r.has_top_k()) g.top_k = r.top_k();
+  if (r.has_min_p()) g.min_p = r.min_p();
+  if (r.has_presence_penalty()) g.presence_penalty = r.presence_penalty();
+  if (r.has_frequency_penalty()) g.frequency_penalty = r.frequency_penalty();
+  if (r.has_repetition_penalty()) g.repetition_penalty = r.repetition_penalty();
+  if (r.has_seed()) g.seed = r.seed();
+  if (size_t(r.logit_bias_size()) > kMaxLogitBias) {
+    throw ApiError::invalid("'logit_bias' has more than " + std::to_string(kMaxLogitBias) + " entries", "logit_bias");
+  }
+  for (const auto& [id, bias] : r.logit_bias()) g.logit_bias.emplace_back(id, bias);
+  g.ignore_eos = r.ignore_eos();
+  if (r.has_priority()) g.priority = r.priority();
+  g.logprobs = r.logprobs();
+  if (r.has_top_logprobs()) g.top_logprobs = r.top_logprobs();
+  return g;
 }
 
 v1::Token token_message(const TokenLogprob& lp) {
@@ -54,15 +58,6 @@ v1::Token token_message(const TokenLogprob& lp) {
 
 }  // namespace
 
-void GenerationService::check_serving() const {
-  switch (api_.registry.state()) {
-    case ServingState::kReady: return;
-    case ServingState::kLoading: throw ApiError(503, "server_error", "models are still loading");
-    case ServingState::kDraining: throw ApiError(503, "server_error", "the server is shutting down");
-    case ServingState::kFailed: throw ApiError(503, "server_error", "the models failed to load");
-  }
-}
-
 grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1::GenerateRequest* request,
                                          grpc::ServerWriter<v1::GenerateResponse>* writer) {
   ++in_flight_;
@@ -71,19 +66,9 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
     ~Leave() { --n; }
   } leave{in_flight_};
   try {
-    check_serving();
-    const Json body = as_http_body(*request);
-    RequestFields f(body);
-    ServedModel& model = api_.model(f.string("model").value_or(""));
-    GenerationParams params = read_generation_fields(f, model, api_.limits);
-    const std::optional<int64_t> max_tokens = f.integer("max_tokens", 1, 1 << 30);
-    f.finish();
-    if (request->top_logprobs() < 0 || request->top_logprobs() > api_.limits.max_top_logprobs) {
-      throw ApiError::invalid("'top_logprobs' must be between 0 and " + std::to_string(api_.limits.max_top_logprobs), "top_logprobs");
-    }
-    if (request->has_top_logprobs() && !request->logprobs()) throw ApiError::invalid("'top_logprobs' needs 'logprobs'", "top_logprobs");
-    params.sampling.logprobs = request->logprobs();
-    params.sampling.top_logprobs = request->top_logprobs();
+    api_.registry.require_serving();
+    const GenerationRequest generation = generation_request_of(*request);
+    ServedModel& model = api_.model(request->model());
 
     std::vector<int32_t> prompt;
     int default_max_tokens = 16;
@@ -93,7 +78,7 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
         break;
       case v1::GenerateRequest::kPromptTokenIds: {
         const auto& ids = request->prompt_token_ids().ids();
-        prompt = read_token_ids(Json(std::vector<int32_t>(ids.begin(), ids.end())), model, "prompt_token_ids");
+        prompt = checked_token_ids(std::vector<int64_t>(ids.begin(), ids.end()), model, "prompt_token_ids");
         break;
       }
       case v1::GenerateRequest::kChat: {
@@ -107,7 +92,7 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
       default: throw ApiError::invalid("one of 'prompt', 'prompt_token_ids' or 'chat' is required", "prompt");
     }
     if (prompt.empty()) throw ApiError::invalid("the prompt has no tokens", "prompt");
-    params.max_tokens = resolve_max_tokens(max_tokens, default_max_tokens);
+    const GenerationParams params = validate_generation(generation, model, api_.limits, default_max_tokens);
     auto gens = start_generations(model, {prompt}, params);
     std::string error;
     const bool completed = drive_generations(gens, [context] { return context->IsCancelled(); }, [&](size_t, const ChoiceUpdate& u) {
@@ -139,7 +124,7 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
 grpc::Status GenerationService::Tokenize(grpc::ServerContext*, const v1::TokenizeRequest* request,
                                          v1::TokenizeResponse* response) {
   try {
-    check_serving();
+    api_.registry.require_serving();
     const ServedModel& model = api_.model(request->model());
     const bool add_special = request->has_add_special_tokens() ? request->add_special_tokens() : true;
     for (int32_t id : model.tokenizer().encode(request->prompt(), {.add_special = add_special, .parse_special = true})) {

@@ -23,7 +23,6 @@ class GenerationService final : public tessera::v1::Generation::Service {
   int in_flight() const { return in_flight_.load(); }
 
  private:
-  void check_serving() const;
 
   ApiContext api_;
   std::atomic<int> in_flight_{0};

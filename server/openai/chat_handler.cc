@@ -72,13 +72,11 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
   const Json* messages = f.raw("messages");
   if (!messages) throw ApiError::invalid("'messages' is required", "messages");
   check_messages(*messages);
-  GenerationParams params = read_generation_fields(f, model, api.limits);
-  std::optional<int64_t> max_tokens = f.integer("max_completion_tokens", 1, 1 << 30);
-  if (auto legacy = f.integer("max_tokens", 1, 1 << 30)) max_tokens = max_tokens ? max_tokens : legacy;
-  params.sampling.logprobs = f.boolean("logprobs").value_or(false);
-  const auto top = f.integer("top_logprobs", 0, api.limits.max_top_logprobs);
-  if (top && !params.sampling.logprobs) throw ApiError::invalid("'top_logprobs' needs 'logprobs': true", "top_logprobs");
-  params.sampling.top_logprobs = int(top.value_or(0));
+  GenerationRequest request = read_generation_request(f);
+  request.max_tokens = f.integer("max_completion_tokens", 1, 1 << 30);
+  if (auto legacy = f.integer("max_tokens", 1, 1 << 30)) request.max_tokens = request.max_tokens ? request.max_tokens : legacy;
+  request.logprobs = f.boolean("logprobs").value_or(false);
+  request.top_logprobs = f.integer("top_logprobs", 0, api.limits.max_top_logprobs);
   const bool stream = f.boolean("stream").value_or(false);
   if (const Json* so = f.raw("stream_options"); so && !so->is_object()) {
     throw ApiError::invalid("'stream_options' must be an object", "stream_options");
@@ -99,7 +97,7 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
   const std::string text = render_chat_prompt(model, *messages, add_generation_prompt, kwargs ? *kwargs : Json());
   std::vector<int32_t> prompt = model.tokenizer().encode(text, {.add_special = false, .parse_special = true});
   if (prompt.empty()) throw ApiError::invalid("the rendered conversation has no tokens", "messages");
-  params.max_tokens = resolve_max_tokens(max_tokens, model.max_model_len - int(prompt.size()));
+  const GenerationParams params = validate_generation(request, model, api.limits, model.max_model_len - int(prompt.size()));
   auto gens = start_generations(model, {prompt}, params);
 
   const std::string id = new_response_id("chatcmpl-");

@@ -81,11 +81,11 @@ void handle_completions(const ApiContext& api, const Json& body, HttpExchange& e
   const std::string model_name = f.string("model").value_or("");
   ServedModel& model = api.model(model_name);
   const Prompts prompts = read_prompts(f, model, api.limits.max_n);
-  GenerationParams params = read_generation_fields(f, model, api.limits);
-  params.max_tokens = resolve_max_tokens(f.integer("max_tokens", 1, 1 << 30), 16);
+  GenerationRequest request = read_generation_request(f);
+  request.max_tokens = f.integer("max_tokens", 1, 1 << 30);
   const std::optional<int64_t> logprobs = f.integer("logprobs", 0, api.limits.max_top_logprobs);
-  params.sampling.logprobs = logprobs.has_value();
-  params.sampling.top_logprobs = int(logprobs.value_or(0));
+  request.logprobs = logprobs.has_value();
+  request.top_logprobs = logprobs;
   const bool echo = f.boolean("echo").value_or(false);
   if (echo && logprobs) throw ApiError::invalid("'echo' together with 'logprobs' (prompt log-probabilities) is not supported", "echo");
   const bool stream = f.boolean("stream").value_or(false);
@@ -94,6 +94,7 @@ void handle_completions(const ApiContext& api, const Json& body, HttpExchange& e
   }
   f.refuse("suffix", "insertion is not available for these models");
   f.finish();
+  const GenerationParams params = validate_generation(request, model, api.limits, 16);
   if (int64_t(prompts.tokens.size()) * params.n > api.limits.max_n) {
     throw ApiError::invalid("prompts times n must be at most " + std::to_string(api.limits.max_n), "n");
   }

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "server/openai/api_error.h"
+#include "server/serving/api_error.h"
 #include "server/openai/generation_fields.h"
 #include "server/serving/text_generation.h"
 

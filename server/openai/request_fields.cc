@@ -1,5 +1,7 @@
 #include "server/openai/request_fields.h"
 
+#include "server/serving/generation_request.h"
+
 #include <cmath>
 #include <cstdio>
 
@@ -48,24 +50,14 @@ std::optional<int64_t> RequestFields::integer(const std::string& key, int64_t mi
   } else {
     throw ApiError::invalid("'" + key + "' must be an integer", key);
   }
-  if (x < min || x > max) {
-    throw ApiError::invalid("'" + key + "' must be between " + std::to_string(min) + " and " + std::to_string(max) +
-                                ", got " + std::to_string(x), key);
-  }
-  return x;
+  return checked_integer(key, x, min, max);
 }
 
 std::optional<double> RequestFields::number(const std::string& key, double min, double max) {
   const Json* v = raw(key);
   if (!v) return std::nullopt;
   if (!v->is_number()) throw ApiError::invalid("'" + key + "' must be a number", key);
-  const double x = v->get<double>();
-  if (!(x >= min && x <= max)) {
-    char range[64];
-    std::snprintf(range, sizeof range, "%g and %g", min, max);
-    throw ApiError::invalid("'" + key + "' must be between " + range, key);
-  }
-  return x;
+  return checked_number(key, v->get<double>(), min, max);
 }
 
 std::vector<std::string> RequestFields::strings(const std::string& key, size_t max_count) {

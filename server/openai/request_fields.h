@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "server/openai/api_error.h"
+#include "server/serving/api_error.h"
 
 namespace tessera {
 

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "engine/error.h"
+#include "server/serving/api_error.h"
 #include "kernels/backend_registry.h"
 
 namespace tessera {
@@ -60,6 +61,15 @@ std::unique_ptr<ServedModel> load_one(const ModelConfig& c, prometheus::Registry
 }
 
 }  // namespace
+
+void ModelRegistry::require_serving() const {
+  switch (state()) {
+    case ServingState::kReady: return;
+    case ServingState::kLoading: throw ApiError(503, "server_error", "models are still loading");
+    case ServingState::kDraining: throw ApiError(503, "server_error", "the server is shutting down");
+    case ServingState::kFailed: throw ApiError(503, "server_error", "the models failed to load");
+  }
+}
 
 void ModelRegistry::load(const std::vector<ModelConfig>& models) {
   try {

@@ -30,6 +30,9 @@ class ModelRegistry {
   const std::vector<std::unique_ptr<ServedModel>>& models() const { return models_; }
 
   ServingState state() const { return state_.load(); }
+  // The one check before any work is admitted, for every front end: throws
+  // ApiError 503 while loading, draining or after a failed load.
+  void require_serving() const;
   // Ready and every engine alive.
   bool healthy() const;
   std::string state_name() const;

@@ -103,6 +103,29 @@ def test_invalid_requests_map_to_grpc_codes(pb, channel):
         assert e.value.code() == code, request
 
 
+def test_grpc_and_http_refuse_alike(pb, channel, daemon):
+    """Both front ends fill one typed request validated in one place: the
+    same bad value gets the same message, and an oversized logit_bias map is
+    refused before it is converted."""
+    gen_pb2, gen_grpc = pb
+    stub = gen_grpc.GenerationStub(channel)
+    cases = [
+        ({"temperature": 9}, dict(temperature=9)),
+        ({"top_k": -5}, dict(top_k=-5)),
+        ({"logit_bias": {"999999": 1.0}}, dict(logit_bias={999999: 1.0})),
+        ({"logit_bias": {str(i): 1.0 for i in range(1025)}}, dict(logit_bias={i: 1.0 for i in range(1025)})),
+        ({"stop_token_ids": [-3]}, dict(stop_token_ids=[-3])),
+        ({"n": 1000}, dict(n=1000)),
+    ]
+    for http_fields, grpc_fields in cases:
+        status, body = daemon.post("/v1/completions", {"model": "smollm2", "prompt": "x", **http_fields})
+        assert status == 400, http_fields
+        with pytest.raises(grpc.RpcError) as e:
+            list(stub.Generate(gen_pb2.GenerateRequest(model="smollm2", prompt="x", **grpc_fields)))
+        assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert e.value.details() == body["error"]["message"], http_fields
+
+
 def test_cancelled_call_frees_its_blocks(pb, channel, daemon):
     gen_pb2, gen_grpc = pb
     before = daemon.metric("tessera:requests_cancelled_total", model_name="smollm2")

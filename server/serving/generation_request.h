@@ -1,0 +1,50 @@
+#pragma once
+// One generation request as both front ends give it. HTTP (OpenAI JSON) and
+// gRPC each fill the fields the client sent, checking only their own types;
+// validate_generation() then checks every value once, against the model and
+// the server's limits, with the same messages for both protocols.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/serving/served_model.h"
+#include "server/serving/text_generation.h"
+
+namespace tessera {
+
+struct ApiLimits {
+  int max_n = 16;
+  int max_stop_strings = 16;
+  int max_top_logprobs = 20;
+  int max_json_depth = 64;
+};
+
+// Entries a logit_bias map may hold; front ends check it before converting.
+constexpr size_t kMaxLogitBias = 1024;
+
+struct GenerationRequest {
+  std::optional<double> temperature, top_p, min_p, presence_penalty, frequency_penalty, repetition_penalty;
+  std::optional<int64_t> top_k, seed, n, best_of, priority, max_tokens;
+  std::vector<std::pair<int64_t, double>> logit_bias;  // token id, bias
+  std::vector<std::string> stop;
+  std::vector<int64_t> stop_token_ids;
+  bool ignore_eos = false;
+  bool logprobs = false;
+  std::optional<int64_t> top_logprobs;  // alternatives per token; needs logprobs
+};
+
+// 400 (ApiError naming the field) for any value out of range.
+// `default_max_tokens` applies when max_tokens is absent.
+GenerationParams validate_generation(const GenerationRequest& request, const ServedModel& model, const ApiLimits& limits,
+                                     int default_max_tokens);
+
+// Token ids of this model; a 400 naming `param` otherwise.
+std::vector<int32_t> checked_token_ids(const std::vector<int64_t>& ids, const ServedModel& model, const std::string& param);
+
+// The value, or a 400 naming `key` when outside [min, max].
+int64_t checked_integer(const std::string& key, int64_t value, int64_t min, int64_t max);
+double checked_number(const std::string& key, double value, double min, double max);
+
+}  // namespace tessera
