@@ -24,7 +24,7 @@ struct ServerConfig {
 
 struct KvCacheConfig {
   int64_t budget_mb = 256;
-  int block_size = 16;
+  int page_size = 16;         // tokens per KV page (vLLM's block_size)
   std::string dtype = "f16";  // f16 or f32
 };
 

@@ -150,9 +150,11 @@ class Parser {
     if (const YAML::Node kv = n["kv_cache"]) {
       const std::string p = path + ".kv_cache";
       require_map(kv, p);
-      check_keys(kv, p, {"budget_mb", "block_size", "dtype"});
+      check_keys(kv, p, {"budget_mb", "page_size", "block_size", "dtype"});
       integer(kv, "budget_mb", p, 1, int64_t(1) << 24, &m.kv_cache.budget_mb);
-      integer(kv, "block_size", p, 1, 1024, &m.kv_cache.block_size);
+      // block_size is vLLM's name for the same thing, accepted for configs written for it.
+      if (kv["page_size"] && kv["block_size"]) fail(kv["block_size"], p + ": give page_size or block_size, not both");
+      integer(kv, kv["block_size"] ? "block_size" : "page_size", p, 1, 1024, &m.kv_cache.page_size);
       text(kv, "dtype", p, &m.kv_cache.dtype, {"f16", "f32"});
     }
     if (const YAML::Node s = n["scheduler"]) {

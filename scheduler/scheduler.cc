@@ -48,30 +48,30 @@ void insert_in_order(List& list, typename List::value_type seq) {
 
 }  // namespace
 
-Scheduler::Scheduler(const SchedulerLimits& limits, int32_t n_blocks, int block_size)
-    : limits_(limits), block_size_(block_size), blocks_(n_blocks) {
-  blocks_.set_eviction_callback([this](int32_t page) { prefix_cache_.erase(page); });
+Scheduler::Scheduler(const SchedulerLimits& limits, int32_t n_pages, int page_size)
+    : limits_(limits), page_size_(page_size), allocator_(n_pages) {
+  allocator_.set_eviction_callback([this](int32_t page) { prefix_cache_.erase(page); });
 }
 
 void Scheduler::attach_cached_prefix(Sequence& s) {
-  const size_t usable = (s.tokens.size() - 1) / size_t(block_size_);
+  const size_t usable = (s.tokens.size() - 1) / size_t(page_size_);
   PrefixKey key;
   for (size_t i = 0; i < usable; ++i) {
-    const auto page_tokens = std::span<const int32_t>(s.tokens).subspan(i * size_t(block_size_), size_t(block_size_));
+    const auto page_tokens = std::span<const int32_t>(s.tokens).subspan(i * size_t(page_size_), size_t(page_size_));
     key = chain_prefix_key(key, page_tokens);
     const std::optional<int32_t> hit = prefix_cache_.find(key, page_tokens);
     if (!hit) break;
-    blocks_.reuse(*hit);
+    allocator_.reuse(*hit);
     s.pages.push_back(*hit);
     s.page_keys.push_back(key);
   }
-  s.computed = s.pages.size() * size_t(block_size_);
+  s.computed = s.pages.size() * size_t(page_size_);
 }
 
 void Scheduler::detach_pages(Sequence& s) {
   // Last page first: cached pages are evicted oldest first, and a prefix's
   // first pages are the ones other prompts can share.
-  for (auto it = s.pages.rbegin(); it != s.pages.rend(); ++it) blocks_.release(*it);
+  for (auto it = s.pages.rbegin(); it != s.pages.rend(); ++it) allocator_.release(*it);
   s.pages.clear();
   s.pages_sent = 0;
   s.page_keys.clear();
@@ -80,11 +80,11 @@ void Scheduler::detach_pages(Sequence& s) {
 
 void Scheduler::register_full_pages(Sequence& s) {
   if (!limits_.prefix_caching) return;
-  for (size_t i = s.page_keys.size(); i < s.pages.size() && (i + 1) * size_t(block_size_) <= s.computed; ++i) {
-    const auto page_tokens = std::span<const int32_t>(s.tokens).subspan(i * size_t(block_size_), size_t(block_size_));
+  for (size_t i = s.page_keys.size(); i < s.pages.size() && (i + 1) * size_t(page_size_) <= s.computed; ++i) {
+    const auto page_tokens = std::span<const int32_t>(s.tokens).subspan(i * size_t(page_size_), size_t(page_size_));
     const PrefixKey key = chain_prefix_key(i ? s.page_keys[i - 1] : PrefixKey{}, page_tokens);
     s.page_keys.push_back(key);
-    if (prefix_cache_.insert(key, page_tokens, s.pages[i])) blocks_.set_cached(s.pages[i], true);
+    if (prefix_cache_.insert(key, page_tokens, s.pages[i])) allocator_.set_cached(s.pages[i], true);
   }
 }
 
@@ -105,7 +105,7 @@ bool Scheduler::admits(const Request& r, std::string* why) const {
            ") exceeds the model length of " + std::to_string(limits_.max_model_len);
     return false;
   }
-  if ((total + block_size_ - 1) / block_size_ > blocks_.total()) {
+  if ((total + page_size_ - 1) / page_size_ > allocator_.total()) {
     *why = "prompt plus max_new_tokens needs more KV cache than the whole cache holds";
     return false;
   }
@@ -136,9 +136,9 @@ void Scheduler::cancel(uint64_t request_id) {
   if (it != by_id_.end()) it->second->cancelled = true;
 }
 
-bool Scheduler::ensure_blocks(Sequence& s, int64_t positions) {
-  while (int64_t(s.pages.size()) * block_size_ < positions) {
-    const auto page = blocks_.allocate();
+bool Scheduler::ensure_pages(Sequence& s, int64_t positions) {
+  while (int64_t(s.pages.size()) * page_size_ < positions) {
+    const auto page = allocator_.allocate();
     if (!page) return false;
     s.pages.push_back(*page);
   }
@@ -208,7 +208,7 @@ StepPlan Scheduler::schedule() {
     Sequence& s = **it;
     const size_t pending = s.tokens.size() - s.computed;
     const size_t n = std::min({pending, size_t(limits_.prefill_chunk), size_t(budget)});
-    bool fits = ensure_blocks(s, int64_t(s.computed + n));
+    bool fits = ensure_pages(s, int64_t(s.computed + n));
     while (!fits) {
       Sequence* victim = pick_victim();
       if (victim == nullptr) break;
@@ -216,7 +216,7 @@ StepPlan Scheduler::schedule() {
       if (self) ++it;  // `s` leaves the running list
       preempt(*victim);
       if (self) break;
-      fits = ensure_blocks(s, int64_t(s.computed + n));
+      fits = ensure_pages(s, int64_t(s.computed + n));
     }
     if (!fits) continue;
     s.planned = true;
@@ -235,8 +235,8 @@ StepPlan Scheduler::schedule() {
     const size_t n = std::min({s.tokens.size() - s.computed, size_t(limits_.prefill_chunk), size_t(budget)});
     // All or nothing: a waiting request holding part of what it needs
     // could starve everyone else. First come, first served: no skipping.
-    const int64_t needed = (int64_t(s.computed + n) + block_size_ - 1) / block_size_ - int64_t(s.pages.size());
-    if (needed > blocks_.free_count() || !ensure_blocks(s, int64_t(s.computed + n))) {
+    const int64_t needed = (int64_t(s.computed + n) + page_size_ - 1) / page_size_ - int64_t(s.pages.size());
+    if (needed > allocator_.free_count() || !ensure_pages(s, int64_t(s.computed + n))) {
       detach_pages(s);
       break;
     }
@@ -323,7 +323,7 @@ void Scheduler::fail_all(const std::string& message) {
 bool Scheduler::has_work() const { return !running_.empty() || !waiting_.empty(); }
 
 SchedulerStats Scheduler::stats() const {
-  return {int(running_.size()), int(waiting_.size()), blocks_.free_count(), blocks_.total(), preemptions_, cancelled_,
+  return {int(running_.size()), int(waiting_.size()), allocator_.free_count(), allocator_.total(), preemptions_, cancelled_,
           prefix_queries_, prefix_hits_};
 }
 

@@ -2,7 +2,7 @@
 // Iteration-level continuous batching. Each call to schedule() admits work
 // under a token budget: running sequences first (one decode token each, or
 // the next prefill chunk), then waiting requests by priority and arrival.
-// Pages come from the BlockAllocator; when they run out, the running
+// Pages come from the PageAllocator; when they run out, the running
 // sequence with the lowest priority that arrived last is preempted: its pages
 // are freed and it is recomputed from its tokens when it runs again, which
 // gives the same result because the engine is batch-invariant. Pure
@@ -17,7 +17,7 @@
 
 #include "config/config.h"
 #include "engine/step_plan.h"
-#include "scheduler/block_allocator.h"
+#include "scheduler/page_allocator.h"
 #include "scheduler/prefix_cache.h"
 #include "scheduler/request.h"
 
@@ -37,8 +37,8 @@ enum class Admission : uint8_t {
 struct SchedulerStats {
   int running = 0;
   int waiting = 0;
-  int free_blocks = 0;
-  int total_blocks = 0;
+  int free_pages = 0;
+  int total_pages = 0;
   uint64_t preemptions = 0;
   uint64_t cancelled = 0;
   uint64_t prefix_queries = 0;  // tokens of admitted sequences looked up in the prefix cache
@@ -47,7 +47,7 @@ struct SchedulerStats {
 
 class Scheduler {
  public:
-  Scheduler(const SchedulerLimits& limits, int32_t n_blocks, int block_size);
+  Scheduler(const SchedulerLimits& limits, int32_t n_pages, int page_size);
   ~Scheduler();
 
   // The sink receives every event of the request, from the thread that calls
@@ -69,7 +69,7 @@ class Scheduler {
   struct Sequence;
 
   bool admits(const Request& r, std::string* why) const;
-  bool ensure_blocks(Sequence& s, int64_t positions);
+  bool ensure_pages(Sequence& s, int64_t positions);
   void preempt(Sequence& victim);
   void finish(Sequence& s, FinishReason reason, const std::string& error = "");
   Sequence* pick_victim();
@@ -84,8 +84,8 @@ class Scheduler {
   SequenceStep plan_step(Sequence& s, size_t n, StepPlan& plan);
 
   SchedulerLimits limits_;
-  int block_size_;
-  BlockAllocator blocks_;
+  int page_size_;
+  PageAllocator allocator_;
   PrefixCache prefix_cache_;
   uint64_t prefix_queries_ = 0;
   uint64_t prefix_hits_ = 0;

@@ -119,7 +119,7 @@ std::unique_ptr<PreparedLinear> CpuBackend::prepare_linear(const QuantizedLinear
 }
 
 std::unique_ptr<AttentionPlan> CpuBackend::create_attention_plan(int max_tokens, int max_seqs, int n_kv_heads) {
-  return std::make_unique<CpuAttentionPlan>(size_t(max_tokens / kQueryTile + max_seqs) * size_t(n_kv_heads));
+  return std::make_unique<CpuAttentionPlan>(size_t(max_tokens / kQueryTile + max_seqs) * size_t(n_kv_heads), pool_.size());
 }
 
 }  // namespace tessera::cpu

@@ -21,9 +21,11 @@ class CpuLinear final : public PreparedLinear {
 
 class CpuAttentionPlan final : public AttentionPlan {
  public:
-  explicit CpuAttentionPlan(size_t capacity) { items.reserve(capacity); }
+  CpuAttentionPlan(size_t capacity, int threads) : scratch(size_t(threads)) { items.reserve(capacity); }
   std::vector<AttentionWorkItem> items;
   ops::AttentionBatch batch{};
+  // Each layer's kernel reuses these; the plan is const to the layers.
+  mutable std::vector<AttentionScratch> scratch;
 };
 
 }  // namespace tessera::cpu

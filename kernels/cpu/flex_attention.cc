@@ -20,16 +20,17 @@ void plan_attention_items(const AttentionBatch& batch, int n_kv_heads, std::vect
 
 void run_attention_items(const std::vector<AttentionWorkItem>& items, const float* q, int n_heads, const PagedKv& kv,
                          const AttentionBatch& batch, const AttentionParams& params, float* out, ThreadPool& pool,
-                         const IsaFeatures& isa) {
+                         const IsaFeatures& isa, std::vector<AttentionScratch>& scratch) {
   if (kv.n_kv_heads <= 0 || n_heads % kv.n_kv_heads != 0) throw Error("attention: query heads not a multiple of KV heads");
   if (kv.dtype != DType::kF32 && kv.dtype != DType::kF16) throw Error("attention: KV cache must be F32 or F16");
   if (params.score == ScoreMod::kAlibi && !params.alibi_slopes) throw Error("attention: ALiBi needs slopes");
   if (params.score == ScoreMod::kSoftcap && !(params.softcap > 0.0f)) throw Error("attention: softcap must be positive");
   if (params.mask == MaskMod::kSlidingWindow && params.window <= 0) throw Error("attention: sliding window must be positive");
+  if (scratch.size() < size_t(pool.size())) throw Error("attention: scratch for fewer threads than the pool has");
   if (isa.avx2 && isa.fma && isa.f16c) {
-    flex_attention_avx2(items, q, n_heads, kv, batch, params, out, pool);
+    flex_attention_avx2(items, q, n_heads, kv, batch, params, out, pool, scratch.data());
   } else {
-    flex_attention_generic(items, q, n_heads, kv, batch, params, out, pool);
+    flex_attention_generic(items, q, n_heads, kv, batch, params, out, pool, scratch.data());
   }
 }
 
@@ -37,7 +38,8 @@ void flex_attention(const float* q, int n_heads, const PagedKv& kv, const Attent
                     const AttentionParams& params, float* out, ThreadPool& pool, const IsaFeatures& isa) {
   std::vector<AttentionWorkItem> items;
   plan_attention_items(batch, kv.n_kv_heads, items);
-  run_attention_items(items, q, n_heads, kv, batch, params, out, pool, isa);
+  std::vector<AttentionScratch> scratch(size_t(pool.size()));
+  run_attention_items(items, q, n_heads, kv, batch, params, out, pool, isa, scratch);
 }
 
 }  // namespace tessera::cpu

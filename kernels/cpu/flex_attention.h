@@ -30,16 +30,23 @@ struct AttentionWorkItem {
   int kv_head;
 };
 
+// Per-thread temporaries of the kernel, grown to the largest tile seen and
+// then reused, so that running the planned items allocates nothing.
+struct AttentionScratch {
+  std::vector<float> queries, weights, row_max, rows, values, acc;
+};
+
 // The step's work items, written into `items` (whose capacity the caller
 // reserved: at most n_tokens / kQueryTile + n_seqs tiles per KV head).
 void plan_attention_items(const AttentionBatch& batch, int n_kv_heads, std::vector<AttentionWorkItem>& items);
 
 // Runs planned work items. q and out: [n_tokens][n_heads][head_dim], f32.
 // n_heads is a multiple of kv.n_kv_heads (grouped-query attention). `isa`
-// picks the kernel build; every build gives the same bits.
+// picks the kernel build; every build gives the same bits. `scratch` holds
+// one entry per pool thread.
 void run_attention_items(const std::vector<AttentionWorkItem>& items, const float* q, int n_heads, const PagedKv& kv,
                          const AttentionBatch& batch, const AttentionParams& params, float* out, ThreadPool& pool,
-                         const IsaFeatures& isa);
+                         const IsaFeatures& isa, std::vector<AttentionScratch>& scratch);
 
 // Plans and runs in one call (tests and one-off uses).
 // q and out: [n_tokens][n_heads][head_dim], f32. n_heads is a multiple of

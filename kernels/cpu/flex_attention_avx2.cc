@@ -4,8 +4,9 @@
 namespace tessera::cpu {
 
 void flex_attention_avx2(const std::vector<AttentionWorkItem>& items, const float* q, int n_heads, const PagedKv& kv,
-                       const AttentionBatch& batch, const AttentionParams& params, float* out, ThreadPool& pool) {
-  run_items(items, q, n_heads, kv, batch, params, out, pool);
+                       const AttentionBatch& batch, const AttentionParams& params, float* out, ThreadPool& pool,
+                       AttentionScratch* scratch) {
+  run_items(items, q, n_heads, kv, batch, params, out, pool, scratch);
 }
 
 }  // namespace tessera::cpu

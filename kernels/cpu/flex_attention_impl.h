@@ -54,6 +54,13 @@ struct AlibiMod {
 
 using WorkItem = AttentionWorkItem;
 
+// `n` floats of `buffer`, growing it when needed, filled with `value`.
+float* scratch_floats(std::vector<float>& buffer, size_t n, float value) {
+  if (buffer.size() < n) buffer.resize(n);
+  std::fill_n(buffer.data(), n, value);
+  return buffer.data();
+}
+
 void load_rows(const PagedKv& kv, const void* pool, int page, int kv_head, int rows, float* dst) {
   const size_t elems_per_row = size_t(kv.n_kv_heads) * size_t(kv.head_dim);
   const size_t first = (size_t(page) * size_t(kv.page_size)) * elems_per_row + size_t(kv_head) * size_t(kv.head_dim);
@@ -165,7 +172,7 @@ inline void weighted_values(const float* w, const float* v, int first, int lo, i
 // keys and values, the arithmetic of an f16 matrix multiply.
 template <class Mask, class Score>
 void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv, const AttentionBatch& batch,
-            const AttentionParams& params, const Mask& mask, const Score& score_mod, float* out) {
+            const AttentionParams& params, const Mask& mask, const Score& score_mod, float* out, AttentionScratch& scratch) {
   const int group = n_heads / kv.n_kv_heads;
   const int dim = kv.head_dim;
   const bool f16 = kv.dtype == DType::kF16;
@@ -181,7 +188,7 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
   }
   if (span_last < span_first) span_last = span_first - 1;
   const int span = span_last - span_first + 1;
-  std::vector<float> queries(static_cast<size_t>(n_rows) * size_t(dim));
+  float* const queries = scratch_floats(scratch.queries, size_t(n_rows) * size_t(dim), 0.0f);
   const float query_scale = params.scale_queries ? params.scale : 1.0f;
   const float score_scale = params.scale_queries ? 1.0f : params.scale;
   for (int r = 0; r < n_rows; ++r) {
@@ -193,9 +200,9 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
     }
   }
   // weights[r][k - span_first]: the score, then the probability.
-  std::vector<float> weights(static_cast<size_t>(n_rows) * size_t(std::max(span, 0)), 0.0f);
-  std::vector<float> row_max(static_cast<size_t>(n_rows), -std::numeric_limits<float>::infinity());
-  std::vector<float> rows(static_cast<size_t>(kv.page_size) * size_t(dim));
+  float* const weights = scratch_floats(scratch.weights, size_t(n_rows) * size_t(std::max(span, 0)), 0.0f);
+  float* const row_max = scratch_floats(scratch.row_max, size_t(n_rows), -std::numeric_limits<float>::infinity());
+  float* const rows = scratch_floats(scratch.rows, size_t(kv.page_size) * size_t(dim), 0.0f);
   const int n_pages = batch.page_indptr[item.seq + 1] - batch.page_indptr[item.seq];
   auto visible_keys = [&](int t, int page_first, int page_rows, int* lo, int* hi) {
     const int pos = batch.positions[t];
@@ -209,7 +216,7 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
       const int page_rows = std::min(kv.page_size, kv_len - page_first);
       if (page_rows <= 0) break;
       if (page_first + page_rows - 1 < span_first || page_first > span_last) continue;  // wholly masked
-      load_rows(kv, pool, batch.page_indices[batch.page_indptr[item.seq] + p], item.kv_head, page_rows, rows.data());
+      load_rows(kv, pool, batch.page_indices[batch.page_indptr[item.seq] + p], item.kv_head, page_rows, rows);
       body(page_first, page_rows);
     }
   };
@@ -218,7 +225,7 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
       const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
       int lo, hi;
       if (!visible_keys(t, page_first, page_rows, &lo, &hi)) continue;
-      const float* qv = queries.data() + size_t(r) * size_t(dim);
+      const float* qv = queries + size_t(r) * size_t(dim);
       auto record = [&](int k, float dot) {
         const float s = score_mod(dot * score_scale, head, batch.positions[t], k);
         weights[size_t(r) * size_t(span) + size_t(k - span_first)] = s;
@@ -228,52 +235,53 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
       if (dim % kLanes == 0) {
         for (; k + 8 <= hi + 1; k += 8) {
           float dots[8];
-          lane16_dot8(qv, rows.data() + size_t(k - page_first) * size_t(dim), size_t(dim), dim, dots);
+          lane16_dot8(qv, rows + size_t(k - page_first) * size_t(dim), size_t(dim), dim, dots);
           for (int i = 0; i < 8; ++i) record(k + i, dots[i]);
         }
       }
-      for (; k <= hi; ++k) record(k, ordered_dot(qv, rows.data() + size_t(k - page_first) * size_t(dim), dim));
+      for (; k <= hi; ++k) record(k, ordered_dot(qv, rows + size_t(k - page_first) * size_t(dim), dim));
     }
   });
   for (int r = 0; r < n_rows; ++r) {
     const int t = item.token_begin + r / group;
     const int lo = std::max(span_first, mask.first(batch.positions[t]));
     const int hi = std::min(kv_len - 1, mask.last(batch.positions[t], prefix));
-    normalise_row(weights.data() + size_t(r) * size_t(span), span_first, lo, hi, row_max[size_t(r)], f16);
+    normalise_row(weights + size_t(r) * size_t(span), span_first, lo, hi, row_max[size_t(r)], f16);
   }
   // Values of the visible keys, converted once: values[k - span_first][d].
-  std::vector<float> values(static_cast<size_t>(std::max(span, 0)) * size_t(dim));
+  float* const values = scratch_floats(scratch.values, size_t(std::max(span, 0)) * size_t(dim), 0.0f);
   for_each_page(kv.v, [&](int page_first, int page_rows) {
     const int from = std::max(page_first, span_first), to = std::min(page_first + page_rows - 1, span_last);
     if (from > to) return;
-    std::memcpy(values.data() + size_t(from - span_first) * size_t(dim), rows.data() + size_t(from - page_first) * size_t(dim),
+    std::memcpy(values + size_t(from - span_first) * size_t(dim), rows + size_t(from - page_first) * size_t(dim),
                 size_t(to - from + 1) * size_t(dim) * sizeof(float));
   });
   // One row at a time, so its accumulator stays in cache: acc[lane][d],
   // where key k feeds lane k % 16 as a 16-wide multiply over keys does, keys
   // in increasing order.
   const size_t row_stride = size_t(kLanes) * size_t(dim);
-  std::vector<float> acc(row_stride);
+  float* const acc = scratch_floats(scratch.acc, row_stride, 0.0f);
   for (int r = 0; r < n_rows; ++r) {
     const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
     const int lo = std::max(span_first, mask.first(batch.positions[t]));
     const int hi = std::min(kv_len - 1, mask.last(batch.positions[t], prefix));
     float* o = out + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
-    weighted_values(weights.data() + size_t(r) * size_t(span), values.data(), span_first, lo, hi, dim, acc.data(), o);
+    weighted_values(weights + size_t(r) * size_t(span), values, span_first, lo, hi, dim, acc, o);
   }
 }
 
 template <class Mask, class Score>
 void run_all(const std::vector<WorkItem>& items, const float* q, int n_heads, const PagedKv& kv, const AttentionBatch& batch,
-             const AttentionParams& params, const Mask& mask, const Score& score, float* out, ThreadPool& pool) {
+             const AttentionParams& params, const Mask& mask, const Score& score, float* out, ThreadPool& pool,
+             AttentionScratch* scratch) {
   // Items differ in cost (a causal tile late in a prompt sees more keys), so
   // threads claim them one at a time, costliest (last) first. Each item
   // writes its own outputs: the order changes no result.
   const int64_t n = int64_t(items.size());
   std::atomic<int64_t> next{0};
-  pool.parallel_for(std::min<int64_t>(n, pool.size()), 1, [&](int, int64_t, int64_t) {
+  pool.parallel_for(std::min<int64_t>(n, pool.size()), 1, [&](int thread, int64_t, int64_t) {
     for (int64_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
-      attend(items[size_t(n - 1 - i)], q, n_heads, kv, batch, params, mask, score, out);
+      attend(items[size_t(n - 1 - i)], q, n_heads, kv, batch, params, mask, score, out, scratch[thread]);
     }
   });
 }
@@ -281,22 +289,23 @@ void run_all(const std::vector<WorkItem>& items, const float* q, int n_heads, co
 template <class Mask>
 void dispatch_score(const std::vector<WorkItem>& items, const float* q, int n_heads, const PagedKv& kv,
                     const AttentionBatch& batch, const AttentionParams& params, const Mask& mask, float* out,
-                    ThreadPool& pool) {
+                    ThreadPool& pool, AttentionScratch* scratch) {
   switch (params.score) {
-    case ScoreMod::kNone: return run_all(items, q, n_heads, kv, batch, params, mask, NoScoreMod{}, out, pool);
-    case ScoreMod::kSoftcap: return run_all(items, q, n_heads, kv, batch, params, mask, SoftcapMod{params.softcap}, out, pool);
-    case ScoreMod::kAlibi: return run_all(items, q, n_heads, kv, batch, params, mask, AlibiMod{params.alibi_slopes}, out, pool);
+    case ScoreMod::kNone: return run_all(items, q, n_heads, kv, batch, params, mask, NoScoreMod{}, out, pool, scratch);
+    case ScoreMod::kSoftcap: return run_all(items, q, n_heads, kv, batch, params, mask, SoftcapMod{params.softcap}, out, pool, scratch);
+    case ScoreMod::kAlibi: return run_all(items, q, n_heads, kv, batch, params, mask, AlibiMod{params.alibi_slopes}, out, pool, scratch);
   }
 }
 
 // Runs every work item; the public entry point has checked the arguments.
 inline void run_items(const std::vector<WorkItem>& items, const float* q, int n_heads, const PagedKv& kv,
-                      const AttentionBatch& batch, const AttentionParams& params, float* out, ThreadPool& pool) {
+                      const AttentionBatch& batch, const AttentionParams& params, float* out, ThreadPool& pool,
+                      AttentionScratch* scratch) {
   switch (params.mask) {
-    case MaskMod::kCausal: return dispatch_score(items, q, n_heads, kv, batch, params, CausalMask{}, out, pool);
+    case MaskMod::kCausal: return dispatch_score(items, q, n_heads, kv, batch, params, CausalMask{}, out, pool, scratch);
     case MaskMod::kSlidingWindow:
-      return dispatch_score(items, q, n_heads, kv, batch, params, SlidingWindowMask{params.window}, out, pool);
-    case MaskMod::kPrefixLm: return dispatch_score(items, q, n_heads, kv, batch, params, PrefixLmMask{}, out, pool);
+      return dispatch_score(items, q, n_heads, kv, batch, params, SlidingWindowMask{params.window}, out, pool, scratch);
+    case MaskMod::kPrefixLm: return dispatch_score(items, q, n_heads, kv, batch, params, PrefixLmMask{}, out, pool, scratch);
   }
 }
 

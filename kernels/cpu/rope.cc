@@ -1,10 +1,15 @@
 #include "kernels/cpu/rope.h"
 
 #include <cmath>
-#include <vector>
+#include <array>
+#include <string>
+
+#include "engine/error.h"
 
 namespace tessera::cpu {
 namespace {
+
+constexpr int kMaxRotaryPairs = 1024;
 
 // The angles of one position: cos_table[i], sin_table[i] for each pair.
 void rope_angles(const RopeParams& params, int32_t position, float* cos_table, float* sin_table) {
@@ -35,9 +40,10 @@ void rope_angles(const RopeParams& params, int32_t position, float* cos_table, f
 void apply_rope(float* x, const int32_t* positions, int64_t n_tokens, int n_heads, int head_dim, const RopeParams& params,
                 ThreadPool& pool) {
   const int pairs = params.rotary_dim / 2;
+  if (pairs < 0 || pairs > kMaxRotaryPairs) throw Error("rope: rotary dimension " + std::to_string(params.rotary_dim) + " unsupported");
   const bool fused = params.numerics == ops::RopeNumerics::kGgml;
   pool.parallel_for(n_tokens, 1, [&](int, int64_t begin, int64_t end) {
-    std::vector<float> cos_table(static_cast<size_t>(pairs)), sin_table(static_cast<size_t>(pairs));
+    std::array<float, kMaxRotaryPairs> cos_table, sin_table;  // on the stack: no allocation per call
     for (int64_t t = begin; t < end; ++t) {
       rope_angles(params, positions[t], cos_table.data(), sin_table.data());
       for (int h = 0; h < n_heads; ++h) {

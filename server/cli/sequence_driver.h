@@ -1,11 +1,11 @@
 #pragma once
 // Drives one sequence through a ModelRunner for the command-line tools:
-// pages from a BlockAllocator, chunked prefill, then one token per step.
+// pages from a PageAllocator, chunked prefill, then one token per step.
 #include <cstdint>
 #include <vector>
 
 #include "engine/model_runner.h"
-#include "scheduler/block_allocator.h"
+#include "scheduler/page_allocator.h"
 
 namespace tessera::cli {
 
@@ -32,7 +32,7 @@ class SequenceDriver {
   ModelRunner& runner_;
   SamplingParams params_;
   uint64_t seed_;
-  BlockAllocator allocator_;
+  PageAllocator allocator_;
   uint64_t seq_id_ = 1;
   bool registered_ = false;
   std::vector<uint64_t> finished_;

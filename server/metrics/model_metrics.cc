@@ -37,7 +37,7 @@ ModelMetrics::ModelMetrics(Registry& r, const std::string& model)
       model_(model),
       running_(gauge(r, "tessera:num_requests_running", "Requests in the running batch", model)),
       waiting_(gauge(r, "tessera:num_requests_waiting", "Requests waiting to be scheduled", model)),
-      kv_usage_(gauge(r, "tessera:kv_cache_usage_perc", "Fraction of KV cache blocks in use (0 to 1)", model)),
+      kv_usage_(gauge(r, "tessera:kv_cache_usage_perc", "Fraction of KV cache pages in use (0 to 1)", model)),
       prefix_hits_(counter(r, "tessera:prefix_cache_hits_total", "Prompt tokens whose KV pages came from the prefix cache", model)),
       prefix_queries_(counter(r, "tessera:prefix_cache_queries_total", "Tokens of admitted requests looked up in the prefix cache", model)),
       ttft_(histogram(r, "tessera:time_to_first_token_seconds", "Time to first token", model, kLatencyBuckets)),
@@ -66,7 +66,7 @@ void ModelMetrics::refresh(const SchedulerStats& stats) {
   std::lock_guard lock(refresh_mutex_);
   running_.Set(stats.running);
   waiting_.Set(stats.waiting);
-  kv_usage_.Set(stats.total_blocks > 0 ? double(stats.total_blocks - stats.free_blocks) / stats.total_blocks : 0.0);
+  kv_usage_.Set(stats.total_pages > 0 ? double(stats.total_pages - stats.free_pages) / stats.total_pages : 0.0);
   // The scheduler counts cumulatively; counters take the increase.
   auto advance = [](prometheus::Counter& counter, uint64_t now, uint64_t& seen) {
     if (now > seen) counter.Increment(double(now - seen));

@@ -2,7 +2,7 @@
 // Drives the generations of one HTTP request to their end: polls them in
 // turn, hands each update on, and cancels everything once the client is
 // gone (a failed write or a closed connection), so that the scheduler frees
-// the request's KV blocks at its next step.
+// the request's KV pages at its next step.
 #include <functional>
 #include <memory>
 #include <string>

@@ -24,7 +24,7 @@ std::unique_ptr<ServedModel> load_one(const ModelConfig& c, prometheus::Registry
   const auto t0 = std::chrono::steady_clock::now();
   RunnerConfig rc;
   rc.kv_budget_bytes = uint64_t(c.kv_cache.budget_mb) << 20;
-  rc.page_size = c.kv_cache.block_size;
+  rc.page_size = c.kv_cache.page_size;
   rc.kv_dtype = c.kv_cache.dtype == "f32" ? DType::kF32 : DType::kF16;
   rc.capacity.max_tokens = c.scheduler.max_batch_tokens;
   rc.capacity.max_seqs = c.scheduler.max_sequences;
@@ -54,7 +54,7 @@ std::unique_ptr<ServedModel> load_one(const ModelConfig& c, prometheus::Registry
   m->loop = std::make_unique<ModelLoop>(std::move(runner), limits);
   m->created = std::time(nullptr);
   m->metrics = std::make_unique<ModelMetrics>(metrics, c.name);
-  spdlog::info("model {} loaded from {} in {:.2f} s (max_model_len {}, {} KV blocks of {}, chat template: {})", c.name,
+  spdlog::info("model {} loaded from {} in {:.2f} s (max_model_len {}, {} KV pages of {}, chat template: {})", c.name,
                c.path, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), m->max_model_len,
                m->loop->runner().kv_cache().n_pages(), m->loop->runner().page_size(), m->chat_template ? "yes" : "none");
   return m;

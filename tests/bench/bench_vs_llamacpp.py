@@ -1,23 +1,27 @@
 #!/usr/bin/env python3
 """Single-stream decode and 512-token prefill throughput of tessera and of
 llama.cpp (through llama-cpp-python) on the same GGUF files, same thread
-count, measured in the same run. Needs llama-cpp-python in the running
-Python (see scripts/gen_tokenizer_goldens.py for the set-up).
+count, measured in the same run, repeats interleaved, medians reported.
+Needs llama-cpp-python in the running Python (see
+scripts/gen_tokenizer_goldens.py for the set-up). --compare BINARY adds
+another tessera build (an earlier commit, say) measured the same way.
 
-  python tests/bench/bench_vs_llamacpp.py [--threads 2] [--decode 64] [--repeats 3]
+  python tests/bench/bench_vs_llamacpp.py [--threads 2] [--decode 64] [--repeats 3] [--compare OLD_BINARY]
 """
 import argparse
 import json
 import os
 import pathlib
 import re
+import statistics
 import subprocess
 import time
 
 import llama_cpp
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-MODELS = {"SmolLM2-135M Q4_1": "SmolLM2-135M-Instruct.Q4_1.gguf", "Gemma-3-270M Q4_K_M": "gemma-3-270m-q4_k_m.gguf"}
+MODELS = {"SmolLM2-135M Q4_1": "SmolLM2-135M-Instruct.Q4_1.gguf", "Gemma-3-270M Q4_K_M": "gemma-3-270m-q4_k_m.gguf",
+          "Qwen2.5-Coder-0.5B Q4_K_M": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"}
 TEXT = (ROOT / "tests" / "data" / "perplexity" / "gpl-3.0.txt").read_text()
 
 
@@ -51,6 +55,10 @@ def tessera_numbers(binary, path, threads, n_prefill, n_decode):
     return float(prefill_match.group(1)), float(decode_match.group(1))
 
 
+def median(values):
+    return statistics.median(values)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=2)
@@ -58,24 +66,34 @@ def main():
     ap.add_argument("--decode", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--binary", default=str(ROOT / "build" / "tessera"))
+    ap.add_argument("--compare", help="another tessera binary measured alongside")
     ap.add_argument("--model-dir", default=os.environ.get("TESSERA_MODEL_DIR", str(pathlib.Path.home() / ".cache/tessera/models")))
     args = ap.parse_args()
+    binaries = {"tessera": args.binary}
+    if args.compare:
+        binaries["compared"] = args.compare
     rows = []
     for name, file in MODELS.items():
         path = str(pathlib.Path(args.model_dir) / file)
-        ours = [tessera_numbers(args.binary, path, args.threads, args.prefill, args.decode) for _ in range(args.repeats)]
-        ref = [llama_cpp_numbers(path, args.threads, args.prefill, args.decode) for _ in range(args.repeats)]
-        best = lambda xs, i: max(x[i] for x in xs)
-        rows.append({"model": name, "tessera_prefill": best(ours, 0), "llama_cpp_prefill": best(ref, 0),
-                     "tessera_decode": best(ours, 1), "llama_cpp_decode": best(ref, 1)})
-    print(f"threads={args.threads}, prefill {args.prefill} tokens, decode {args.decode} tokens, best of {args.repeats}; "
-          f"llama-cpp-python {llama_cpp.__version__}")
-    print("| model | prefill tok/s (tessera / llama.cpp / ratio) | decode tok/s (tessera / llama.cpp / ratio) |")
-    print("|---|---|---|")
+        runs = {label: [] for label in [*binaries, "llama.cpp"]}
+        for _ in range(args.repeats):
+            for label, binary in binaries.items():
+                runs[label].append(tessera_numbers(binary, path, args.threads, args.prefill, args.decode))
+            runs["llama.cpp"].append(llama_cpp_numbers(path, args.threads, args.prefill, args.decode))
+        for label in binaries:
+            rows.append({"model": name, "binary": label,
+                         "prefill": median([r[0] for r in runs[label]]), "decode": median([r[1] for r in runs[label]]),
+                         "llama_cpp_prefill": median([r[0] for r in runs["llama.cpp"]]),
+                         "llama_cpp_decode": median([r[1] for r in runs["llama.cpp"]]), "runs": runs[label],
+                         "llama_cpp_runs": runs["llama.cpp"]})
+    print(f"threads={args.threads}, prefill {args.prefill} tokens, decode {args.decode} tokens, median of {args.repeats} "
+          f"interleaved runs; llama-cpp-python {llama_cpp.__version__}; binaries {binaries}")
+    print("| model | binary | prefill tok/s (tessera / llama.cpp / ratio) | decode tok/s (tessera / llama.cpp / ratio) |")
+    print("|---|---|---|---|")
     for r in rows:
-        print(f"| {r['model']} | {r['tessera_prefill']:.1f} / {r['llama_cpp_prefill']:.1f} / "
-              f"{r['tessera_prefill'] / r['llama_cpp_prefill']:.2f} | {r['tessera_decode']:.1f} / "
-              f"{r['llama_cpp_decode']:.1f} / {r['tessera_decode'] / r['llama_cpp_decode']:.2f} |")
+        print(f"| {r['model']} | {r['binary']} | {r['prefill']:.1f} / {r['llama_cpp_prefill']:.1f} / "
+              f"{r['prefill'] / r['llama_cpp_prefill']:.2f} | {r['decode']:.1f} / "
+              f"{r['llama_cpp_decode']:.1f} / {r['decode'] / r['llama_cpp_decode']:.2f} |")
     print(json.dumps(rows))
 
 

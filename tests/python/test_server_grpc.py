@@ -126,7 +126,7 @@ def test_grpc_and_http_refuse_alike(pb, channel, daemon):
         assert e.value.details() == body["error"]["message"], http_fields
 
 
-def test_cancelled_call_frees_its_blocks(pb, channel, daemon):
+def test_cancelled_call_frees_its_pages(pb, channel, daemon):
     gen_pb2, gen_grpc = pb
     before = daemon.metric("tessera:requests_cancelled_total", model_name="smollm2")
     call = gen_grpc.GenerationStub(channel).Generate(

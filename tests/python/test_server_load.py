@@ -63,7 +63,7 @@ def test_32_concurrent_streams_complete_with_correct_usage(tessera_bin, smollm2)
         assert d.stop() == 0
 
 
-def test_disconnect_mid_stream_frees_blocks(tessera_bin, smollm2):
+def test_disconnect_mid_stream_frees_pages(tessera_bin, smollm2):
     d = Daemon(tessera_bin, [], config(smollm2))
     try:
         conn = http.client.HTTPConnection("127.0.0.1", d.http_port)

@@ -7,7 +7,7 @@
 
 #include "engine/model_runner.h"
 #include "kernels/cpu/cpu_backend.h"
-#include "scheduler/block_allocator.h"
+#include "scheduler/page_allocator.h"
 #include "tests/unit/test_files.h"
 
 namespace tessera {
@@ -29,7 +29,7 @@ class BatchInvariance : public ::testing::Test {
     if (!std::filesystem::exists(path)) return;
     RunnerConfig config;
     config.kv_budget_bytes = 64ull << 20;
-    runner_ = new ModelRunner(std::make_shared<cpu::CpuBackend>(cpu::CpuBackendOptions{2}), path, config);
+    runner_ = new ModelRunner(std::make_shared<cpu::CpuBackend>(cpu::CpuBackendOptions{.threads = 2, .isa = std::nullopt}), path, config);
   }
   static void TearDownTestSuite() { delete runner_; }
   void SetUp() override {
@@ -39,7 +39,7 @@ class BatchInvariance : public ::testing::Test {
   // Runs all sequences to `new_tokens` generated tokens; each step feeds every
   // sequence at most `chunk` pending tokens.
   static void run(std::vector<Seq>& seqs, size_t chunk, size_t new_tokens) {
-    BlockAllocator allocator(int32_t(runner_->kv_cache().n_pages()));
+    PageAllocator allocator(int32_t(runner_->kv_cache().n_pages()));
     SamplingParams greedy;
     greedy.temperature = 0.0f;
     StepPlan plan;

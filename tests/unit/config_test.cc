@@ -22,7 +22,7 @@ TEST(Config, TheDefaultFileParses) {
   EXPECT_EQ(c.server.grpc_port, 50051);
   ASSERT_EQ(c.models.size(), 1u);
   EXPECT_EQ(c.models[0].name, "smollm2");
-  EXPECT_EQ(c.models[0].kv_cache.block_size, 16);
+  EXPECT_EQ(c.models[0].kv_cache.page_size, 16);
   EXPECT_EQ(c.models[0].scheduler.prefill_chunk, 512);
 }
 
@@ -77,6 +77,13 @@ TEST(Config, ErrorsNameTheLineTheKeyAndWhatIsAllowed) {
   EXPECT_NE(error_of("models: [{name: a, path: x\n").find("not valid YAML"), std::string::npos);
   EXPECT_NE(error_of("").find("empty"), std::string::npos);
   EXPECT_NE(error_of("- 1\n- 2\n").find("must be a mapping"), std::string::npos);
+  EXPECT_NE(error_of("models: [{name: a, path: x, kv_cache: {page_size: 8, block_size: 8}}]\n").find("not both"),
+            std::string::npos);
+}
+
+TEST(Config, PageSizeAlsoReadsAsVllmsBlockSize) {
+  EXPECT_EQ(parse_config("models: [{name: a, path: x, kv_cache: {page_size: 32}}]\n", "t.yaml").models[0].kv_cache.page_size, 32);
+  EXPECT_EQ(parse_config("models: [{name: a, path: x, kv_cache: {block_size: 8}}]\n", "t.yaml").models[0].kv_cache.page_size, 8);
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ class ModelLoopTest : public ::testing::Test {
     SchedulerLimits limits;
     limits.max_model_len = 512;
     limits.max_queued_requests = 3;
-    loop_ = std::make_unique<ModelLoop>(std::make_unique<ModelRunner>(std::make_shared<cpu::CpuBackend>(cpu::CpuBackendOptions{2}), path, config), limits);
+    loop_ = std::make_unique<ModelLoop>(std::make_unique<ModelRunner>(std::make_shared<cpu::CpuBackend>(cpu::CpuBackendOptions{.threads = 2, .isa = std::nullopt}), path, config), limits);
   }
 
   Request request(const std::string& prompt, int max_new) {
@@ -83,7 +83,7 @@ TEST_F(ModelLoopTest, ConcurrentRequestsStreamTheirOwnGreedyTokens) {
 }
 
 TEST_F(ModelLoopTest, CancelEndsTheStreamAndFreesPages) {
-  const int total = loop_->stats().total_blocks;
+  const int total = loop_->stats().total_pages;
   const Submission s = loop_->submit(request("Tell me a very long story about dragons.", 400));
   ASSERT_EQ(s.admission, Admission::kAccepted);
   ASSERT_TRUE(s.stream->pop(60s).has_value());  // the first token arrived
@@ -91,7 +91,7 @@ TEST_F(ModelLoopTest, CancelEndsTheStreamAndFreesPages) {
   const Collected rest = collect(*s.stream);
   EXPECT_EQ(rest.finals, 1);
   EXPECT_EQ(rest.finish, FinishReason::kCancelled);
-  EXPECT_EQ(loop_->stats().free_blocks, total);
+  EXPECT_EQ(loop_->stats().free_pages, total);
 }
 
 TEST_F(ModelLoopTest, TooLongIsRefusedAndDrainFinishesInFlightWork) {

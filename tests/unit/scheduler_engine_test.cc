@@ -50,7 +50,7 @@ TEST(SchedulerWithEngine, KvExhaustionPreemptsAndStillCompletesIdentically) {
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "SmolLM2 not fetched (scripts/fetch-models.sh)";
   RunnerConfig config;
   config.kv_budget_bytes = 32ull << 20;
-  ModelRunner runner(std::make_shared<cpu::CpuBackend>(cpu::CpuBackendOptions{2}), path, config);
+  ModelRunner runner(std::make_shared<cpu::CpuBackend>(cpu::CpuBackendOptions{.threads = 2, .isa = std::nullopt}), path, config);
   uint64_t roomy_preemptions = 0, tight_preemptions = 0;
   const auto roomy = serve(runner, int32_t(runner.kv_cache().n_pages()), &roomy_preemptions);
   const auto tight = serve(runner, 7, &tight_preemptions);  // 112 positions for four sequences of ~33

@@ -33,8 +33,8 @@ struct Harness {
   std::vector<StepPlan> plans;
   int iterations = 0;
 
-  Harness(const SchedulerLimits& limits, int32_t blocks, int block_size)
-      : scheduler(limits, blocks, block_size), page_size(block_size) {}
+  Harness(const SchedulerLimits& limits, int32_t pages, int page_size)
+      : scheduler(limits, pages, page_size), page_size(page_size) {}
 
   Admission submit(uint64_t id, int prompt_len, int max_new, int priority = 0, std::vector<int32_t> stop = {}) {
     Request r;
@@ -150,7 +150,7 @@ TEST(Scheduler, BudgetChunksAndSequenceLimitsHoldEveryIteration) {
     EXPECT_EQ(h.finals[id][0].finish, FinishReason::kLength);
     EXPECT_EQ(h.finals[id][0].completion_tokens, 5);
   }
-  EXPECT_EQ(h.scheduler.stats().free_blocks, 64);
+  EXPECT_EQ(h.scheduler.stats().free_pages, 64);
 }
 
 TEST(Scheduler, PriorityFirstThenArrivalOrder) {
@@ -187,11 +187,11 @@ TEST(Scheduler, PreemptionByRecomputeGivesTheSameOutputs) {
     EXPECT_EQ(tight.outputs[id], roomy.outputs[id]) << "request " << id;
     EXPECT_EQ(tight.finals[id].size(), 1u);
   }
-  EXPECT_EQ(tight.scheduler.stats().free_blocks, 12);
+  EXPECT_EQ(tight.scheduler.stats().free_pages, 12);
 }
 
 TEST(Scheduler, PreemptedRequestsNeverDeadlockHoldingPartialAllocations) {
-  // Two requests that each need 8 of 11 blocks: after a preemption both wait,
+  // Two requests that each need 8 of 11 pages: after a preemption both wait,
   // and neither may sit on part of the cache while the other needs it.
   SchedulerLimits l = limits(2048, 512, 8192);
   Harness h(l, 11, 16);
@@ -202,7 +202,7 @@ TEST(Scheduler, PreemptedRequestsNeverDeadlockHoldingPartialAllocations) {
   EXPECT_GT(h.scheduler.stats().preemptions, 0u);
   EXPECT_EQ(h.outputs[1].size(), 120u);
   EXPECT_EQ(h.outputs[2].size(), 120u);
-  EXPECT_EQ(h.scheduler.stats().free_blocks, 11);
+  EXPECT_EQ(h.scheduler.stats().free_pages, 11);
 }
 
 std::vector<int32_t> prompt_of(int n, int32_t base) {
@@ -223,7 +223,7 @@ TEST(PrefixCaching, ARepeatedPromptReusesItsFullPagesAndGivesTheSameTokens) {
   EXPECT_EQ(h.outputs[2], h.outputs[1]);
   EXPECT_EQ(h.scheduler.stats().prefix_queries, 80u);
   EXPECT_EQ(h.scheduler.stats().prefix_hits, 36u);
-  EXPECT_EQ(h.scheduler.stats().free_blocks, 64);  // cached pages count as free
+  EXPECT_EQ(h.scheduler.stats().free_pages, 64);  // cached pages count as free
 }
 
 TEST(PrefixCaching, ASharedPrefixIsReusedUpToWhereThePromptsPart) {
@@ -257,7 +257,7 @@ TEST(PrefixCaching, CachedPagesAreEvictedWhenNeededAndOutputsDoNotChange) {
       h->run();
     }
     EXPECT_FALSE(h->scheduler.has_work());
-    EXPECT_EQ(h->scheduler.stats().free_blocks, 16);
+    EXPECT_EQ(h->scheduler.stats().free_pages, 16);
   }
   for (uint64_t id = 1; id <= 6; ++id) EXPECT_EQ(tight.outputs[id], uncached.outputs[id]) << "request " << id;
   EXPECT_GT(tight.scheduler.stats().prefix_hits, 0u);
@@ -270,10 +270,10 @@ TEST(Scheduler, CancellationFreesPagesAtTheNextStepWithOneFinalEvent) {
   h.submit(2, 8, 50);
   h.step();
   h.step();
-  const int free_before = h.scheduler.stats().free_blocks;
+  const int free_before = h.scheduler.stats().free_pages;
   h.scheduler.cancel(1);
   h.step();
-  EXPECT_GT(h.scheduler.stats().free_blocks, free_before - 1);
+  EXPECT_GT(h.scheduler.stats().free_pages, free_before - 1);
   ASSERT_EQ(h.finals[1].size(), 1u);
   EXPECT_EQ(h.finals[1][0].finish, FinishReason::kCancelled);
   for (const SequenceStep& s : h.plans.back().steps) EXPECT_NE(s.seq_id, 1u);
@@ -307,7 +307,7 @@ TEST(Scheduler, FailAllEndsEveryRequestWithAnError) {
     EXPECT_EQ(h.finals[id][0].finish, FinishReason::kError);
     EXPECT_EQ(h.finals[id][0].error, "engine fault");
   }
-  EXPECT_EQ(h.scheduler.stats().free_blocks, 16);
+  EXPECT_EQ(h.scheduler.stats().free_pages, 16);
 }
 
 }  // namespace

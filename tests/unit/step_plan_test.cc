@@ -134,7 +134,7 @@ RunnerConfig small_config() {
 
 TEST(StepPlanCodec, PlansThroughBytesGiveTheSameTokens) {
   if (!std::filesystem::exists(smollm2_path())) GTEST_SKIP() << "SmolLM2 not fetched (scripts/fetch-models.sh)";
-  ModelRunner runner(std::make_shared<cpu::CpuBackend>(cpu::CpuBackendOptions{2}), smollm2_path(), small_config());
+  ModelRunner runner(std::make_shared<cpu::CpuBackend>(cpu::CpuBackendOptions{.threads = 2, .isa = std::nullopt}), smollm2_path(), small_config());
   const auto direct = generate(runner, false, 12);
   const auto through_bytes = generate(runner, true, 12);
   ASSERT_EQ(direct.size(), 3u);
@@ -146,7 +146,7 @@ TEST(StepPlanCodec, PlansThroughBytesGiveTheSameTokens) {
 
 TEST(SecondBackend, DeferredPortableBackendGivesTheSameTokens) {
   if (!std::filesystem::exists(smollm2_path())) GTEST_SKIP() << "SmolLM2 not fetched (scripts/fetch-models.sh)";
-  ModelRunner reference(std::make_shared<cpu::CpuBackend>(cpu::CpuBackendOptions{2}), smollm2_path(), small_config());
+  ModelRunner reference(std::make_shared<cpu::CpuBackend>(cpu::CpuBackendOptions{.threads = 2, .isa = std::nullopt}), smollm2_path(), small_config());
   auto deferred = std::make_shared<test::DeferredBackend>();
   ModelRunner other(deferred, smollm2_path(), small_config());
   const auto want = generate(reference, false, 6);

@@ -2,13 +2,13 @@
 
 #include <set>
 
-#include "scheduler/block_allocator.h"
+#include "scheduler/page_allocator.h"
 
 namespace tessera {
 namespace {
 
-TEST(BlockAllocator, HandsOutEveryPageOnceThenRunsOut) {
-  BlockAllocator a(4);
+TEST(PageAllocator, HandsOutEveryPageOnceThenRunsOut) {
+  PageAllocator a(4);
   std::set<int32_t> got;
   for (int i = 0; i < 4; ++i) got.insert(*a.allocate());
   EXPECT_EQ(got, (std::set<int32_t>{0, 1, 2, 3}));
@@ -16,8 +16,8 @@ TEST(BlockAllocator, HandsOutEveryPageOnceThenRunsOut) {
   EXPECT_EQ(a.free_count(), 0);
 }
 
-TEST(BlockAllocator, SharedPagesReturnAtZeroReferences) {
-  BlockAllocator a(2);
+TEST(PageAllocator, SharedPagesReturnAtZeroReferences) {
+  PageAllocator a(2);
   const int32_t page = *a.allocate();
   a.retain(page);
   EXPECT_EQ(a.ref_count(page), 2);

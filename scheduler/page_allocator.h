@@ -11,9 +11,9 @@
 
 namespace tessera {
 
-class BlockAllocator {
+class PageAllocator {
  public:
-  explicit BlockAllocator(int32_t n_blocks);
+  explicit PageAllocator(int32_t n_pages);
 
   int32_t total() const { return int32_t(ref_counts_.size()); }
   // Pages an allocation can get: free ones and unowned cached ones.
@@ -21,14 +21,14 @@ class BlockAllocator {
   // A page with one reference, or nullopt when none is free. Reusing an
   // unowned cached page calls the eviction callback with it first.
   std::optional<int32_t> allocate();
-  void retain(int32_t block);
+  void retain(int32_t page);
   // Takes a reference to a cached page, owned or not.
-  void reuse(int32_t block);
+  void reuse(int32_t page);
   // Drops one reference; at zero the page is free, or evictable if cached.
-  void release(int32_t block);
-  int32_t ref_count(int32_t block) const { return ref_counts_.at(size_t(block)); }
+  void release(int32_t page);
+  int32_t ref_count(int32_t page) const { return ref_counts_.at(size_t(page)); }
 
-  void set_cached(int32_t block, bool cached) { cached_.at(size_t(block)) = cached; }
+  void set_cached(int32_t page, bool cached) { cached_.at(size_t(page)) = cached; }
   void set_eviction_callback(std::function<void(int32_t)> on_evict) { on_evict_ = std::move(on_evict); }
 
  private:
