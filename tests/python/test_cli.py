@@ -101,3 +101,14 @@ def test_inspect_safetensors_file(tessera_bin):
     assert b"tensors: 2 (F16 x1, F32 x1)" in result.stdout
     bad = run([tessera_bin, "inspect", DATA / "malformed" / "overlap.safetensors"])
     assert bad.returncode == 1 and b"overlaps" in bad.stderr
+
+
+@pytest.mark.parametrize("device,message", [
+    ("tpu:0", b"device 'tpu:0': expected cpu, cuda, cuda:N, hip:N or xpu:N"),
+    ("cpu:3", b"device cpu:3: not present"),
+    ("xpu:0", b"device xpu:0: this build has no backend for it"),
+])
+def test_unusable_device_is_a_clear_error(tessera_bin, smollm2, device, message):
+    result = run([tessera_bin, "generate", "-m", smollm2, "-p", "hi", "-n", "1", "--device", device])
+    assert result.returncode == 1
+    assert message in result.stderr, result.stderr
