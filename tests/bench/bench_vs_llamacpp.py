@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Single-stream decode and 512-token prefill throughput of tessera and of
 llama.cpp (through llama-cpp-python) on the same GGUF files, same thread
-count, measured in the same run, repeats interleaved, medians reported.
+count, measured in the same run, repeats interleaved in rotating order,
+medians reported.
 Needs llama-cpp-python in the running Python (see
 scripts/gen_tokenizer_goldens.py for the set-up). --compare BINARY adds
 another tessera build (an earlier commit, say) measured the same way.
@@ -76,10 +77,15 @@ def main():
     for name, file in MODELS.items():
         path = str(pathlib.Path(args.model_dir) / file)
         runs = {label: [] for label in [*binaries, "llama.cpp"]}
-        for _ in range(args.repeats):
-            for label, binary in binaries.items():
-                runs[label].append(tessera_numbers(binary, path, args.threads, args.prefill, args.decode))
-            runs["llama.cpp"].append(llama_cpp_numbers(path, args.threads, args.prefill, args.decode))
+        for repeat in range(args.repeats):
+            # The order rotates each repeat, so no build always runs first.
+            order = [*binaries, "llama.cpp"]
+            order = order[repeat % len(order):] + order[:repeat % len(order)]
+            for label in order:
+                if label == "llama.cpp":
+                    runs[label].append(llama_cpp_numbers(path, args.threads, args.prefill, args.decode))
+                else:
+                    runs[label].append(tessera_numbers(binaries[label], path, args.threads, args.prefill, args.decode))
         for label in binaries:
             rows.append({"model": name, "binary": label,
                          "prefill": median([r[0] for r in runs[label]]), "decode": median([r[1] for r in runs[label]]),
