@@ -4,7 +4,7 @@
 #include <set>
 
 #include "engine/error.h"
-#include "kernels/cpu/dequantize.h"
+#include "quant/dequantize.h"
 
 namespace tessera {
 namespace {
@@ -32,6 +32,7 @@ class Binder {
   }
 
   void mark_used(const std::string& name) { used_.insert(name); }
+  const std::string& source_name() const { return source_.name(); }
   bool used(const std::string& name) const { return used_.count(name) != 0; }
 
   // A vector as f32 in host memory: in place when stored as f32, else converted once.
@@ -68,13 +69,13 @@ class Binder {
 
  private:
   const float* converted(const std::string& name, const SourceTensor& t) {
-    if (!cpu::can_dequantize(t.dtype)) {
+    if (!can_dequantize(t.dtype)) {
       throw Error(source_.name() + ": tensor '" + name + "': format " + std::string(dtype_name(t.dtype)) + " is not supported");
     }
     int64_t n = 1;
     for (int64_t d : t.shape) n *= d;
     std::vector<uint8_t>& buf = out_.converted.emplace_back(size_t(n) * sizeof(float));
-    cpu::dequantize_row(t.dtype, t.data, reinterpret_cast<float*>(buf.data()), n);
+    dequantize_row(t.dtype, t.data, reinterpret_cast<float*>(buf.data()), n);
     return reinterpret_cast<const float*>(buf.data());
   }
 
@@ -132,7 +133,10 @@ void bind_output(const DecoderSpec& spec, const WeightNames& names, const Source
   if (spec.tied_embeddings && output) {
     const bool copy = output->dtype == embedding.dtype && output->shape == embedding.shape &&
                       output->n_bytes == embedding.n_bytes && std::memcmp(output->data, embedding.data, embedding.n_bytes) == 0;
-    if (!copy) throw Error("tensor '" + names.output + "' is not used: the embeddings are tied (tie_word_embeddings) and it differs");
+    if (!copy) {
+      throw Error(b.source_name() + ": tensor '" + names.output +
+                  "' is not used: the embeddings are tied (tie_word_embeddings) and it differs from them");
+    }
     b.mark_used(names.output);
   }
   const std::string& matrix = spec.tied_embeddings || !output ? names.token_embedding : names.output;

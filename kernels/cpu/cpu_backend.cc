@@ -10,8 +10,8 @@
 
 #include "engine/error.h"
 #include "engine/tensor/aligned_buffer.h"
-#include "kernels/cpu/cpu_linear.h"
-#include "kernels/cpu/dequantize.h"
+#include "kernels/cpu/cpu_prepared.h"
+#include "quant/dequantize.h"
 
 namespace tessera::cpu {
 namespace {

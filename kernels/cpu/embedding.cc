@@ -1,6 +1,6 @@
 #include "kernels/cpu/embedding.h"
 
-#include "kernels/cpu/dequantize.h"
+#include "quant/dequantize.h"
 
 namespace tessera::cpu {
 

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "kernels/backend_registry.h"
-#include "kernels/cpu/dequantize.h"
+#include "quant/dequantize.h"
 #include "tests/unit/test_files.h"
 
 namespace tessera {
@@ -45,7 +45,7 @@ TEST_P(CudaDequantize, BitIdenticalToCpuReference) {
   const DTypeInfo& info = dtype_info(dtype);
   const int64_t n = int64_t(blocks.size() / info.block_bytes * info.block_elems);
   std::vector<float> want(static_cast<size_t>(n));
-  cpu::dequantize_row(dtype, blocks.data(), want.data(), n);
+  dequantize_row(dtype, blocks.data(), want.data(), n);
 
   DeviceBuffer src(*backend_, blocks.size());
   DeviceBuffer dst(*backend_, size_t(n) * sizeof(float));

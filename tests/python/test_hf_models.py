@@ -59,16 +59,20 @@ def copy_model(name, tmp_path):
     return model_dir
 
 
-def add_tensor(safetensors_path, name):
-    """Appends a small f32 tensor to a safetensors file."""
-    data = safetensors_path.read_bytes()
+def read_safetensors(path):
+    data = path.read_bytes()
     header_len = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + header_len])
-    body = data[8 + header_len:]
-    header[name] = {"dtype": "F32", "shape": [4], "data_offsets": [len(body), len(body) + 16]}
+    return json.loads(data[8:8 + header_len]), data[8 + header_len:]
+
+
+def add_tensor(safetensors_path, name, shape=(4,), values=None):
+    """Appends an f32 tensor (zeros unless `values`, raw bytes) to a safetensors file."""
+    header, body = read_safetensors(safetensors_path)
+    values = values if values is not None else bytes(4 * int(np.prod(shape)))
+    header[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [len(body), len(body) + len(values)]}
     text = json.dumps(header).encode()
     text += b" " * (-len(text) % 8)
-    safetensors_path.write_bytes(struct.pack("<Q", len(text)) + text + body + bytes(16))
+    safetensors_path.write_bytes(struct.pack("<Q", len(text)) + text + body + values)
 
 
 def test_unused_tensor_is_refused_by_name(tessera_bin, tmp_path):
@@ -77,6 +81,24 @@ def test_unused_tensor_is_refused_by_name(tessera_bin, tmp_path):
     result = run([tessera_bin, "logits", "-m", model_dir, "--token-ids", "5,6,7", "-o", tmp_path / "l.f32"])
     assert result.returncode == 1
     assert b"tensor 'model.layers.0.mlp.extra_proj.weight' is not used" in result.stderr, result.stderr
+
+
+def test_tied_output_is_accepted_only_as_a_copy_of_the_embedding(tessera_bin, tmp_path):
+    """transformers ties lm_head to the embedding and ignores a stored one;
+    a stored copy is accepted, a different matrix is refused by name."""
+    for label, same in (("copy", True), ("different", False)):
+        model_dir = copy_model("qwen2", tmp_path / label)
+        weights = model_dir / "model.safetensors"
+        header, body = read_safetensors(weights)
+        begin, end = header["model.embed_tokens.weight"]["data_offsets"]
+        embedding = body[begin:end] if same else bytes(end - begin)
+        add_tensor(weights, "lm_head.weight", header["model.embed_tokens.weight"]["shape"], embedding)
+        result = run([tessera_bin, "logits", "-m", model_dir, "--token-ids", "5,6,7", "-o", tmp_path / "l.f32"])
+        if same:
+            assert result.returncode == 0, result.stderr
+        else:
+            assert result.returncode == 1
+            assert b"tensor 'lm_head.weight' is not used: the embeddings are tied" in result.stderr, result.stderr
 
 
 def test_biases_without_their_flag_are_refused(tessera_bin, tmp_path):

@@ -7,7 +7,7 @@
 #include "engine/error.h"
 #include "engine/tensor/half.h"
 #include "kernels/cpu/cpu_backend.h"
-#include "kernels/cpu/dequantize.h"
+#include "quant/dequantize.h"
 #include "tests/unit/test_files.h"
 
 namespace tessera {
@@ -41,7 +41,7 @@ TEST_P(DequantizeGolden, BitIdenticalToGgufPy) {
   const DType dtype = dtype_named(GetParam());
   ASSERT_EQ(dtype_bytes(dtype, g.expected.size()).value(), g.blocks.size());
   std::vector<float> got(g.expected.size(), -1.0f);
-  cpu::dequantize_row(dtype, g.blocks.data(), got.data(), int64_t(got.size()));
+  dequantize_row(dtype, g.blocks.data(), got.data(), int64_t(got.size()));
   size_t mismatches = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     if (f32_to_bits(got[i]) != f32_to_bits(g.expected[i])) {
@@ -68,19 +68,19 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, DequantizeGolden,
 TEST(Dequantize, RejectsPartialBlock) {
   std::vector<uint8_t> block(18);
   std::vector<float> out(32);
-  EXPECT_THROW(cpu::dequantize_row(DType::kQ4_0, block.data(), out.data(), 31), Error);
+  EXPECT_THROW(dequantize_row(DType::kQ4_0, block.data(), out.data(), 31), Error);
 }
 
 TEST(Dequantize, UnsupportedTypeNamesIt) {
   std::vector<uint8_t> block(66);
   std::vector<float> out(256);
   try {
-    cpu::dequantize_row(DType::kIQ2_XXS, block.data(), out.data(), 256);
+    dequantize_row(DType::kIQ2_XXS, block.data(), out.data(), 256);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("IQ2_XXS"), std::string::npos) << e.what();
   }
-  EXPECT_FALSE(cpu::can_dequantize(DType::kIQ2_XXS));
+  EXPECT_FALSE(can_dequantize(DType::kIQ2_XXS));
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
-#include "kernels/cpu/dequantize.h"
+#include "quant/dequantize.h"
 #include "models/gguf/gguf_file.h"
 #include "tests/unit/test_files.h"
 
@@ -76,7 +76,7 @@ TEST_F(AllTypesFile, TensorDataMatchesWhatGgufPyWrote) {
     ASSERT_NE(t, nullptr) << name;
     ASSERT_EQ(t->n_elems, values.size()) << name;
     std::vector<float> got(t->n_elems);
-    cpu::dequantize_row(t->dtype, file.tensor_bytes(*t).data(), got.data(), int64_t(got.size()));
+    dequantize_row(t->dtype, file.tensor_bytes(*t).data(), got.data(), int64_t(got.size()));
     for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], values[i].get<float>()) << name << "[" << i << "]";
   }
   const gguf::TensorInfo* f32 = file.find_tensor("f32_tensor");

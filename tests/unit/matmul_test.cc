@@ -7,7 +7,7 @@
 
 #include "engine/error.h"
 #include "engine/tensor/half.h"
-#include "kernels/cpu/dequantize.h"
+#include "quant/dequantize.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quantize_rows.h"
 #include "tests/unit/test_files.h"

@@ -10,7 +10,7 @@
 
 #include "engine/error.h"
 #include "engine/tensor/half.h"
-#include "kernels/cpu/dequantize.h"
+#include "quant/dequantize.h"
 #include "models/hf/hf_model_dir.h"
 #include "tests/unit/test_files.h"
 
@@ -46,7 +46,7 @@ TEST(HfModelDir, ShardedWeightsMatchWhatSafetensorsWrote) {
     const auto bytes = ref->file->tensor_bytes(*ref->tensor);
     const auto values = want["values"].get<std::vector<float>>();
     std::vector<float> got(values.size());
-    cpu::dequantize_row(ref->tensor->dtype, bytes.data(), got.data(), int64_t(got.size()));
+    dequantize_row(ref->tensor->dtype, bytes.data(), got.data(), int64_t(got.size()));
     EXPECT_EQ(got, values) << name;
   }
   EXPECT_FALSE(dir.find_weight("no.such.weight").has_value());

@@ -6,7 +6,7 @@
 
 #include "engine/tensor/dtype.h"
 
-namespace tessera::cpu {
+namespace tessera {
 
 // True for the dtypes `dequantize_row` can expand.
 bool can_dequantize(DType dtype);
@@ -15,4 +15,4 @@ bool can_dequantize(DType dtype);
 // Throws tessera::Error for an unsupported dtype or a partial block.
 void dequantize_row(DType dtype, const void* src, float* dst, int64_t n_elems);
 
-}  // namespace tessera::cpu
+}  // namespace tessera

@@ -1,4 +1,4 @@
-#include "kernels/cpu/dequantize.h"
+#include "quant/dequantize.h"
 
 #include <cstring>
 #include <string>
@@ -6,7 +6,7 @@
 #include "engine/error.h"
 #include "engine/tensor/half.h"
 
-namespace tessera::cpu {
+namespace tessera {
 namespace {
 
 constexpr int kQK = 32;    // elements per block of the legacy formats
@@ -223,4 +223,4 @@ void dequantize_row(DType dtype, const void* src, float* dst, int64_t n_elems) {
   }
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera
