@@ -12,7 +12,10 @@ Workspace::Region Workspace::reserve_bytes(size_t count, size_t elem_bytes) {
   const auto end = padded ? checked_add(total_, *padded) : std::nullopt;
   if (!end) throw Error("workspace: size overflows");
   const Region region{total_, *bytes};
-  total_ = size_t(*end);
+  // Successive regions start at different offsets within a 4 KiB page, so
+  // that buffers read and written together do not alias in the store buffer.
+  const size_t stagger = (++regions_ % 16) * kAlignment;
+  total_ = size_t(*end) + stagger;
   return region;
 }
 

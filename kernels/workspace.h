@@ -40,6 +40,7 @@ class Workspace {
   void* address(const Region& region) const;
 
   size_t total_ = 0;
+  size_t regions_ = 0;
   DeviceBuffer buffer_;
 };
 
