@@ -19,7 +19,13 @@ Workspace::Region Workspace::reserve_bytes(size_t count, size_t elem_bytes) {
   return region;
 }
 
-void Workspace::commit(Backend& backend) { buffer_ = DeviceBuffer(backend, total_); }
+void Workspace::commit(Backend& backend) {
+  buffer_ = DeviceBuffer(backend, total_);
+  // Zeroed at load: every region starts defined, and its pages are mapped
+  // before the first step rather than faulted in by the kernels.
+  backend.fill_zero(buffer_.data(), total_, backend.default_stream());
+  backend.default_stream().synchronize();
+}
 
 void* Workspace::address(const Region& region) const {
   if (!buffer_.data() && total_ > 0) throw Error("workspace: used before commit");

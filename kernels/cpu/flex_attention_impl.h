@@ -54,11 +54,18 @@ struct AlibiMod {
 
 using WorkItem = AttentionWorkItem;
 
-// `n` floats of `buffer`, growing it when needed, filled with `value`.
-float* scratch_floats(std::vector<float>& buffer, size_t n, float value) {
+// `n` floats of `buffer`, growing it when needed; their contents are left
+// as they are, for buffers written before they are read.
+float* scratch_floats(std::vector<float>& buffer, size_t n) {
   if (buffer.size() < n) buffer.resize(n);
-  std::fill_n(buffer.data(), n, value);
   return buffer.data();
+}
+
+// The same, zeroed (memset: the bulk of these are large).
+float* zeroed_floats(std::vector<float>& buffer, size_t n) {
+  float* p = scratch_floats(buffer, n);
+  std::memset(p, 0, n * sizeof(float));
+  return p;
 }
 
 void load_rows(const PagedKv& kv, const void* pool, int page, int kv_head, int rows, float* dst) {
@@ -188,7 +195,7 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
   }
   if (span_last < span_first) span_last = span_first - 1;
   const int span = span_last - span_first + 1;
-  float* const queries = scratch_floats(scratch.queries, size_t(n_rows) * size_t(dim), 0.0f);
+  float* const queries = scratch_floats(scratch.queries, size_t(n_rows) * size_t(dim));
   const float query_scale = params.scale_queries ? params.scale : 1.0f;
   const float score_scale = params.scale_queries ? 1.0f : params.scale;
   for (int r = 0; r < n_rows; ++r) {
@@ -200,9 +207,10 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
     }
   }
   // weights[r][k - span_first]: the score, then the probability.
-  float* const weights = scratch_floats(scratch.weights, size_t(n_rows) * size_t(std::max(span, 0)), 0.0f);
-  float* const row_max = scratch_floats(scratch.row_max, size_t(n_rows), -std::numeric_limits<float>::infinity());
-  float* const rows = scratch_floats(scratch.rows, size_t(kv.page_size) * size_t(dim), 0.0f);
+  float* const weights = zeroed_floats(scratch.weights, size_t(n_rows) * size_t(std::max(span, 0)));
+  float* const row_max = scratch_floats(scratch.row_max, size_t(n_rows));
+  std::fill_n(row_max, n_rows, -std::numeric_limits<float>::infinity());
+  float* const rows = scratch_floats(scratch.rows, size_t(kv.page_size) * size_t(dim));
   const int n_pages = batch.page_indptr[item.seq + 1] - batch.page_indptr[item.seq];
   auto visible_keys = [&](int t, int page_first, int page_rows, int* lo, int* hi) {
     const int pos = batch.positions[t];
@@ -226,10 +234,14 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
       int lo, hi;
       if (!visible_keys(t, page_first, page_rows, &lo, &hi)) continue;
       const float* qv = queries + size_t(r) * size_t(dim);
+      float* const row_weights = weights + size_t(r) * size_t(span);
+      // The running maximum stays in a register: the compiler cannot tell
+      // the scratch buffers apart, so a store per score would be kept.
+      float max = row_max[size_t(r)];
       auto record = [&](int k, float dot) {
         const float s = score_mod(dot * score_scale, head, batch.positions[t], k);
-        weights[size_t(r) * size_t(span) + size_t(k - span_first)] = s;
-        row_max[size_t(r)] = std::max(row_max[size_t(r)], s);
+        row_weights[k - span_first] = s;
+        max = std::max(max, s);
       };
       int k = lo;
       if (dim % kLanes == 0) {
@@ -240,6 +252,7 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
         }
       }
       for (; k <= hi; ++k) record(k, ordered_dot(qv, rows + size_t(k - page_first) * size_t(dim), dim));
+      row_max[size_t(r)] = max;
     }
   });
   for (int r = 0; r < n_rows; ++r) {
@@ -249,7 +262,7 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
     normalise_row(weights + size_t(r) * size_t(span), span_first, lo, hi, row_max[size_t(r)], f16);
   }
   // Values of the visible keys, converted once: values[k - span_first][d].
-  float* const values = scratch_floats(scratch.values, size_t(std::max(span, 0)) * size_t(dim), 0.0f);
+  float* const values = zeroed_floats(scratch.values, size_t(std::max(span, 0)) * size_t(dim));
   for_each_page(kv.v, [&](int page_first, int page_rows) {
     const int from = std::max(page_first, span_first), to = std::min(page_first + page_rows - 1, span_last);
     if (from > to) return;
@@ -260,7 +273,7 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
   // where key k feeds lane k % 16 as a 16-wide multiply over keys does, keys
   // in increasing order.
   const size_t row_stride = size_t(kLanes) * size_t(dim);
-  float* const acc = scratch_floats(scratch.acc, row_stride, 0.0f);
+  float* const acc = zeroed_floats(scratch.acc, row_stride);
   for (int r = 0; r < n_rows; ++r) {
     const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
     const int lo = std::max(span_first, mask.first(batch.positions[t]));
