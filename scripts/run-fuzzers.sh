@@ -25,6 +25,8 @@ seed_dir() {  # target -> a fresh corpus seeded from the test data
     request_fuzz)
       printf '%s' '{"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.5, "stop": ["x"]}' >"$corpus/chat.json"
       printf '%s' '{"model": "m", "prompt": "hi", "max_tokens": 4, "stream": true}' >"$corpus/completion.json" ;;
+    step_plan_fuzz)  # an empty plan: magic "TSPL", version 1, three zero counts
+      printf 'TSPL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00' >"$corpus/empty.bin" ;;
   esac
   echo "$corpus"
 }
