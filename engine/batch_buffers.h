@@ -28,7 +28,6 @@ class BatchBuffers {
 
   // Fills the buffers; throws tessera::Error when the step exceeds the capacity.
   ForwardBatch fill(const std::vector<BatchSequence>& seqs, int page_size, Stream& stream);
-  int n_logit_rows() const { return int(host_.logit_rows.size()); }
 
  private:
   struct Arrays {

@@ -30,20 +30,28 @@ float* ModelRunner::logits_for(int rows) {
   return logits_.data_as<float>();
 }
 
-void ModelRunner::check_tokens(const std::string& who, const std::vector<int32_t>& tokens) const {
+namespace {
+
+// Throws naming the sequence; the message is built only when it fails.
+[[noreturn]] void fail(uint64_t seq_id, const std::string& what) {
+  throw Error("sequence " + std::to_string(seq_id) + ": " + what);
+}
+
+}  // namespace
+
+void ModelRunner::check_tokens(uint64_t seq_id, const std::vector<int32_t>& tokens) const {
   const int vocab = model_->spec().vocab_size;
   for (int32_t t : tokens) {
-    if (t < 0 || t >= vocab) throw Error(who + ": token id " + std::to_string(t) + " outside the vocabulary of " + std::to_string(vocab));
+    if (t < 0 || t >= vocab) fail(seq_id, "token id " + std::to_string(t) + " outside the vocabulary of " + std::to_string(vocab));
   }
 }
 
 void ModelRunner::register_sequences(const StepPlan& plan) {
   for (uint64_t id : plan.finished) sequences_.erase(id);
   for (const NewSequence& s : plan.new_sequences) {
-    const std::string who = "sequence " + std::to_string(s.seq_id);
-    if (sequences_.count(s.seq_id)) throw Error(who + ": registered twice");
-    if (s.prompt_len > s.tokens.size()) throw Error(who + ": prompt length exceeds its tokens");
-    check_tokens(who, s.tokens);
+    if (sequences_.count(s.seq_id)) fail(s.seq_id, "registered twice");
+    if (s.prompt_len > s.tokens.size()) fail(s.seq_id, "prompt length exceeds its tokens");
+    check_tokens(s.seq_id, s.tokens);
     SequenceState& state = sequences_[s.seq_id];
     state.tokens = s.tokens;
     state.prompt_len = s.prompt_len;
@@ -55,27 +63,26 @@ void ModelRunner::register_sequences(const StepPlan& plan) {
 void ModelRunner::apply_steps(const StepPlan& plan) {
   const int ps = page_size();
   for (const SequenceStep& s : plan.steps) {
-    const std::string who = "sequence " + std::to_string(s.seq_id);
     auto found = sequences_.find(s.seq_id);
-    if (found == sequences_.end()) throw Error(who + ": not known to the engine");
+    if (found == sequences_.end()) fail(s.seq_id, "not known to the engine");
     SequenceState& state = found->second;
-    if (s.tokens.empty()) throw Error(who + ": no tokens in the step");
-    if (s.start_position < 0 || size_t(s.start_position) > state.tokens.size()) throw Error(who + ": start position out of range");
-    check_tokens(who, s.tokens);
-    if (s.pages_from > state.pages.size()) throw Error(who + ": page table update starts past its end");
+    if (s.tokens.empty()) fail(s.seq_id, "no tokens in the step");
+    if (s.start_position < 0 || size_t(s.start_position) > state.tokens.size()) fail(s.seq_id, "start position out of range");
+    check_tokens(s.seq_id, s.tokens);
+    if (s.pages_from > state.pages.size()) fail(s.seq_id, "page table update starts past its end");
     for (int32_t page : s.pages) {
-      if (page < 0 || page >= kv_->n_pages()) throw Error(who + ": page " + std::to_string(page) + " outside the cache");
+      if (page < 0 || page >= kv_->n_pages()) fail(s.seq_id, "page " + std::to_string(page) + " outside the cache");
     }
     state.pages.resize(s.pages_from);
     state.pages.insert(state.pages.end(), s.pages.begin(), s.pages.end());
     const int64_t end = int64_t(s.start_position) + int64_t(s.tokens.size());
-    if (int64_t(state.pages.size()) * ps < end) throw Error(who + ": page table too short for position " + std::to_string(end - 1));
+    if (int64_t(state.pages.size()) * ps < end) fail(s.seq_id, "page table too short for position " + std::to_string(end - 1));
     // The step's tokens must agree with what the sequence already holds; the
     // part beyond it extends the sequence.
     for (size_t i = 0; i < s.tokens.size(); ++i) {
       const size_t pos = size_t(s.start_position) + i;
       if (pos == state.tokens.size()) state.tokens.push_back(s.tokens[i]);
-      else if (state.tokens[pos] != s.tokens[i]) throw Error(who + ": step token at position " + std::to_string(pos) + " disagrees with the sequence");
+      else if (state.tokens[pos] != s.tokens[i]) fail(s.seq_id, "step token at position " + std::to_string(pos) + " disagrees with the sequence");
     }
   }
 }
@@ -106,7 +113,7 @@ StepResult ModelRunner::sample(const StepPlan& plan, int n_logit_rows) {
   const size_t vocab = size_t(model_->spec().vocab_size);
   StepResult result;
   size_t row = 0;
-  std::vector<float> scratch(vocab);
+  sample_scratch_.resize(vocab);
   for (const SequenceStep& s : plan.steps) {
     SequenceResult& r = result.sequences.emplace_back();
     r.seq_id = s.seq_id;
@@ -120,8 +127,9 @@ StepResult ModelRunner::sample(const StepPlan& plan, int n_logit_rows) {
     }
     if (!s.sample) continue;
     SequenceState& state = sequences_.at(s.seq_id);
-    std::copy(host_logits_.begin() + long(last_row * vocab), host_logits_.begin() + long((last_row + 1) * vocab), scratch.begin());
-    r.token = sample_token(scratch, state.sampling, state.tokens, state.prompt_len, state.rng);
+    std::copy(host_logits_.begin() + long(last_row * vocab), host_logits_.begin() + long((last_row + 1) * vocab),
+              sample_scratch_.begin());
+    r.token = sample_token(sample_scratch_, state.sampling, state.tokens, state.prompt_len, state.rng);
     r.sampled = true;
     state.tokens.push_back(r.token.id);
   }

@@ -30,7 +30,6 @@ class ModelRunner {
   ~ModelRunner();
 
   const Model& model() const { return *model_; }
-  Backend& backend() const { return *backend_; }
   const PagedKvCache& kv_cache() const { return *kv_; }
   int page_size() const { return kv_->layout().page_size; }
   const DecoderCapacity& capacity() const { return decoder_->capacity(); }
@@ -49,7 +48,7 @@ class ModelRunner {
     std::vector<int32_t> pages;
   };
 
-  void check_tokens(const std::string& who, const std::vector<int32_t>& tokens) const;
+  void check_tokens(uint64_t seq_id, const std::vector<int32_t>& tokens) const;
   void register_sequences(const StepPlan& plan);
   void apply_steps(const StepPlan& plan);
   float* logits_for(int rows);
@@ -62,7 +61,8 @@ class ModelRunner {
   std::unique_ptr<BatchBuffers> batch_;
   std::unordered_map<uint64_t, SequenceState> sequences_;
   DeviceBuffer logits_;           // (rows, vocab) on the device
-  std::vector<float> host_logits_;
+  std::vector<float> host_logits_;   // (rows, vocab) copied back for sampling
+  std::vector<float> sample_scratch_;  // (vocab): one row, modified by the sampler
 };
 
 }  // namespace tessera

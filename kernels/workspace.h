@@ -31,7 +31,6 @@ class Workspace {
   T* get(const Region& region) const {
     return static_cast<T*>(address(region));
   }
-  size_t total_bytes() const { return total_; }
 
  private:
   static constexpr size_t kAlignment = 256;  // enough for any vector load and GPU coalescing

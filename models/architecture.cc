@@ -101,6 +101,18 @@ WeightNames llama_hf_names() {
   return n;
 }
 
+WeightNames gemma_hf_names() {
+  WeightNames n = llama_hf_names();
+  n.post_attn_norm = "model.layers.{}.post_attention_layernorm.weight";
+  n.ffn_norm = "model.layers.{}.pre_feedforward_layernorm.weight";
+  n.post_ffn_norm = "model.layers.{}.post_feedforward_layernorm.weight";
+  return n;
+}
+
+float optional_hf_number(const nlohmann::json& config, const char* key) {
+  return config.contains(key) && config[key].is_number() ? config[key].get<float>() : 0.0f;
+}
+
 void fill_common_gguf(const gguf::File& file, const std::string& arch, DecoderSpec* spec) {
   auto required = [&](const std::string& key) -> int {
     const auto v = file.get_uint(arch + "." + key);

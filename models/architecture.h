@@ -50,6 +50,10 @@ std::string layer_name(const std::string& pattern, int layer);
 // Shared by the architecture files.
 WeightNames standard_gguf_names();
 WeightNames llama_hf_names();
+// Llama's names plus Gemma's norms after attention and around the FFN.
+WeightNames gemma_hf_names();
+// A number of config.json, 0 when absent or null (the softcaps).
+float optional_hf_number(const nlohmann::json& config, const char* key);
 void fill_common_gguf(const gguf::File& file, const std::string& arch, DecoderSpec* spec);
 // Reads what every Hugging Face decoder config shares, honouring
 // attention_bias, mlp_bias, partial_rotary_factor and rope_scaling.

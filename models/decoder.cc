@@ -6,12 +6,6 @@
 
 namespace tessera {
 
-// The activations of one pass, each sized for capacity.max_tokens rows.
-struct Decoder::Activations {
-  Workspace::Region x, h, q, k, v, attn, proj, gate, up, rows;
-  float* at(const Workspace& ws, const Workspace::Region& r) const { return ws.get<float>(r); }
-};
-
 namespace {
 
 ops::GatedActivation op_activation(FfnActivation a) {
@@ -26,23 +20,21 @@ ops::GatedActivation op_activation(FfnActivation a) {
 }  // namespace
 
 Decoder::Decoder(const DecoderSpec& spec, const DecoderWeights& weights, Backend& backend, const DecoderCapacity& capacity)
-    : spec_(spec), w_(weights), capacity_(capacity), act_(std::make_unique<Activations>()) {
+    : spec_(spec), w_(weights), capacity_(capacity) {
   if (capacity.max_tokens <= 0 || capacity.max_seqs <= 0) throw Error("decoder: capacity must be positive");
   const size_t t = size_t(capacity.max_tokens);
   const size_t d = size_t(spec.d_model), f = size_t(spec.ffn_dim);
   const size_t q_dim = size_t(spec.n_heads) * size_t(spec.head_dim), kv_dim = size_t(spec.n_kv_heads) * size_t(spec.head_dim);
-  Activations& a = *act_;
-  a.x = workspace_.reserve<float>(t * d);        // (tokens, d_model): the residual stream
-  a.h = workspace_.reserve<float>(t * d);        // (tokens, d_model): normed input of a block
-  a.q = workspace_.reserve<float>(t * q_dim);    // (tokens, n_heads, head_dim)
-  a.k = workspace_.reserve<float>(t * kv_dim);   // (tokens, n_kv_heads, head_dim)
-  a.v = workspace_.reserve<float>(t * kv_dim);
-  a.attn = workspace_.reserve<float>(t * q_dim);  // (tokens, n_heads, head_dim)
-  a.proj = workspace_.reserve<float>(t * d);     // (tokens, d_model): a block's output
-  a.gate = workspace_.reserve<float>(t * f);     // (tokens, ffn_dim)
-  a.up = workspace_.reserve<float>(t * f);
-  a.rows = workspace_.reserve<float>(t * d);     // (logit rows, d_model)
+  const Workspace::Region x = workspace_.reserve<float>(t * d), h = workspace_.reserve<float>(t * d),
+                          q = workspace_.reserve<float>(t * q_dim), k = workspace_.reserve<float>(t * kv_dim),
+                          v = workspace_.reserve<float>(t * kv_dim), attn = workspace_.reserve<float>(t * q_dim),
+                          proj = workspace_.reserve<float>(t * d), gate = workspace_.reserve<float>(t * f),
+                          up = workspace_.reserve<float>(t * f), rows = workspace_.reserve<float>(t * d);
   workspace_.commit(backend);
+  act_ = {workspace_.get<float>(x),    workspace_.get<float>(h),    workspace_.get<float>(q),
+          workspace_.get<float>(k),    workspace_.get<float>(v),    workspace_.get<float>(attn),
+          workspace_.get<float>(proj), workspace_.get<float>(gate), workspace_.get<float>(up),
+          workspace_.get<float>(rows)};
   plan_ = backend.create_attention_plan(capacity.max_tokens, capacity.max_seqs, spec.n_kv_heads);
   auto place = [&](const std::vector<float>& table) -> const float* {
     if (table.empty()) return nullptr;
@@ -86,9 +78,7 @@ ops::RopeParams Decoder::rope_params(int layer) const {
 void Decoder::attention_block(const Pass& pass, int layer, const ForwardBatch& batch, const KvLayout& layout,
                               const KvLayer& kv) {
   const LayerWeights& lw = w_.layers[size_t(layer)];
-  const Activations& a = *act_;
-  float *x = a.at(workspace_, a.x), *h = a.at(workspace_, a.h), *q = a.at(workspace_, a.q), *k = a.at(workspace_, a.k),
-        *v = a.at(workspace_, a.v), *attn = a.at(workspace_, a.attn), *proj = a.at(workspace_, a.proj);
+  float *x = act_.x, *h = act_.h, *q = act_.q, *k = act_.k, *v = act_.v, *attn = act_.attn, *proj = act_.proj;
   const int n = batch.n_tokens;
   const int64_t q_width = int64_t(spec_.n_heads) * spec_.head_dim, kv_width = int64_t(spec_.n_kv_heads) * spec_.head_dim;
   const float offset = spec_.norm_weight_offset, eps = spec_.norm_eps;
@@ -134,9 +124,7 @@ void Decoder::attention_block(const Pass& pass, int layer, const ForwardBatch& b
 
 void Decoder::ffn_block(const Pass& pass, int layer, int n) {
   const LayerWeights& lw = w_.layers[size_t(layer)];
-  const Activations& a = *act_;
-  float *x = a.at(workspace_, a.x), *h = a.at(workspace_, a.h), *gate = a.at(workspace_, a.gate),
-        *up = a.at(workspace_, a.up), *proj = a.at(workspace_, a.proj);
+  float *x = act_.x, *h = act_.h, *gate = act_.gate, *up = act_.up, *proj = act_.proj;
   const float offset = spec_.norm_weight_offset, eps = spec_.norm_eps;
   pass.ops.rms_norm({x, lw.ffn_norm, offset, eps, n, spec_.d_model, h}, pass.stream);
   const LinearOutput gate_up[] = {{lw.gate.get(), gate}, {lw.up.get(), up}};
@@ -153,8 +141,7 @@ void Decoder::ffn_block(const Pass& pass, int layer, int n) {
 }
 
 void Decoder::output_head(const Pass& pass, const ForwardBatch& batch, float* logits) {
-  const Activations& a = *act_;
-  float *x = a.at(workspace_, a.x), *rows = a.at(workspace_, a.rows);
+  float *x = act_.x, *rows = act_.rows;
   const int64_t d = spec_.d_model, n_rows = batch.n_logit_rows;
   pass.ops.gather_rows({x, d, batch.logit_rows, n_rows, rows}, pass.stream);
   pass.ops.rms_norm({rows, w_.output_norm, spec_.norm_weight_offset, spec_.norm_eps, n_rows, d, rows}, pass.stream);
@@ -174,7 +161,7 @@ void Decoder::forward(Backend& backend, Stream& stream, const ForwardBatch& batc
                 std::to_string(capacity_.max_seqs) + " sequences)");
   }
   const Pass pass{backend, stream, backend.kernels()};
-  float* x = act_->at(workspace_, act_->x);
+  float* x = act_.x;
   const EmbeddingTable& emb = w_.token_embedding;
   pass.ops.embedding({emb.dtype, emb.data, emb.cols, batch.token_ids, n, x}, stream);
   if (spec_.embedding_scale != 1.0f) pass.ops.scale({x, int64_t(n) * spec_.d_model, spec_.embedding_scale}, stream);

@@ -64,7 +64,20 @@ class Decoder {
                const std::vector<KvLayer>& kv, float* logits);
 
  private:
-  struct Activations;  // the workspace's regions
+  // The activations of one pass, regions of the workspace at fixed
+  // addresses, each sized for capacity.max_tokens rows.
+  struct Activations {
+    float* x = nullptr;     // (tokens, d_model): the residual stream
+    float* h = nullptr;     // (tokens, d_model): normed input of a block
+    float* q = nullptr;     // (tokens, n_heads, head_dim)
+    float* k = nullptr;     // (tokens, n_kv_heads, head_dim)
+    float* v = nullptr;     // (tokens, n_kv_heads, head_dim)
+    float* attn = nullptr;  // (tokens, n_heads, head_dim)
+    float* proj = nullptr;  // (tokens, d_model): a block's output
+    float* gate = nullptr;  // (tokens, ffn_dim)
+    float* up = nullptr;    // (tokens, ffn_dim)
+    float* rows = nullptr;  // (logit rows, d_model)
+  };
   // What one forward pass runs with.
   struct Pass {
     Backend& backend;
@@ -82,7 +95,7 @@ class Decoder {
   const DecoderWeights& w_;
   DecoderCapacity capacity_;
   Workspace workspace_;
-  std::unique_ptr<Activations> act_;
+  Activations act_;
   std::unique_ptr<AttentionPlan> plan_;
   // The spec's rope tables resident on the device: (rotary_dim / 2) each, or null.
   std::vector<std::shared_ptr<const void>> rope_tables_;

@@ -47,12 +47,8 @@ void gemma3_from_hf(const nlohmann::json& config, DecoderSpec* spec) {
   spec->norm_weight_offset = 1.0f;
   spec->activation = FfnActivation::kGeGluTanh;
   spec->tied_embeddings = config.value("tie_word_embeddings", true);
-  if (config.contains("final_logit_softcapping") && config["final_logit_softcapping"].is_number()) {
-    spec->final_logit_softcap = config["final_logit_softcapping"].get<float>();
-  }
-  if (config.contains("attn_logit_softcapping") && config["attn_logit_softcapping"].is_number()) {
-    spec->attn_softcap = config["attn_logit_softcapping"].get<float>();
-  }
+  spec->final_logit_softcap = optional_hf_number(config, "final_logit_softcapping");
+  spec->attn_softcap = optional_hf_number(config, "attn_logit_softcapping");
   finish(config.value("sliding_window", 512), config.value("sliding_window_pattern", kDefaultGlobalEvery), spec);
   if (config.contains("layer_types") && config["layer_types"].is_array() && int(config["layer_types"].size()) == spec->n_layers) {
     for (int l = 0; l < spec->n_layers; ++l) {
@@ -62,18 +58,10 @@ void gemma3_from_hf(const nlohmann::json& config, DecoderSpec* spec) {
   }
 }
 
-WeightNames gemma3_hf_names() {
-  WeightNames n = llama_hf_names();
-  n.post_attn_norm = "model.layers.{}.post_attention_layernorm.weight";
-  n.ffn_norm = "model.layers.{}.pre_feedforward_layernorm.weight";
-  n.post_ffn_norm = "model.layers.{}.post_feedforward_layernorm.weight";
-  return n;
-}
-
 }  // namespace
 
 Architecture gemma3_architecture() {
-  return {"gemma3", {"gemma3", "gemma3_text"}, gemma3_from_gguf, gemma3_from_hf, standard_gguf_names(), gemma3_hf_names()};
+  return {"gemma3", {"gemma3", "gemma3_text"}, gemma3_from_gguf, gemma3_from_hf, standard_gguf_names(), gemma_hf_names()};
 }
 
 }  // namespace tessera
