@@ -8,14 +8,36 @@
 
 namespace tessera {
 
+struct TlsConfig {
+  std::string cert_file;  // PEM certificate chain; empty: plain TCP
+  std::string key_file;   // PEM private key
+  bool enabled() const { return !cert_file.empty(); }
+};
+
 struct ServerConfig {
-  std::string host = "0.0.0.0";
+  std::string host = "127.0.0.1";
   int http_port = 8080;
   int grpc_port = 50051;
   int64_t max_body_bytes = 8 << 20;
   int max_header_bytes = 16 << 10;
   int max_headers = 100;
   int max_json_depth = 64;
+  int max_json_array_length = 262144;
+  int max_json_object_members = 4096;
+  // HTTP connections: the cap, the share one client address may hold, and
+  // the extra connections kept for /health and /metrics once the cap is full.
+  int max_connections = 1024;
+  int max_connections_per_client = 256;
+  int reserved_health_connections = 32;
+  // Deadlines (seconds): the request headers once the first byte arrived,
+  // the body, an idle keep-alive connection, and any one response write.
+  double header_timeout_s = 10.0;
+  double body_timeout_s = 60.0;
+  double idle_timeout_s = 30.0;
+  double write_timeout_s = 30.0;
+  int grpc_max_concurrent_streams = 128;  // per connection
+  std::vector<std::string> api_keys;      // Bearer tokens; empty: no authentication
+  TlsConfig tls;
   int max_stop_strings = 16;
   int max_n = 16;
   int max_top_logprobs = 20;
@@ -35,6 +57,9 @@ struct SchedulerConfig {
   int max_queued_requests = 256;
   int64_t max_queued_tokens = 1 << 20;  // prompt tokens waiting
   bool prefix_caching = true;           // reuse KV pages of prompt prefixes seen before
+  // fcfs: requests run in arrival order and a request's 'priority' is refused;
+  // priority: clients may set it (lower runs first, higher is preempted first).
+  std::string policy = "fcfs";
 };
 
 struct ModelConfig {
@@ -47,6 +72,9 @@ struct ModelConfig {
   SchedulerConfig scheduler;
   int max_model_len = 0;       // 0: the model's own context length
   std::optional<std::string> chat_template;  // overrides the model's template
+  // Special-token text inside message content is tokenized as plain text
+  // unless this is set (the template's own markers always are special).
+  bool parse_special_in_messages = false;
 };
 
 struct Config {

@@ -114,7 +114,11 @@ class Parser {
   void parse_server(const YAML::Node& n, ServerConfig* s) const {
     require_map(n, "server");
     check_keys(n, "server", {"host", "http_port", "grpc_port", "max_body_bytes", "max_header_bytes", "max_headers",
-                             "max_json_depth", "max_stop_strings", "max_n", "max_top_logprobs", "drain_timeout_s"});
+                             "max_json_depth", "max_json_array_length", "max_json_object_members", "max_stop_strings",
+                             "max_n", "max_top_logprobs", "drain_timeout_s", "max_connections",
+                             "max_connections_per_client", "reserved_health_connections", "header_timeout_s",
+                             "body_timeout_s", "idle_timeout_s", "write_timeout_s", "grpc_max_concurrent_streams",
+                             "api_keys", "tls"});
     text(n, "host", "server", &s->host);
     integer(n, "http_port", "server", 1, 65535, &s->http_port);
     integer(n, "grpc_port", "server", 1, 65535, &s->grpc_port);
@@ -122,6 +126,24 @@ class Parser {
     integer(n, "max_header_bytes", "server", 1024, 1 << 20, &s->max_header_bytes);
     integer(n, "max_headers", "server", 8, 10000, &s->max_headers);
     integer(n, "max_json_depth", "server", 4, 1024, &s->max_json_depth);
+    integer(n, "max_json_array_length", "server", 16, 1 << 24, &s->max_json_array_length);
+    integer(n, "max_json_object_members", "server", 16, 1 << 20, &s->max_json_object_members);
+    integer(n, "max_connections", "server", 1, 1 << 20, &s->max_connections);
+    integer(n, "max_connections_per_client", "server", 1, 1 << 20, &s->max_connections_per_client);
+    integer(n, "reserved_health_connections", "server", 1, 4096, &s->reserved_health_connections);
+    number(n, "header_timeout_s", "server", 0.1, 3600.0, &s->header_timeout_s);
+    number(n, "body_timeout_s", "server", 0.1, 3600.0, &s->body_timeout_s);
+    number(n, "idle_timeout_s", "server", 0.1, 86400.0, &s->idle_timeout_s);
+    number(n, "write_timeout_s", "server", 0.1, 3600.0, &s->write_timeout_s);
+    integer(n, "grpc_max_concurrent_streams", "server", 1, 1 << 20, &s->grpc_max_concurrent_streams);
+    parse_api_keys(n, s);
+    if (const YAML::Node tls = n["tls"]) {
+      require_map(tls, "server.tls");
+      check_keys(tls, "server.tls", {"cert_file", "key_file"});
+      text(tls, "cert_file", "server.tls", &s->tls.cert_file);
+      text(tls, "key_file", "server.tls", &s->tls.key_file);
+      if (s->tls.cert_file.empty() != s->tls.key_file.empty()) fail(tls, "server.tls: give both cert_file and key_file");
+    }
     integer(n, "max_stop_strings", "server", 0, 1024, &s->max_stop_strings);
     integer(n, "max_n", "server", 1, 1024, &s->max_n);
     integer(n, "max_top_logprobs", "server", 0, 100, &s->max_top_logprobs);
@@ -129,9 +151,20 @@ class Parser {
     if (s->http_port == s->grpc_port) fail(n, "server: http_port and grpc_port must differ");
   }
 
+  void parse_api_keys(const YAML::Node& n, ServerConfig* s) const {
+    const YAML::Node keys = n["api_keys"];
+    if (!keys || keys.IsNull()) return;
+    if (!keys.IsSequence()) fail(keys, "server.api_keys: expected a list of strings");
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (!keys[i].IsScalar() || keys[i].Scalar().empty()) fail(keys[i], "server.api_keys: every key must be a non-empty string");
+      s->api_keys.push_back(keys[i].Scalar());
+    }
+  }
+
   ModelConfig parse_model(const YAML::Node& n, const std::string& path) const {
     require_map(n, path);
-    check_keys(n, path, {"name", "path", "device", "dtype", "threads", "kv_cache", "scheduler", "max_model_len", "chat_template"});
+    check_keys(n, path, {"name", "path", "device", "dtype", "threads", "kv_cache", "scheduler", "max_model_len", "chat_template",
+                         "parse_special_in_messages"});
     ModelConfig m;
     if (!n["name"] || !n["path"]) fail(n, path + ": 'name' and 'path' are required");
     text(n, "name", path, &m.name);
@@ -142,6 +175,7 @@ class Parser {
     text(n, "dtype", path, &m.dtype, {"auto", "f32", "f16", "bf16"});
     integer(n, "threads", path, 0, 1024, &m.threads);
     integer(n, "max_model_len", path, 0, 1 << 24, &m.max_model_len);
+    boolean(n, "parse_special_in_messages", path, &m.parse_special_in_messages);
     if (n["chat_template"] && !n["chat_template"].IsNull()) {
       std::string t;
       text(n, "chat_template", path, &t);
@@ -161,13 +195,14 @@ class Parser {
       const std::string p = path + ".scheduler";
       require_map(s, p);
       check_keys(s, p, {"max_batch_tokens", "max_sequences", "prefill_chunk", "max_queued_requests", "max_queued_tokens",
-                        "prefix_caching"});
+                        "prefix_caching", "policy"});
       integer(s, "max_batch_tokens", p, 1, 1 << 24, &m.scheduler.max_batch_tokens);
       integer(s, "max_sequences", p, 1, 1 << 16, &m.scheduler.max_sequences);
       integer(s, "prefill_chunk", p, 1, 1 << 24, &m.scheduler.prefill_chunk);
       integer(s, "max_queued_requests", p, 0, 1 << 24, &m.scheduler.max_queued_requests);
       integer(s, "max_queued_tokens", p, 0, int64_t(1) << 40, &m.scheduler.max_queued_tokens);
       boolean(s, "prefix_caching", p, &m.scheduler.prefix_caching);
+      text(s, "policy", p, &m.scheduler.policy, {"fcfs", "priority"});
     }
     return m;
   }

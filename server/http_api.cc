@@ -88,7 +88,7 @@ void HttpApi::route(HttpExchange& ex) {
   if (!kPostRoutes.count(path)) throw ApiError(404, "invalid_request_error", "no route " + path, "", "not_found");
   if (!post) throw ApiError(405, "invalid_request_error", "use POST for " + path);
   api_.registry.require_serving();
-  const Json body = parse_request_json(req.body(), api_.limits.max_json_depth);
+  const Json body = parse_bounded_json(req.body(), api_.limits.json);
   if (path == "/v1/completions") return handle_completions(api_, body, ex);
   if (path == "/v1/chat/completions") return handle_chat_completions(api_, body, ex);
   if (path == "/tokenize") return tokenize(body, ex);

@@ -94,8 +94,13 @@ int run_serve(const ServeOptions& o) {
   const Config config = resolve_config(o);
   auto metrics = std::make_shared<prometheus::Registry>();
   ModelRegistry registry(metrics);
-  ApiLimits limits{config.server.max_n, config.server.max_stop_strings, config.server.max_top_logprobs,
-                   config.server.max_json_depth};
+  ApiLimits limits;
+  limits.max_n = config.server.max_n;
+  limits.max_stop_strings = config.server.max_stop_strings;
+  limits.max_top_logprobs = config.server.max_top_logprobs;
+  limits.json = {config.server.max_json_depth, size_t(config.server.max_json_array_length),
+                 size_t(config.server.max_json_object_members)};
+  limits.max_body_bytes = size_t(config.server.max_body_bytes);
   HttpApi api(registry, limits);
   HttpLimits http_limits;
   http_limits.max_body_bytes = size_t(config.server.max_body_bytes);

@@ -94,25 +94,4 @@ void RequestFields::finish() const {
   }
 }
 
-Json parse_request_json(const std::string& body, int max_depth) {
-  int depth = 0;
-  bool too_deep = false;
-  Json::parser_callback_t limit = [&](int /*d*/, Json::parse_event_t event, Json& /*parsed*/) {
-    if (event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) {
-      if (++depth > max_depth) too_deep = true;
-    } else if (event == Json::parse_event_t::object_end || event == Json::parse_event_t::array_end) {
-      --depth;
-    }
-    return !too_deep;
-  };
-  Json j;
-  try {
-    j = Json::parse(body, limit);
-  } catch (const Json::exception& e) {
-    throw ApiError::invalid(std::string("the request body is not valid JSON: ") + e.what());
-  }
-  if (too_deep) throw ApiError::invalid("the request JSON nests deeper than " + std::to_string(max_depth) + " levels");
-  return j;
-}
-
 }  // namespace tessera

@@ -2,17 +2,15 @@
 // Typed, validated reads of a request's JSON fields. Every field a request
 // carries must be read (or explicitly refused) before finish(), which
 // rejects anything left over: a field is implemented or refused with 400.
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "server/serving/api_error.h"
+#include "server/serving/bounded_json.h"
 
 namespace tessera {
-
-using Json = nlohmann::ordered_json;
 
 class RequestFields {
  public:
@@ -37,8 +35,5 @@ class RequestFields {
   const Json& body_;
   std::set<std::string> read_;
 };
-
-// Parses a request body as JSON, bounded in nesting depth; 400 on failure.
-Json parse_request_json(const std::string& body, int max_depth);
 
 }  // namespace tessera

@@ -107,6 +107,11 @@ GenerationParams validate_generation(const GenerationRequest& r, const ServedMod
   read_stops(r, model, limits, p);
   p.ignore_eos = r.ignore_eos;
   p.priority = r.priority ? int(checked_integer("priority", *r.priority, -1000000, 1000000)) : 0;
+  // Without the priority policy, a client choosing its place in the queue
+  // (or who is preempted) would be trusted with everyone's latency.
+  if (p.priority != 0 && model.config.scheduler.policy != "priority") {
+    throw ApiError::invalid("'priority' is not enabled for model '" + model.name() + "' (scheduler.policy: priority)", "priority");
+  }
   p.max_tokens = r.max_tokens ? int(checked_integer("max_tokens", *r.max_tokens, 1, 1 << 30)) : std::max(1, default_max_tokens);
   return p;
 }

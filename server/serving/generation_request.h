@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "server/serving/bounded_json.h"
 #include "server/serving/served_model.h"
 #include "server/serving/text_generation.h"
 
@@ -18,7 +19,8 @@ struct ApiLimits {
   int max_n = 16;
   int max_stop_strings = 16;
   int max_top_logprobs = 20;
-  int max_json_depth = 64;
+  JsonLimits json;
+  size_t max_body_bytes = 8u << 20;  // request bodies and gRPC messages
 };
 
 // Entries a logit_bias map may hold; front ends check it before converting.

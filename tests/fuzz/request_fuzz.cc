@@ -1,5 +1,5 @@
 // libFuzzer target: any bytes as an HTTP request body go through the JSON
-// parse with its depth bound, the typed field reads of a chat request, and
+// parse with its caps, the typed field reads of a chat request, and
 // the chat template over the request's messages; each either succeeds or
 // gives the client-facing ApiError / TemplateError.
 #include <cstddef>
@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const tessera::ChatTemplate tmpl(kTemplate);
   const std::string body(reinterpret_cast<const char*>(data), size);
   try {
-    const tessera::Json j = tessera::parse_request_json(body, 64);
+    const tessera::Json j = tessera::parse_bounded_json(body, tessera::JsonLimits{});
     tessera::RequestFields f(j);
     (void)f.string("model");
     (void)f.number("temperature", 0.0, 2.0);

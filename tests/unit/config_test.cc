@@ -53,13 +53,13 @@ models:
   EXPECT_EQ(c.models[1].device, "cuda:0");
   EXPECT_EQ(c.models[1].kv_cache.dtype, "f32");
   EXPECT_EQ(c.models[1].chat_template.value(), "{{ messages }}");
-  EXPECT_EQ(c.server.host, "0.0.0.0");
+  EXPECT_EQ(c.server.host, "127.0.0.1");
 }
 
 TEST(Config, ErrorsNameTheLineTheKeyAndWhatIsAllowed) {
   EXPECT_EQ(error_of("models:\n  - name: a\n    path: x\n    colour: red\n"),
             "test.yaml:4: unknown key 'colour' in models[0] (allowed: name, path, device, dtype, threads, kv_cache, scheduler, "
-            "max_model_len, chat_template)");
+            "max_model_len, chat_template, parse_special_in_messages)");
   EXPECT_EQ(error_of("server:\n  http_port: 70000\nmodels: [{name: a, path: x}]\n"),
             "test.yaml:2: server.http_port: 70000 is outside 1 to 65535");
   EXPECT_EQ(error_of("server:\n  http_port: eighty\nmodels: [{name: a, path: x}]\n"),
@@ -87,4 +87,30 @@ TEST(Config, PageSizeAlsoReadsAsVllmsBlockSize) {
 }
 
 }  // namespace
+TEST(Config, HardeningKeys) {
+  const Config c = parse_config(R"(
+server:
+  max_connections: 100
+  max_connections_per_client: 10
+  header_timeout_s: 2.5
+  api_keys: [k1, k2]
+  tls: {cert_file: /c.pem, key_file: /k.pem}
+models:
+  - {name: a, path: x, parse_special_in_messages: true, scheduler: {policy: priority}}
+)", "t.yaml");
+  EXPECT_EQ(c.server.max_connections, 100);
+  EXPECT_EQ(c.server.max_connections_per_client, 10);
+  EXPECT_DOUBLE_EQ(c.server.header_timeout_s, 2.5);
+  EXPECT_EQ(c.server.api_keys, (std::vector<std::string>{"k1", "k2"}));
+  EXPECT_TRUE(c.server.tls.enabled());
+  EXPECT_TRUE(c.models[0].parse_special_in_messages);
+  EXPECT_EQ(c.models[0].scheduler.policy, "priority");
+  EXPECT_EQ(parse_config("models: [{name: a, path: x}]\n", "t").models[0].scheduler.policy, "fcfs");
+  EXPECT_NE(error_of("models: [{name: a, path: x, scheduler: {policy: lottery}}]\n").find("not one of fcfs, priority"),
+            std::string::npos);
+  EXPECT_NE(error_of("server: {api_keys: ['']}\nmodels: [{name: a, path: x}]\n").find("non-empty"), std::string::npos);
+  EXPECT_NE(error_of("server: {tls: {cert_file: /c}}\nmodels: [{name: a, path: x}]\n").find("both"), std::string::npos);
+  EXPECT_NE(error_of("server: {idle_timeout_s: 0}\nmodels: [{name: a, path: x}]\n").find("outside"), std::string::npos);
+}
+
 }  // namespace tessera

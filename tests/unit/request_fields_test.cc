@@ -50,9 +50,10 @@ TEST(RequestFields, UnreadAndRefusedFieldsAreRejected) {
 }
 
 TEST(RequestFields, JsonBodiesAreBoundedInDepthAndMustParse) {
-  EXPECT_NO_THROW(parse_request_json(std::string(64, '[') + std::string(64, ']'), 64));
-  EXPECT_NE(error_of([] { parse_request_json(std::string(65, '[') + std::string(65, ']'), 64); }).find("deeper"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_request_json("{\"a\": ", 64); }).find("not valid JSON"), std::string::npos);
+  const JsonLimits limits{.max_depth = 64};
+  EXPECT_NO_THROW(parse_bounded_json(std::string(64, '[') + std::string(64, ']'), limits));
+  EXPECT_NE(error_of([&] { parse_bounded_json(std::string(65, '[') + std::string(65, ']'), limits); }).find("deeper"), std::string::npos);
+  EXPECT_NE(error_of([&] { parse_bounded_json("{\"a\": ", limits); }).find("not valid JSON"), std::string::npos);
   EXPECT_NE(error_of([] { RequestFields f(Json::array()); }).find("JSON object"), std::string::npos);
 }
 
