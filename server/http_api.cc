@@ -8,6 +8,7 @@
 #include "server/openai/chat_handler.h"
 #include "server/openai/completions_handler.h"
 #include "server/openai/generation_driver.h"
+#include "server/serving/api_keys.h"
 
 namespace tessera {
 namespace {
@@ -54,6 +55,10 @@ void respond_json(HttpExchange& ex, int status, const Json& body,
 
 void HttpApi::handle(HttpExchange& raw) {
   ++in_flight_;
+  struct Leave {
+    std::atomic<int>& n;
+    ~Leave() { --n; }
+  } leave{in_flight_};
   const auto t0 = std::chrono::steady_clock::now();
   LoggedExchange ex(raw);
   try {
@@ -61,9 +66,14 @@ void HttpApi::handle(HttpExchange& raw) {
   } catch (const ApiError& e) {
     std::vector<std::pair<std::string, std::string>> headers;
     if (e.status() == 429 || e.status() == 503) headers.emplace_back("Retry-After", "1");
-    respond_json(ex, e.status(), e.to_json(), headers);
+    if (e.status() == 401) headers.emplace_back("WWW-Authenticate", "Bearer");
+    if (ex.status() == 0) respond_json(ex, e.status(), e.to_json(), headers);
+  } catch (const std::exception& e) {
+    // A bug, not a bad request: the client gets a 500 and the log says what.
+    spdlog::error("request method={} path={} failed: {}", std::string(raw.request().method_string()),
+                  std::string(raw.request().target()), e.what());
+    if (ex.status() == 0) respond_json(ex, 500, ApiError(500, "server_error", "internal error").to_json());
   }
-  --in_flight_;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const auto& req = raw.request();
   if (req.target() != "/health" && req.target() != "/metrics") {
@@ -80,6 +90,11 @@ void HttpApi::route(HttpExchange& ex) {
   const bool post = req.method() == boost::beast::http::verb::post;
   if (path == "/health") return get ? health(ex) : throw ApiError(405, "invalid_request_error", "use GET");
   if (path == "/metrics") return get ? metrics(ex) : throw ApiError(405, "invalid_request_error", "use GET");
+  const auto authorization = req[boost::beast::http::field::authorization];
+  if (!api_key_accepted(std::string_view(authorization.data(), authorization.size()), api_keys_)) {
+    throw ApiError(401, "invalid_request_error", "a valid API key is required (Authorization: Bearer KEY)", "",
+                   "invalid_api_key");
+  }
   if (path == "/v1/models" || path.rfind("/v1/models/", 0) == 0) {
     if (!get) throw ApiError(405, "invalid_request_error", "use GET");
     return list_models(ex, path.size() > 11 ? path.substr(11) : "");
@@ -111,8 +126,9 @@ void HttpApi::list_models(HttpExchange& ex, const std::string& only) {
   if (api_.registry.state() != ServingState::kLoading) {
     for (const auto& m : api_.registry.models()) {
       if (!only.empty() && m->name() != only) continue;
+      // "root" names the model, never where its file lives on this host.
       data.push_back({{"id", m->name()}, {"object", "model"}, {"created", int64_t(m->created)}, {"owned_by", "tessera"},
-                      {"root", m->config.path}, {"max_model_len", m->max_model_len}});
+                      {"root", m->name()}, {"max_model_len", m->max_model_len}});
     }
   }
   if (!only.empty()) {

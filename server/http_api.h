@@ -1,9 +1,12 @@
 #pragma once
 // The daemon's HTTP surface: routes to the OpenAI handlers, /tokenize,
 // /detokenize, /health and /metrics; refuses work with 503 while models load
-// or the daemon drains; logs one line per request.
+// or the daemon drains; asks for an API key when keys are configured (health
+// and metrics exempt); logs one line per request.
 #include <atomic>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "server/http/http_server.h"
 #include "server/openai/api_context.h"
@@ -12,7 +15,8 @@ namespace tessera {
 
 class HttpApi {
  public:
-  HttpApi(ModelRegistry& registry, const ApiLimits& limits) : api_{registry, limits} {}
+  HttpApi(ModelRegistry& registry, const ApiLimits& limits, std::vector<std::string> api_keys = {})
+      : api_{registry, limits}, api_keys_(std::move(api_keys)) {}
 
   void handle(HttpExchange& exchange);
   // Requests being served right now (generation or not).
@@ -27,6 +31,7 @@ class HttpApi {
   void detokenize(const Json& body, HttpExchange& exchange);
 
   ApiContext api_;
+  std::vector<std::string> api_keys_;
   std::atomic<int> in_flight_{0};
 };
 

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -34,7 +35,16 @@ struct ServeOptions {
   int kv_budget_mb = -1;
   int max_model_len = -1;
   std::string chat_template;
+  std::vector<std::string> api_keys;
 };
+
+std::string read_text_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) throw Error("cannot read " + what + " " + path);
+  return text.str();
+}
 
 Config resolve_config(const ServeOptions& o) {
   Config c;
@@ -50,6 +60,8 @@ Config resolve_config(const ServeOptions& o) {
     c = parse_config(default_config_yaml(), "config/default.yaml (embedded)");
   }
   if (!o.host.empty()) c.server.host = o.host;
+  if (!o.api_keys.empty()) c.server.api_keys = o.api_keys;
+  if (const char* key = std::getenv("TESSERA_API_KEY"); key && *key && c.server.api_keys.empty()) c.server.api_keys = {key};
   if (o.port >= 0) c.server.http_port = o.port;
   if (o.grpc_port >= 0) c.server.grpc_port = o.grpc_port;
   if (o.drain_timeout_s >= 0) c.server.drain_timeout_s = o.drain_timeout_s;
@@ -73,6 +85,45 @@ Config resolve_config(const ServeOptions& o) {
   }
   if (c.models.empty()) throw Error("no models to serve: give --model FILE or a config with models");
   return c;
+}
+
+// The connection caps, kept under the open-file limit (raised to its hard
+// value first) with room for model files, gRPC and the process's own needs.
+HttpLimits http_limits_of(const ServerConfig& server) {
+  constexpr int kDescriptorsKeptBack = 256;
+  HttpLimits l;
+  l.max_body_bytes = size_t(server.max_body_bytes);
+  l.max_header_bytes = size_t(server.max_header_bytes);
+  l.max_headers = server.max_headers;
+  l.max_connections = server.max_connections;
+  l.max_connections_per_client = server.max_connections_per_client;
+  l.reserved_connections = server.reserved_health_connections;
+  const auto ms = [](double s) { return std::chrono::milliseconds(int64_t(s * 1000)); };
+  l.header_timeout = ms(server.header_timeout_s);
+  l.body_timeout = ms(server.body_timeout_s);
+  l.idle_timeout = ms(server.idle_timeout_s);
+  l.write_timeout = ms(server.write_timeout_s);
+  const uint64_t fds = raise_open_file_limit();
+  const int64_t room = int64_t(fds) - kDescriptorsKeptBack - l.reserved_connections;
+  if (room < 16) throw Error("the open-file limit (" + std::to_string(fds) + ") is too low to serve; raise ulimit -n");
+  if (l.max_connections > room) {
+    spdlog::warn("server.max_connections {} lowered to {} to stay under the open-file limit {}", l.max_connections, room, fds);
+    l.max_connections = int(room);
+  }
+  return l;
+}
+
+GrpcOptions grpc_options_of(const ServerConfig& server) {
+  GrpcOptions g;
+  g.max_message_bytes = server.max_body_bytes;
+  g.max_concurrent_streams = server.grpc_max_concurrent_streams;
+  g.max_connection_idle = std::chrono::milliseconds(int64_t(std::max(server.idle_timeout_s, 1.0) * 10'000));
+  g.api_keys = server.api_keys;
+  if (server.tls.enabled()) {
+    g.tls_cert_pem = read_text_file(server.tls.cert_file, "TLS certificate");
+    g.tls_key_pem = read_text_file(server.tls.key_file, "TLS private key");
+  }
+  return g;
 }
 
 int wait_for_signal(const sigset_t& set) {
@@ -101,14 +152,11 @@ int run_serve(const ServeOptions& o) {
   limits.json = {config.server.max_json_depth, size_t(config.server.max_json_array_length),
                  size_t(config.server.max_json_object_members)};
   limits.max_body_bytes = size_t(config.server.max_body_bytes);
-  HttpApi api(registry, limits);
-  HttpLimits http_limits;
-  http_limits.max_body_bytes = size_t(config.server.max_body_bytes);
-  http_limits.max_header_bytes = size_t(config.server.max_header_bytes);
-  http_limits.max_headers = config.server.max_headers;
-  HttpServer http(http_limits, [&api](HttpExchange& ex) { api.handle(ex); });
+  HttpApi api(registry, limits, config.server.api_keys);
+  const HttpLimits http_limits = http_limits_of(config.server);
+  HttpServer http(http_limits, [&api](HttpExchange& ex) { api.handle(ex); }, {"/health", "/metrics"});
   const uint16_t http_port = http.start(config.server.host, uint16_t(config.server.http_port));
-  GrpcServer grpc(registry, limits);
+  GrpcServer grpc(registry, limits, grpc_options_of(config.server));
   const uint16_t grpc_port = grpc.start(config.server.host, config.server.grpc_port);
   spdlog::info("listening: HTTP on {}:{}, gRPC on {}:{}", config.server.host, http_port, config.server.host, grpc_port);
 
@@ -158,6 +206,7 @@ Runner add_serve_command(CLI::App& app) {
   cmd->add_option("--kv-budget-mb", o->kv_budget_mb, "KV cache memory per model")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-model-len", o->max_model_len, "Longest prompt plus output")->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--chat-template", o->chat_template, "Chat template file or text, for every model");
+  cmd->add_option("--api-key", o->api_keys, "Require this Bearer token (repeat for several; also TESSERA_API_KEY)");
   cmd->get_option("--config")->excludes(cmd->get_option("--model"));
   return [o] { return run_serve(*o); };
 }

@@ -2,6 +2,7 @@
 
 #include "server/openai/chat_handler.h"
 #include "server/openai/generation_driver.h"
+#include "server/serving/api_keys.h"
 
 namespace tessera {
 namespace {
@@ -58,6 +59,15 @@ v1::Token token_message(const TokenLogprob& lp) {
 
 }  // namespace
 
+grpc::Status GenerationService::authenticate(const grpc::ServerContext& context) const {
+  if (api_keys_.empty()) return grpc::Status::OK;
+  const auto& metadata = context.client_metadata();
+  const auto it = metadata.find("authorization");
+  const std::string_view value = it == metadata.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
+  if (api_key_accepted(value, api_keys_)) return grpc::Status::OK;
+  return {grpc::StatusCode::UNAUTHENTICATED, "a valid API key is required (metadata authorization: Bearer KEY)"};
+}
+
 grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1::GenerateRequest* request,
                                          grpc::ServerWriter<v1::GenerateResponse>* writer) {
   ++in_flight_;
@@ -65,6 +75,7 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
     std::atomic<int>& n;
     ~Leave() { --n; }
   } leave{in_flight_};
+  if (grpc::Status auth = authenticate(*context); !auth.ok()) return auth;
   try {
     api_.registry.require_serving();
     const GenerationRequest generation = generation_request_of(*request);
@@ -84,6 +95,7 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
       case v1::GenerateRequest::kChat: {
         Json messages = Json::array();
         for (const auto& m : request->chat().messages()) messages.push_back({{"role", m.role()}, {"content", m.content()}});
+        check_messages(messages);
         const std::string text = render_chat_prompt(model, messages, !request->chat().no_generation_prompt(), Json());
         prompt = model.tokenizer().encode(text, {.add_special = false, .parse_special = true});
         default_max_tokens = model.max_model_len - int(prompt.size());
@@ -121,8 +133,9 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
   }
 }
 
-grpc::Status GenerationService::Tokenize(grpc::ServerContext*, const v1::TokenizeRequest* request,
+grpc::Status GenerationService::Tokenize(grpc::ServerContext* context, const v1::TokenizeRequest* request,
                                          v1::TokenizeResponse* response) {
+  if (grpc::Status auth = authenticate(*context); !auth.ok()) return auth;
   try {
     api_.registry.require_serving();
     const ServedModel& model = api_.model(request->model());
@@ -137,7 +150,9 @@ grpc::Status GenerationService::Tokenize(grpc::ServerContext*, const v1::Tokeniz
   }
 }
 
-grpc::Status GenerationService::ListModels(grpc::ServerContext*, const v1::ListModelsRequest*, v1::ListModelsResponse* response) {
+grpc::Status GenerationService::ListModels(grpc::ServerContext* context, const v1::ListModelsRequest*,
+                                           v1::ListModelsResponse* response) {
+  if (grpc::Status auth = authenticate(*context); !auth.ok()) return auth;
   if (api_.registry.state() == ServingState::kLoading) return grpc::Status::OK;
   for (const auto& m : api_.registry.models()) {
     v1::ModelInfo* info = response->add_models();

@@ -3,6 +3,8 @@
 // the same code as the HTTP API (each is read as the equivalent JSON body),
 // so parameters, limits and error messages match; errors map to gRPC codes.
 #include <atomic>
+#include <string>
+#include <vector>
 
 #include "server/openai/api_context.h"
 #include "tessera/v1/generation.grpc.pb.h"
@@ -11,7 +13,8 @@ namespace tessera {
 
 class GenerationService final : public tessera::v1::Generation::Service {
  public:
-  GenerationService(ModelRegistry& registry, const ApiLimits& limits) : api_{registry, limits} {}
+  GenerationService(ModelRegistry& registry, const ApiLimits& limits, std::vector<std::string> api_keys = {})
+      : api_{registry, limits}, api_keys_(std::move(api_keys)) {}
 
   grpc::Status Generate(grpc::ServerContext* context, const v1::GenerateRequest* request,
                         grpc::ServerWriter<v1::GenerateResponse>* writer) override;
@@ -23,8 +26,12 @@ class GenerationService final : public tessera::v1::Generation::Service {
   int in_flight() const { return in_flight_.load(); }
 
  private:
+  // OK, or UNAUTHENTICATED when keys are set and the call's
+  // "authorization: Bearer KEY" metadata carries none of them.
+  grpc::Status authenticate(const grpc::ServerContext& context) const;
 
   ApiContext api_;
+  std::vector<std::string> api_keys_;
   std::atomic<int> in_flight_{0};
 };
 

@@ -15,7 +15,7 @@ namespace tessera {
 struct GrpcServer::Impl {
   ModelRegistry& registry;
   GenerationService service;
-  int64_t max_message_bytes;
+  GrpcOptions options;
   std::unique_ptr<grpc::Server> server;
   // Mirrors the registry's health into grpc.health.v1 until stopped.
   std::thread health_watch;
@@ -24,8 +24,33 @@ struct GrpcServer::Impl {
   bool stopping = false;
 };
 
-GrpcServer::GrpcServer(ModelRegistry& registry, const ApiLimits& limits, int64_t max_message_bytes)
-    : impl_(new Impl{registry, GenerationService(registry, limits), max_message_bytes, nullptr, {}, {}, {}, false}) {}
+GrpcServer::GrpcServer(ModelRegistry& registry, const ApiLimits& limits, const GrpcOptions& options)
+    : impl_(new Impl{registry, GenerationService(registry, limits, options.api_keys), options, nullptr, {}, {}, {}, false}) {}
+
+namespace {
+
+std::shared_ptr<grpc::ServerCredentials> credentials_of(const GrpcOptions& o) {
+  if (o.tls_cert_pem.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({o.tls_key_pem, o.tls_cert_pem});
+  return grpc::SslServerCredentials(ssl);
+}
+
+void set_limits(grpc::ServerBuilder& builder, const GrpcOptions& o) {
+  const int message_bytes = int(std::min<int64_t>(o.max_message_bytes, INT32_MAX));
+  builder.SetMaxReceiveMessageSize(message_bytes);
+  builder.SetMaxSendMessageSize(message_bytes);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, o.max_concurrent_streams);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, int(o.max_connection_idle.count()));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, int(o.keepalive_time.count()));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, int(o.keepalive_timeout.count()));
+  // Clients may ping to keep streams alive, but not flood the server with pings.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2);
+  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, 16 << 10);
+}
+
+}  // namespace
 
 GrpcServer::~GrpcServer() { stop(); }
 
@@ -37,9 +62,8 @@ uint16_t GrpcServer::start(const std::string& host, int port) {
   grpc::ServerBuilder builder;
   int bound = 0;
   const std::string address = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound);
-  builder.SetMaxReceiveMessageSize(int(impl_->max_message_bytes));
-  builder.SetMaxSendMessageSize(int(impl_->max_message_bytes));
+  builder.AddListeningPort(address, credentials_of(impl_->options), &bound);
+  set_limits(builder, impl_->options);
   builder.RegisterService(&impl_->service);
   impl_->server = builder.BuildAndStart();
   if (!impl_->server || bound == 0) throw Error("cannot listen for gRPC on " + address);

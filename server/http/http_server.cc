@@ -1,206 +1,129 @@
 #include "server/http/http_server.h"
 
-#include <poll.h>
-#include <sys/socket.h>
+#include <sys/resource.h>
 
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <list>
+#include <mutex>
 #include <spdlog/spdlog.h>
+#include <thread>
 
 #include "engine/error.h"
+#include "server/http/http_session.h"
 
 namespace tessera {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 namespace {
 
-class Exchange : public HttpExchange {
- public:
-  Exchange(tcp::socket& socket, const HttpRequest& request) : socket_(socket), request_(request) {}
+// How long the accept loop rests when the process is out of descriptors:
+// retrying at once would spin a core while nothing can be accepted.
+constexpr auto kAcceptBackoff = std::chrono::milliseconds(100);
 
-  const HttpRequest& request() const override { return request_; }
-  bool responded() const { return responded_; }
-  bool keep_alive() const { return keep_alive_; }
-
-  void respond(int status, const std::string& content_type, std::string body,
-               const std::vector<std::pair<std::string, std::string>>& headers) override {
-    http::response<http::string_body> res{http::int_to_status(unsigned(status)), request_.version()};
-    res.set(http::field::server, "tessera");
-    res.set(http::field::content_type, content_type);
-    for (const auto& [k, v] : headers) res.set(k, v);
-    res.keep_alive(request_.keep_alive());
-    res.body() = std::move(body);
-    res.prepare_payload();
-    beast::error_code ec;
-    http::write(socket_, res, ec);
-    responded_ = true;
-    keep_alive_ = !ec && res.keep_alive();
-  }
-
-  bool begin_stream(const std::string& content_type) override {
-    http::response<http::empty_body> res{http::status::ok, request_.version()};
-    res.set(http::field::server, "tessera");
-    res.set(http::field::content_type, content_type);
-    res.set(http::field::cache_control, "no-cache");
-    res.keep_alive(request_.keep_alive());
-    res.chunked(true);
-    http::response_serializer<http::empty_body> sr{res};
-    beast::error_code ec;
-    http::write_header(socket_, sr, ec);
-    responded_ = true;
-    streaming_ok_ = !ec;
-    keep_alive_ = streaming_ok_ && res.keep_alive();
-    return streaming_ok_;
-  }
-
-  bool write_chunk(const std::string& data) override {
-    if (!streaming_ok_) return false;
-    beast::error_code ec;
-    net::write(socket_, http::make_chunk(net::buffer(data)), ec);
-    if (ec) streaming_ok_ = keep_alive_ = false;
-    return streaming_ok_;
-  }
-
-  void end_stream() override {
-    if (!streaming_ok_) return;
-    beast::error_code ec;
-    net::write(socket_, http::make_chunk_last(), ec);
-    if (ec) keep_alive_ = false;
-  }
-
-  bool client_gone() override {
-    pollfd p{socket_.native_handle(), POLLIN | POLLRDHUP, 0};
-    if (::poll(&p, 1, 0) <= 0) return false;
-    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) return true;
-    // Readable: either pipelined bytes (client still there) or EOF.
-    char byte;
-    return ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
-  }
-
- private:
-  tcp::socket& socket_;
-  const HttpRequest& request_;
-  bool responded_ = false;
-  bool keep_alive_ = false;
-  bool streaming_ok_ = false;
-};
-
-void send_plain_error(tcp::socket& socket, http::status status, const std::string& message) {
-  http::response<http::string_body> res{status, 11};
-  res.set(http::field::server, "tessera");
-  res.set(http::field::content_type, "application/json");
-  res.keep_alive(false);
-  res.body() = R"({"error":{"message":")" + message + R"(","type":"invalid_request_error","param":null,"code":null}})";
-  res.prepare_payload();
-  beast::error_code ec;
-  http::write(socket, res, ec);
-}
-
-// After an early error response, reads (and drops) what the client is still
-// sending for a moment, so that it sees the response instead of a reset.
-void linger_close(tcp::socket& socket) {
-  beast::error_code ec;
-  socket.shutdown(tcp::socket::shutdown_send, ec);
-  timeval tv{1, 0};
-  ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  char sink[65536];
-  for (size_t total = 0; total < (64u << 20);) {
-    const ssize_t n = ::recv(socket.native_handle(), sink, sizeof sink, 0);
-    if (n <= 0) break;
-    total += size_t(n);
-  }
+bool out_of_descriptors(const boost::system::error_code& ec) {
+  return ec == net::error::no_descriptors || ec.value() == ENFILE || ec == net::error::no_buffer_space ||
+         ec == net::error::no_memory;
 }
 
 }  // namespace
 
 struct HttpServer::Impl {
-  HttpLimits limits;
-  HttpHandler handler;
   net::io_context io;
+  net::executor_work_guard<net::io_context::executor_type> work{io.get_executor()};
   tcp::acceptor acceptor{io};
-  std::thread accept_thread;
+  net::steady_timer backoff{io};
+  std::vector<std::thread> io_threads;
+  std::shared_ptr<SessionContext> context = std::make_shared<SessionContext>();
+  std::shared_ptr<ConnectionAdmission> admission;
+  std::mutex sessions_mutex;
+  std::list<std::weak_ptr<HttpSession>> sessions;  // pruned as they end; closed at shutdown
+  size_t accepted = 0;
   std::atomic<bool> stopping{false};
-  std::mutex sockets_mutex;
-  std::set<int> open_sockets;  // connection file descriptors, closed at destruction
-  std::atomic<int> active{0};
+  std::chrono::steady_clock::time_point last_exhaustion_log{};
+
+  void accept_next();
+  void on_accept(boost::system::error_code ec, tcp::socket socket);
+  void track(const std::shared_ptr<HttpSession>& session);
 };
 
-int HttpServer::active_connections() const { return impl_ ? impl_->active.load() : 0; }
+void HttpServer::Impl::accept_next() {
+  acceptor.async_accept(net::make_strand(io), [this](boost::system::error_code ec, tcp::socket socket) {
+    on_accept(ec, std::move(socket));
+  });
+}
 
-HttpServer::HttpServer(const HttpLimits& limits, HttpHandler handler) : impl_(std::make_unique<Impl>()) {
-  impl_->limits = limits;
-  impl_->handler = std::move(handler);
+void HttpServer::Impl::on_accept(boost::system::error_code ec, tcp::socket socket) {
+  if (stopping.load() || ec == net::error::operation_aborted) return;
+  if (out_of_descriptors(ec)) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_exhaustion_log > std::chrono::seconds(10)) {
+      spdlog::warn("accept: {} (open connections: {}); backing off", ec.message(), admission->open());
+      last_exhaustion_log = now;
+    }
+    backoff.expires_after(kAcceptBackoff);
+    backoff.async_wait([this](boost::system::error_code wec) {
+      if (!wec && !stopping.load()) accept_next();
+    });
+    return;
+  }
+  if (!ec) {
+    boost::system::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    const auto peer = socket.remote_endpoint(ignored);
+    auto session = std::make_shared<HttpSession>(std::move(socket), context, admission->admit(peer.address().to_string()));
+    track(session);
+    session->start();
+  }
+  accept_next();
+}
+
+void HttpServer::Impl::track(const std::shared_ptr<HttpSession>& session) {
+  std::lock_guard lock(sessions_mutex);
+  if (++accepted % 256 == 0) sessions.remove_if([](const std::weak_ptr<HttpSession>& s) { return s.expired(); });
+  sessions.push_back(session);
+}
+
+HttpServer::HttpServer(const HttpLimits& limits, HttpHandler handler, std::vector<std::string> light_paths)
+    : impl_(std::make_shared<Impl>()) {
+  impl_->context->limits = limits;
+  impl_->context->handler = std::move(handler);
+  impl_->context->light_paths = std::move(light_paths);
+  impl_->admission = std::make_shared<ConnectionAdmission>(
+      AdmissionCaps{limits.max_connections, limits.max_connections_per_client, limits.reserved_connections});
 }
 
 HttpServer::~HttpServer() {
   stop();
   {
-    std::lock_guard lock(impl_->sockets_mutex);
-    for (int fd : impl_->open_sockets) ::shutdown(fd, SHUT_RDWR);
+    std::lock_guard lock(impl_->sessions_mutex);
+    for (const auto& weak : impl_->sessions) {
+      if (auto s = weak.lock()) s->close();
+    }
   }
-  for (int i = 0; i < 200 && impl_->active.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  // Connection threads still running hold references into impl_; keep it.
-  if (impl_->active.load() > 0) impl_.release();
+  // Handler threads write through the I/O threads: let them finish first.
+  for (int i = 0; i < 300 && impl_->context->handlers_running.load() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (impl_->context->handlers_running.load() > 0) {
+    spdlog::warn("http: {} request thread(s) still running at shutdown", impl_->context->handlers_running.load());
+    new std::shared_ptr<Impl>(impl_);  // they hold the I/O context: keep it for the rest of the process
+    return;
+  }
+  impl_->work.reset();
+  impl_->io.stop();
+  for (auto& t : impl_->io_threads) t.join();
 }
 
-namespace {
-
-void serve_connection(tcp::socket& socket, const HttpLimits& limits, const HttpHandler& handler) {
-  timeval tv{limits.read_timeout_s, 0};
-  ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  beast::flat_buffer buffer;
-  while (true) {
-    http::request_parser<http::string_body> parser;
-    parser.header_limit(uint32_t(limits.max_header_bytes));
-    parser.body_limit(limits.max_body_bytes);
-    beast::error_code ec;
-    http::read_header(socket, buffer, parser, ec);
-    if (!ec && boost::beast::iequals(parser.get()[http::field::expect], "100-continue")) {
-      // Clients such as curl wait for this before sending a large body.
-      net::write(socket, net::buffer(std::string_view("HTTP/1.1 100 Continue\r\n\r\n")), ec);
-    }
-    if (!ec && !parser.is_done()) http::read(socket, buffer, parser, ec);
-    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset) return;
-    if (ec == http::error::body_limit) {
-      send_plain_error(socket, http::status::payload_too_large, "request body too large");
-      return linger_close(socket);
-    }
-    if (ec == http::error::header_limit) {
-      send_plain_error(socket, http::status::request_header_fields_too_large, "request headers too large");
-      return linger_close(socket);
-    }
-    if (ec) {
-      if (ec != net::error::would_block && ec != net::error::timed_out) {
-        send_plain_error(socket, http::status::bad_request, "malformed HTTP request");
-      }
-      return;
-    }
-    const HttpRequest& req = parser.get();
-    if (std::distance(req.begin(), req.end()) > limits.max_headers) {
-      return send_plain_error(socket, http::status::request_header_fields_too_large, "too many request headers");
-    }
-    Exchange exchange(socket, req);
-    try {
-      handler(exchange);
-    } catch (const std::exception& e) {
-      spdlog::error("http handler failed: {}", e.what());
-      if (!exchange.responded()) {
-        exchange.respond(500, "application/json",
-                         R"({"error":{"message":"internal error","type":"server_error","param":null,"code":null}})", {});
-      }
-    }
-    if (!exchange.responded() || !exchange.keep_alive()) return;
-  }
-}
-
-}  // namespace
+int HttpServer::open_connections() const { return impl_->admission->open(); }
 
 uint16_t HttpServer::start(const std::string& host, uint16_t port) {
-  beast::error_code ec;
+  boost::system::error_code ec;
   const auto address = net::ip::make_address(host, ec);
   if (ec) throw Error("HTTP host '" + host + "' is not an IP address");
   const tcp::endpoint endpoint{address, port};
@@ -210,46 +133,31 @@ uint16_t HttpServer::start(const std::string& host, uint16_t port) {
   if (!ec) impl_->acceptor.listen(net::socket_base::max_listen_connections, ec);
   if (ec) throw Error("cannot listen for HTTP on " + host + ":" + std::to_string(port) + ": " + ec.message());
   const uint16_t bound = impl_->acceptor.local_endpoint().port();
-  impl_->accept_thread = std::thread([this] {
-    while (!impl_->stopping.load()) {
-      beast::error_code aec;
-      tcp::socket socket{impl_->io};
-      impl_->acceptor.accept(socket, aec);
-      if (aec) {
-        if (impl_->stopping.load()) return;
-        continue;
-      }
-      if (impl_->active.load() >= impl_->limits.max_connections) {
-        send_plain_error(socket, http::status::service_unavailable, "too many connections");
-        continue;
-      }
-      ++impl_->active;
-      const int fd = socket.native_handle();
-      {
-        std::lock_guard lock(impl_->sockets_mutex);
-        impl_->open_sockets.insert(fd);
-      }
-      std::thread([fd, impl = impl_.get(), s = std::move(socket)]() mutable {
-        serve_connection(s, impl->limits, impl->handler);
-        {
-          std::lock_guard lock(impl->sockets_mutex);
-          impl->open_sockets.erase(fd);
-        }
-        beast::error_code ignored;
-        s.close(ignored);
-        --impl->active;
-      }).detach();
-    }
-  });
+  impl_->accept_next();
+  for (int i = 0; i < std::max(1, impl_->context->limits.io_threads); ++i) {
+    impl_->io_threads.emplace_back([impl = impl_.get()] { impl->io.run(); });
+  }
   return bound;
 }
 
 void HttpServer::stop() {
-  if (!impl_ || impl_->stopping.exchange(true)) return;
-  beast::error_code ec;
-  ::shutdown(impl_->acceptor.native_handle(), SHUT_RDWR);
-  impl_->acceptor.close(ec);
-  if (impl_->accept_thread.joinable()) impl_->accept_thread.join();
+  if (impl_->stopping.exchange(true)) return;
+  net::post(impl_->io, [impl = impl_.get()] {
+    boost::system::error_code ec;
+    impl->acceptor.close(ec);
+    impl->backoff.cancel();
+  });
+}
+
+uint64_t raise_open_file_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  return limit.rlim_cur == RLIM_INFINITY ? (uint64_t(1) << 20) : uint64_t(limit.rlim_cur);
 }
 
 }  // namespace tessera

@@ -1,16 +1,20 @@
 #pragma once
-// A small HTTP/1.1 server over Boost.Beast: one thread per connection
-// (requests on a connection are sequential, and a streaming response holds
-// its connection anyway), keep-alive, limits on header size, header count
-// and body size, a read timeout, and a cap on concurrent connections.
+// The HTTP/1.1 server over Boost.Beast. Connections live on a few I/O
+// threads with asynchronous reads and writes, so an idle or slow connection
+// costs a socket and a buffer, not a thread; every phase has a deadline
+// (idle keep-alive, headers, body, each response write). A request runs its
+// handler on a thread of its own, which writes through the I/O threads and
+// waits for each write, so a client that stops reading is dropped when the
+// write deadline passes and its handler learns of it at the next write.
+//
+// Admission: a cap on connections, a cap per client address, and a reserve
+// beyond the cap that serves only the light paths (/health, /metrics), so
+// that filling the cap cannot make an orchestrator believe the server died.
 #include <boost/beast/http.hpp>
-#include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace tessera {
@@ -20,7 +24,13 @@ struct HttpLimits {
   size_t max_header_bytes = 16u << 10;
   int max_headers = 100;
   int max_connections = 1024;
-  int read_timeout_s = 60;
+  int max_connections_per_client = 256;
+  int reserved_connections = 32;
+  std::chrono::milliseconds header_timeout{10'000};  // from the first byte of a request to its last header
+  std::chrono::milliseconds body_timeout{60'000};
+  std::chrono::milliseconds idle_timeout{30'000};    // keep-alive, waiting for the next request
+  std::chrono::milliseconds write_timeout{30'000};   // any one response write
+  int io_threads = 2;
 };
 
 using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
@@ -35,10 +45,11 @@ class HttpExchange {
                        const std::vector<std::pair<std::string, std::string>>& headers = {}) = 0;
   // Sends the status and headers of a chunked response; false if the client is gone.
   virtual bool begin_stream(const std::string& content_type) = 0;
-  // False when the client is gone (the write failed).
+  // False when the client is gone (the write failed or missed its deadline).
   virtual bool write_chunk(const std::string& data) = 0;
   virtual void end_stream() = 0;
-  // True when the peer has closed its side; cheap enough to call per token.
+  // True once the connection is reset or broken; a client that only shut
+  // down its sending side is still there to read the answer.
   virtual bool client_gone() = 0;
 };
 
@@ -46,7 +57,8 @@ using HttpHandler = std::function<void(HttpExchange&)>;
 
 class HttpServer {
  public:
-  HttpServer(const HttpLimits& limits, HttpHandler handler);
+  // `light_paths` are served on reserved connections too.
+  HttpServer(const HttpLimits& limits, HttpHandler handler, std::vector<std::string> light_paths = {});
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -54,14 +66,18 @@ class HttpServer {
   // Binds and starts accepting; returns the bound port (useful with port 0).
   // Throws tessera::Error when the address cannot be bound.
   uint16_t start(const std::string& host, uint16_t port);
-  // Stops accepting. Connections in progress finish on their own threads;
-  // the destructor closes any still open and waits briefly for them.
+  // Stops accepting. Requests in progress finish on their own threads; the
+  // destructor closes every connection and waits briefly for them.
   void stop();
-  int active_connections() const;
+  int open_connections() const;
+
+  struct Impl;
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<Impl> impl_;
 };
+
+// Raises the soft open-file limit to the hard one; returns the new soft limit.
+uint64_t raise_open_file_limit();
 
 }  // namespace tessera

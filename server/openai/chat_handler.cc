@@ -6,7 +6,6 @@
 #include "server/openai/generation_driver.h"
 
 namespace tessera {
-namespace {
 
 void check_messages(const Json& messages) {
   if (!messages.is_array() || messages.empty()) throw ApiError::invalid("'messages' must be a non-empty array", "messages");
@@ -19,12 +18,16 @@ void check_messages(const Json& messages) {
     if (content == m.end() || content->is_null() || content->is_string()) continue;
     if (!content->is_array()) throw ApiError::invalid("message 'content' must be a string or an array of parts", "messages");
     for (const auto& part : *content) {
-      if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+      const auto type = part.is_object() ? part.find("type") : part.end();
+      const auto text = part.is_object() ? part.find("text") : part.end();
+      if (!part.is_object() || type == part.end() || *type != "text" || text == part.end() || !text->is_string()) {
         throw ApiError::invalid("only text content parts ({\"type\": \"text\", \"text\": ...}) are supported", "messages");
       }
     }
   }
 }
+
+namespace {
 
 Json chat_logprob(const TokenLogprob& lp) {
   auto bytes_of = [](const std::string& s) {

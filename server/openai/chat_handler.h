@@ -6,6 +6,10 @@
 
 namespace tessera {
 
+// 400 unless `messages` is a non-empty array of objects with a known role
+// and string or text-part content.
+void check_messages(const Json& messages);
+
 void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchange& exchange);
 
 // The prompt text the chat template renders for a request's messages; 400

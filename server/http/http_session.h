@@ -1,0 +1,59 @@
+#pragma once
+// One HTTP connection: an asynchronous read loop on its strand (wait for a
+// request under the idle deadline, its headers under the header deadline,
+// its body under the body deadline), then the handler on a thread of its
+// own, then the next request while keep-alive holds.
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <atomic>
+#include <memory>
+#include <optional>
+
+#include "server/http/connection_admission.h"
+#include "server/http/http_server.h"
+
+namespace tessera {
+
+// What every connection of one server shares.
+struct SessionContext {
+  HttpLimits limits;
+  HttpHandler handler;
+  std::vector<std::string> light_paths;
+  std::atomic<int> handlers_running{0};
+  bool is_light(const HttpRequest& req) const;
+};
+
+class HttpSession : public std::enable_shared_from_this<HttpSession> {
+ public:
+  HttpSession(boost::asio::ip::tcp::socket socket, std::shared_ptr<SessionContext> context,
+              ConnectionAdmission::Ticket ticket);
+  void start();
+  // Closes the connection from any thread (server shutdown).
+  void close();
+
+ private:
+  friend class SessionExchange;
+  using Parser = boost::beast::http::request_parser<boost::beast::http::string_body>;
+
+  void wait_for_request();
+  void read_header();
+  void on_header(boost::beast::error_code ec);
+  void read_body();
+  void on_request(boost::beast::error_code ec);
+  void run_handler();
+  void after_handler(bool keep_alive);
+  // Sends a short error response, then drains what the client still sends
+  // for a moment so that it reads the response rather than a reset.
+  void refuse(boost::beast::http::status status, const std::string& message, bool drain);
+  void drain_then_close();
+  bool read_failed(boost::beast::error_code ec);
+
+  boost::beast::tcp_stream stream_;
+  std::shared_ptr<SessionContext> context_;
+  ConnectionAdmission::Ticket ticket_;
+  boost::beast::flat_buffer buffer_;
+  std::optional<Parser> parser_;
+  size_t drained_ = 0;
+};
+
+}  // namespace tessera
