@@ -58,7 +58,7 @@ struct SchedulerConfig {
   int64_t max_queued_tokens = 1 << 20;  // prompt tokens waiting
   bool prefix_caching = true;           // reuse KV pages of prompt prefixes seen before
   // fcfs: requests run in arrival order and a request's 'priority' is refused;
-  // priority: clients may set it (lower runs first, higher is preempted first).
+  // priority: clients may set it (higher runs first, lower is preempted first).
   std::string policy = "fcfs";
 };
 

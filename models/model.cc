@@ -13,6 +13,13 @@ std::unique_ptr<Model> Model::load(const std::string& path, Backend& backend) {
   model->path_ = path;
   if (std::filesystem::is_directory(path)) model->load_hf(backend);
   else model->load_gguf(backend);
+  // Every id the tokenizer can produce (or a client can name) must have an
+  // embedding row; the reverse (padded embedding tables) is common and fine.
+  const size_t tokens = model->tokenizer_->vocab().size();
+  if (tokens > size_t(model->spec_.vocab_size)) {
+    throw Error(path + ": the tokenizer defines " + std::to_string(tokens) + " tokens but the embedding has " +
+                std::to_string(model->spec_.vocab_size) + " rows");
+  }
   return model;
 }
 

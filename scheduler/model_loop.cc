@@ -3,6 +3,21 @@
 #include <exception>
 
 namespace tessera {
+namespace {
+
+std::string invalid_tokens(const Request& r, int vocab) {
+  const auto outside = [vocab](int32_t id) { return id < 0 || id >= vocab; };
+  if (r.prompt.empty()) return "the prompt has no tokens";
+  for (int32_t id : r.prompt) {
+    if (outside(id)) return "prompt token id " + std::to_string(id) + " is outside the model's " + std::to_string(vocab) + " tokens";
+  }
+  for (const auto& [id, bias] : r.sampling.logit_bias) {
+    if (outside(id)) return "logit_bias token id " + std::to_string(id) + " is outside the model's " + std::to_string(vocab) + " tokens";
+  }
+  return "";
+}
+
+}  // namespace
 
 ModelLoop::ModelLoop(std::unique_ptr<ModelRunner> runner, const SchedulerLimits& limits)
     : runner_(std::move(runner)),
@@ -19,6 +34,11 @@ Submission ModelLoop::submit(Request request, std::shared_ptr<RequestStream> int
   Submission s;
   if (state_.load() != LoopState::kReady) {
     s.admission = Admission::kQueueFull;
+    return s;
+  }
+  if (std::string why = invalid_tokens(request, runner_->model().spec().vocab_size); !why.empty()) {
+    s.admission = Admission::kInvalid;
+    s.reason = std::move(why);
     return s;
   }
   auto stream = into ? std::move(into) : std::make_shared<RequestStream>();

@@ -24,6 +24,7 @@ struct Submission {
   Admission admission = Admission::kAccepted;
   uint64_t request_id = 0;
   std::shared_ptr<RequestStream> stream;  // set when accepted
+  std::string reason;                     // kInvalid: what is wrong
 };
 
 class ModelLoop {
@@ -35,7 +36,9 @@ class ModelLoop {
 
   // The request's id is assigned here. A loop that is draining, stopped or
   // faulted refuses with kQueueFull. Events go to `into` when given (several
-  // requests may share one stream), else to a stream of their own.
+  // requests may share one stream), else to a stream of their own. A
+  // request naming a token id outside the model is refused (kInvalid) here,
+  // so that it never reaches a step it would fault for everyone.
   Submission submit(Request request, std::shared_ptr<RequestStream> into = nullptr);
   void cancel(uint64_t request_id);
 

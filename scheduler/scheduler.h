@@ -32,6 +32,7 @@ enum class Admission : uint8_t {
   kAccepted,
   kQueueFull,  // try again later (HTTP 429)
   kTooLong,    // can never fit (HTTP 400)
+  kInvalid,    // names tokens the model does not have (HTTP 400)
 };
 
 struct SchedulerStats {

@@ -40,6 +40,7 @@ class HfVocabReader {
     v.byte_level = false;
     v.byte_fallback = model.value("byte_fallback", false);
     v.ignore_merges = model.value("ignore_merges", false);
+    id_limit_ = defined_tokens(model) + kIdGapAllowed;
     read_vocab(model, &v);
     read_merges(model, &v);
     read_added_tokens(&v);
@@ -56,6 +57,8 @@ class HfVocabReader {
  private:
   [[noreturn]] void fail(const std::string& what) const { throw Error(source_ + ": " + what); }
 
+  int64_t id_limit_ = 0;
+
   const json& member(const json& obj, const char* key, const std::string& path) const {
     if (!obj.is_object() || !obj.contains(key)) fail("missing '" + path + "'");
     return obj[key];
@@ -67,8 +70,22 @@ class HfVocabReader {
     return (it != obj.end() && it->is_string()) ? &*it : nullptr;
   }
 
+  // Ids index dense tables: one far beyond the tokens the file defines would
+  // size them by the id, not by the file.
+  static constexpr int64_t kIdGapAllowed = 65536;
+
+  int64_t defined_tokens(const json& model) const {
+    const auto vocab = model.find("vocab");
+    const auto added = tokenizer_.find("added_tokens");
+    return int64_t(vocab != model.end() ? vocab->size() : 0) + int64_t(added != tokenizer_.end() ? added->size() : 0);
+  }
+
   void place(Vocab* v, int64_t id, const std::string& text, TokenKind kind) const {
     if (id < 0 || id > int64_t(INT32_MAX)) fail("token id " + std::to_string(id) + " out of range for '" + text + "'");
+    if (id >= id_limit_) {
+      fail("token id " + std::to_string(id) + " for '" + text + "' is far beyond the " +
+           std::to_string(id_limit_ - kIdGapAllowed) + " tokens the file defines");
+    }
     if (size_t(id) >= v->texts.size()) {
       v->texts.resize(size_t(id) + 1);
       v->kinds.resize(size_t(id) + 1, TokenKind::kUnused);

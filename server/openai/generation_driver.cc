@@ -45,7 +45,7 @@ std::vector<std::unique_ptr<TextGeneration>> start_generations(ServedModel& mode
       if (failure.admission == Admission::kQueueFull) {
         throw ApiError(429, "rate_limit_error", failure.message, "", "rate_limit_exceeded");
       }
-      throw ApiError::invalid(failure.message, "max_tokens");
+      throw ApiError::invalid(failure.message, failure.admission == Admission::kInvalid ? "prompt" : "max_tokens");
     }
     out.push_back(std::move(g));
   }

@@ -32,12 +32,13 @@ std::unique_ptr<TextGeneration> TextGeneration::start(ServedModel& model, std::v
     const Submission s = model.loop->submit(std::move(r), g->stream_);
     if (s.admission != Admission::kAccepted) {
       failure->admission = s.admission;
-      failure->message = s.admission == Admission::kQueueFull
-          ? "the server is at capacity for model '" + model.name() + "'; retry later"
+      failure->message = s.admission == Admission::kQueueFull ? "the server is at capacity for model '" + model.name() + "'; retry later"
+          : s.admission == Admission::kInvalid ? s.reason
           : "prompt (" + std::to_string(g->prompt_.size()) + " tokens) plus max_tokens (" + std::to_string(params.max_tokens) +
                 ") does not fit: the model's maximum length is " + std::to_string(model.max_model_len) +
                 " tokens and must also fit the KV cache";
-      model.metrics->count_rejected(s.admission == Admission::kQueueFull ? "queue_full" : "too_long");
+      model.metrics->count_rejected(s.admission == Admission::kQueueFull ? "queue_full"
+                                    : s.admission == Admission::kInvalid ? "invalid" : "too_long");
       g->cancel();
       return nullptr;
     }

@@ -94,6 +94,22 @@ TEST_F(ModelLoopTest, CancelEndsTheStreamAndFreesPages) {
   EXPECT_EQ(loop_->stats().free_pages, total);
 }
 
+TEST_F(ModelLoopTest, AnOutOfVocabularyTokenIsRefusedAndTheLoopStaysReady) {
+  const int vocab = loop_->runner().model().spec().vocab_size;
+  Request bad = request("hi", 4);
+  bad.prompt.push_back(vocab);
+  const Submission refused = loop_->submit(bad);
+  EXPECT_EQ(refused.admission, Admission::kInvalid);
+  EXPECT_NE(refused.reason.find(std::to_string(vocab)), std::string::npos);
+  Request biased = request("hi", 4);
+  biased.sampling.logit_bias = {{-1, 1.0f}};
+  EXPECT_EQ(loop_->submit(biased).admission, Admission::kInvalid);
+  const Submission good = loop_->submit(request("Once upon a time", 4));
+  ASSERT_EQ(good.admission, Admission::kAccepted);
+  EXPECT_EQ(collect(*good.stream).finish, FinishReason::kLength);
+  EXPECT_EQ(loop_->state(), LoopState::kReady);
+}
+
 TEST_F(ModelLoopTest, TooLongIsRefusedAndDrainFinishesInFlightWork) {
   EXPECT_EQ(loop_->submit(request("hi", 600)).admission, Admission::kTooLong);
   const Submission s = loop_->submit(request("Once upon a time", 8));
