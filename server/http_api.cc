@@ -147,8 +147,8 @@ void HttpApi::tokenize(const Json& body, HttpExchange& ex) {
     const bool add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
     f.refuse("prompt", "give either 'prompt' or 'messages'");
     f.finish();
-    const std::string text = render_chat_prompt(model, *messages, add_generation_prompt, Json());
-    ids = model.tokenizer().encode(text, {.add_special = add_special.value_or(false), .parse_special = true});
+    check_messages(*messages);
+    ids = chat_prompt_tokens(model, *messages, add_generation_prompt, Json(), add_special.value_or(false));
   } else {
     const std::optional<std::string> prompt = f.string("prompt");
     if (!prompt) throw ApiError::invalid("'prompt' or 'messages' is required", "prompt");

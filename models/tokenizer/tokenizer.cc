@@ -75,6 +75,7 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
   for (const std::string& pattern : vocab_.pre_patterns) pre_regexes_.emplace_back(pattern);
   for (size_t id = 0; id < vocab_.size(); ++id) {
     if (vocab_.is_special(TokenId(id)) && !vocab_.texts[id].empty()) specials_by_length_.push_back(TokenId(id));
+    max_token_bytes_ = std::max(max_token_bytes_, vocab_.texts[id].size());
   }
   std::stable_sort(specials_by_length_.begin(), specials_by_length_.end(), [this](TokenId a, TokenId b) {
     return vocab_.texts[size_t(a)].size() > vocab_.texts[size_t(b)].size();
@@ -89,12 +90,23 @@ std::string Tokenizer::kind_name() const {
 // Special tokens are matched longest first; each splits the raw fragments
 // around its occurrences. User-defined tokens always match; control and
 // unknown tokens only when `parse_special` is set.
-std::vector<Tokenizer::Fragment> Tokenizer::split_special(std::string_view text, bool parse_special) const {
+namespace {
+
+// True when [begin, end) overlaps one of the sorted, disjoint `ranges`.
+bool overlaps(const std::vector<ByteRange>& ranges, size_t begin, size_t end) {
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), begin, [](size_t b, const ByteRange& r) { return b < r.end; });
+  return it != ranges.end() && it->begin < end;
+}
+
+}  // namespace
+
+std::vector<Tokenizer::Fragment> Tokenizer::split_special(std::string_view text, const EncodeOptions& options) const {
   std::vector<Fragment> fragments;
   if (!text.empty()) fragments.push_back({text, kNoToken});
   for (TokenId id : specials_by_length_) {
     const TokenKind kind = vocab_.kinds[size_t(id)];
-    if (!parse_special && kind != TokenKind::kUserDefined) continue;
+    if (!options.parse_special && kind != TokenKind::kUserDefined) continue;
+    const bool guarded = options.plain_ranges && !options.plain_ranges->empty() && kind != TokenKind::kUserDefined;
     const std::string& needle = vocab_.texts[size_t(id)];
     std::vector<Fragment> next;
     for (const Fragment& f : fragments) {
@@ -103,10 +115,16 @@ std::vector<Tokenizer::Fragment> Tokenizer::split_special(std::string_view text,
         continue;
       }
       std::string_view rest = f.text;
-      for (size_t hit; (hit = rest.find(needle)) != std::string_view::npos;) {
+      for (size_t from = 0, hit; (hit = rest.find(needle, from)) != std::string_view::npos;) {
+        const size_t at = size_t(rest.data() - text.data()) + hit;
+        if (guarded && overlaps(*options.plain_ranges, at, at + needle.size())) {
+          from = hit + 1;
+          continue;
+        }
         if (hit > 0) next.push_back({rest.substr(0, hit), kNoToken});
         next.push_back({{}, id});
         rest = rest.substr(hit + needle.size());
+        from = 0;
       }
       if (!rest.empty()) next.push_back({rest, kNoToken});
     }
@@ -130,7 +148,7 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, EncodeOptions opti
   std::vector<TokenId> out;
   if (options.add_special && vocab_.add_bos) out.push_back(vocab_.bos);
   bool after_special = true;
-  for (const Fragment& f : split_special(text, options.parse_special)) {
+  for (const Fragment& f : split_special(text, options)) {
     if (f.token != kNoToken) {
       out.push_back(f.token);
       after_special = true;
@@ -141,6 +159,13 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, EncodeOptions opti
   }
   if (options.add_special && vocab_.add_eos) out.push_back(vocab_.eos);
   return out;
+}
+
+bool Tokenizer::has_control_text(std::string_view text) const {
+  for (const Fragment& f : split_special(text, {.parse_special = true})) {
+    if (f.token != kNoToken && vocab_.kinds[size_t(f.token)] != TokenKind::kUserDefined) return true;
+  }
+  return false;
 }
 
 std::string Tokenizer::token_bytes(TokenId id, bool render_special) const {

@@ -15,9 +15,17 @@ namespace gguf {
 class File;
 }
 
+// Bytes [begin, end) of a text.
+struct ByteRange {
+  size_t begin = 0, end = 0;
+};
+
 struct EncodeOptions {
   bool add_special = false;    // BOS/EOS as the vocabulary asks
   bool parse_special = false;  // control tokens written in the text become those tokens
+  // With parse_special: parts of the text (sorted, disjoint) where control
+  // tokens stay plain text, e.g. what a client wrote inside a chat message.
+  const std::vector<ByteRange>* plain_ranges = nullptr;
 };
 
 class Tokenizer {
@@ -31,6 +39,9 @@ class Tokenizer {
                                 const std::string& source);
 
   std::vector<TokenId> encode(std::string_view text, EncodeOptions options = {}) const;
+  // True when the text holds the text of a control token (one that
+  // parse_special would turn into that token).
+  bool has_control_text(std::string_view text) const;
 
   // The bytes a token stands for. Control tokens give their text only when
   // `render_special` is set.
@@ -38,6 +49,9 @@ class Tokenizer {
   std::string decode(const std::vector<TokenId>& ids, bool render_special = false) const;
 
   const Vocab& vocab() const { return vocab_; }
+  // The longest text of any token: a text of B bytes has at least
+  // B / max_token_bytes() tokens, known before encoding it.
+  size_t max_token_bytes() const { return max_token_bytes_; }
   std::string kind_name() const;
 
  private:
@@ -45,12 +59,13 @@ class Tokenizer {
     std::string_view text;  // raw text when token == kNoToken
     TokenId token = kNoToken;
   };
-  std::vector<Fragment> split_special(std::string_view text, bool parse_special) const;
+  std::vector<Fragment> split_special(std::string_view text, const EncodeOptions& options) const;
   void encode_text(std::string_view text, bool after_special, std::vector<TokenId>* out) const;
 
   Vocab vocab_;
   std::vector<Regex> pre_regexes_;
   std::vector<TokenId> specials_by_length_;  // longest text first
+  size_t max_token_bytes_ = 1;
 };
 
 }  // namespace tessera

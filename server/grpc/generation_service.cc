@@ -85,6 +85,7 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
     int default_max_tokens = 16;
     switch (request->input_case()) {
       case v1::GenerateRequest::kPrompt:
+        check_prompt_bytes(model, request->prompt().size(), "prompt");
         prompt = model.tokenizer().encode(request->prompt(), {.add_special = true, .parse_special = true});
         break;
       case v1::GenerateRequest::kPromptTokenIds: {
@@ -96,8 +97,7 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
         Json messages = Json::array();
         for (const auto& m : request->chat().messages()) messages.push_back({{"role", m.role()}, {"content", m.content()}});
         check_messages(messages);
-        const std::string text = render_chat_prompt(model, messages, !request->chat().no_generation_prompt(), Json());
-        prompt = model.tokenizer().encode(text, {.add_special = false, .parse_special = true});
+        prompt = chat_prompt_tokens(model, messages, !request->chat().no_generation_prompt(), Json());
         default_max_tokens = model.max_model_len - int(prompt.size());
         break;
       }

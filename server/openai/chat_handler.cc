@@ -2,6 +2,7 @@
 
 #include <ctime>
 
+#include "server/chat/message_spans.h"
 #include "server/openai/event_stream.h"
 #include "server/openai/generation_driver.h"
 
@@ -68,6 +69,25 @@ std::string render_chat_prompt(const ServedModel& model, const Json& messages, b
   }
 }
 
+std::vector<int32_t> chat_prompt_tokens(const ServedModel& model, const Json& messages, bool add_generation_prompt,
+                                        const Json& template_kwargs, bool add_special) {
+  const std::string text = render_chat_prompt(model, messages, add_generation_prompt, template_kwargs);
+  check_prompt_bytes(model, text.size(), "messages");
+  const Tokenizer& tokenizer = model.tokenizer();
+  EncodeOptions options{.add_special = add_special, .parse_special = true};
+  std::vector<ByteRange> plain;
+  if (!model.config.parse_special_in_messages) {
+    auto spans = protected_message_spans(text, messages, [&](std::string_view t) { return tokenizer.has_control_text(t); });
+    if (!spans) {
+      throw ApiError::invalid("a message holds control-token text that the chat template rewrote, so it cannot be kept "
+                              "as plain text; remove it (or set parse_special_in_messages for this model)", "messages");
+    }
+    plain = std::move(*spans);
+    options.plain_ranges = &plain;
+  }
+  return tokenizer.encode(text, options);
+}
+
 void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchange& ex) {
   RequestFields f(body);
   const std::string model_name = f.string("model").value_or("");
@@ -97,8 +117,7 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
   f.refuse("modalities", "only text is available");
   f.finish();
 
-  const std::string text = render_chat_prompt(model, *messages, add_generation_prompt, kwargs ? *kwargs : Json());
-  std::vector<int32_t> prompt = model.tokenizer().encode(text, {.add_special = false, .parse_special = true});
+  std::vector<int32_t> prompt = chat_prompt_tokens(model, *messages, add_generation_prompt, kwargs ? *kwargs : Json());
   if (prompt.empty()) throw ApiError::invalid("the rendered conversation has no tokens", "messages");
   const GenerationParams params = validate_generation(request, model, api.limits, model.max_model_len - int(prompt.size()));
   auto gens = start_generations(model, {prompt}, params);

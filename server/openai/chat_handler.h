@@ -17,4 +17,10 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
 std::string render_chat_prompt(const ServedModel& model, const Json& messages, bool add_generation_prompt,
                                const Json& template_kwargs);
 
+// The tokens of the rendered conversation. Control-token text the client
+// wrote inside a message stays plain text unless the model's configuration
+// sets parse_special_in_messages; the template's own markers are tokens.
+std::vector<int32_t> chat_prompt_tokens(const ServedModel& model, const Json& messages, bool add_generation_prompt,
+                                        const Json& template_kwargs, bool add_special = false);
+
 }  // namespace tessera

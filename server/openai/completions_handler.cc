@@ -20,6 +20,7 @@ Prompts read_prompts(RequestFields& f, const ServedModel& m, int max_prompts) {
   if (!p) throw ApiError::invalid("'prompt' is required", "prompt");
   Prompts out;
   auto add_text = [&](const std::string& text) {
+    check_prompt_bytes(m, text.size(), "prompt");
     out.tokens.push_back(m.tokenizer().encode(text, {.add_special = true, .parse_special = true}));
     out.texts.push_back(text);
   };

@@ -36,6 +36,15 @@ std::vector<int32_t> checked_token_ids(const std::vector<int64_t>& ids, const Se
   return out;
 }
 
+void check_prompt_bytes(const ServedModel& model, size_t bytes, const std::string& param) {
+  const size_t fewest_tokens = bytes / model.tokenizer().max_token_bytes();
+  if (fewest_tokens > size_t(model.max_model_len)) {
+    throw ApiError::invalid("the prompt (" + std::to_string(bytes) + " bytes, at least " + std::to_string(fewest_tokens) +
+                                " tokens) can never fit the model's maximum length of " +
+                                std::to_string(model.max_model_len) + " tokens", param);
+  }
+}
+
 namespace {
 
 float number_or(const std::optional<double>& v, const char* key, double min, double max, float fallback) {

@@ -45,6 +45,10 @@ GenerationParams validate_generation(const GenerationRequest& request, const Ser
 // Token ids of this model; a 400 naming `param` otherwise.
 std::vector<int32_t> checked_token_ids(const std::vector<int64_t>& ids, const ServedModel& model, const std::string& param);
 
+// 400 naming `param` when a text of `bytes` bytes must have more tokens than
+// the model's maximum length, found before spending time tokenizing it.
+void check_prompt_bytes(const ServedModel& model, size_t bytes, const std::string& param);
+
 // The value, or a 400 naming `key` when outside [min, max].
 int64_t checked_integer(const std::string& key, int64_t value, int64_t min, int64_t max);
 double checked_number(const std::string& key, double value, double min, double max);

@@ -2,6 +2,8 @@
 // scripts/gen_tokenizer_goldens.py), plus behaviour that needs no model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -94,6 +96,23 @@ TEST_F(VocabFile, SpecialTokensOnlyWhenAsked) {
   EXPECT_GT(t.encode("</s>").size(), 1u);  // left as text
   EXPECT_EQ(t.decode({t.vocab().eos}), "");
   EXPECT_EQ(t.decode({t.vocab().eos}, /*render_special=*/true), "</s>");
+}
+
+TEST_F(VocabFile, PlainRangesKeepControlTextAsText) {
+  const Tokenizer t = load("llama-spm");
+  const std::string text = "</s>A</s>B</s>";
+  // The middle "</s>" (bytes 5 to 9) lies in a plain range; the others parse.
+  const std::vector<ByteRange> plain = {{5, 9}};
+  const auto ids = t.encode(text, {.parse_special = true, .plain_ranges = &plain});
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), t.vocab().eos), 2);
+  EXPECT_EQ(ids.front(), t.vocab().eos);
+  EXPECT_EQ(ids.back(), t.vocab().eos);
+  const std::vector<ByteRange> straddling = {{3, 4}};  // overlaps the first "</s>" only
+  const auto guarded = t.encode(text, {.parse_special = true, .plain_ranges = &straddling});
+  EXPECT_EQ(std::count(guarded.begin(), guarded.end(), t.vocab().eos), 2);
+  EXPECT_TRUE(t.has_control_text("x</s>y"));
+  EXPECT_FALSE(t.has_control_text("x</ s>y"));
+  EXPECT_GE(t.max_token_bytes(), 4u);
 }
 
 TEST_F(VocabFile, OutOfRangeIdIsAnError) {
