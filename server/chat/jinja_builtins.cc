@@ -15,20 +15,43 @@ void template_fail(int line, const std::string& what) {
 
 namespace {
 
-// UTF-8 code points of a string, each as its bytes (input is valid UTF-8:
-// request JSON and template files are checked on the way in).
-std::vector<std::string> code_points(const std::string& s) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    const size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    out.push_back(s.substr(i, n));
-    i += n;
-  }
-  return out;
+// UTF-8 code points are walked in place (input is valid UTF-8: request
+// JSON and template files are checked on the way in); copying each into a
+// string of its own would cost tens of bytes per byte of a long message.
+size_t code_point_bytes(unsigned char lead) { return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4; }
+
+std::string_view code_point_at(std::string_view s, size_t i) {
+  return s.substr(i, std::min(code_point_bytes(static_cast<unsigned char>(s[i])), s.size() - i));
 }
 
-bool is_python_space(const std::string& cp) {
+// The start of the code point that ends at byte `end` (exclusive).
+size_t code_point_before(std::string_view s, size_t end) {
+  size_t i = end - 1;
+  while (i > 0 && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) --i;
+  return i;
+}
+
+size_t count_code_points(std::string_view s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+// s[i] in Python: the i-th code point, counted from the end when negative.
+Value code_point_index(std::string_view s, int64_t i) {
+  if (i >= 0) {
+    size_t at = 0;
+    for (int64_t k = 0; k < i && at < s.size(); ++k) at += code_point_at(s, at).size();
+    return at < s.size() ? Value::string(std::string(code_point_at(s, at))) : Value();
+  }
+  size_t end = s.size();
+  for (int64_t k = -1; k > i && end > 0; --k) end = code_point_before(s, end);
+  if (end == 0) return Value();
+  const size_t at = code_point_before(s, end);
+  return Value::string(std::string(s.substr(at, end - at)));
+}
+
+bool is_python_space(std::string_view cp) {
   if (cp.size() == 1) {
     const unsigned char c = static_cast<unsigned char>(cp[0]);
     return c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f);
@@ -36,25 +59,28 @@ bool is_python_space(const std::string& cp) {
   static const char* const kSpaces[] = {"\u0085", "\u00a0", "\u1680", "\u2000", "\u2001", "\u2002", "\u2003",
                                         "\u2004", "\u2005", "\u2006", "\u2007", "\u2008", "\u2009", "\u200a",
                                         "\u2028", "\u2029", "\u202f", "\u205f", "\u3000"};
-  for (const char* s : kSpaces) {
-    if (cp == s) return true;
+  for (const char* sp : kSpaces) {
+    if (cp == sp) return true;
   }
   return false;
 }
 
 std::string strip(const std::string& s, const Value& chars, bool left, bool right) {
-  const std::vector<std::string> cps = code_points(s);
-  std::vector<std::string> set;
-  if (chars.is_string()) set = code_points(chars.as_string());
-  auto strippable = [&](const std::string& cp) {
-    return chars.is_string() ? std::find(set.begin(), set.end(), cp) != set.end() : is_python_space(cp);
+  const std::string_view text = s;
+  auto strippable = [&](std::string_view cp) {
+    if (!chars.is_string()) return is_python_space(cp);
+    const std::string_view set = chars.as_string();
+    for (size_t i = 0; i < set.size(); i += code_point_at(set, i).size()) {
+      if (code_point_at(set, i) == cp) return true;
+    }
+    return false;
   };
-  size_t b = 0, e = cps.size();
-  while (left && b < e && strippable(cps[b])) ++b;
-  while (right && e > b && strippable(cps[e - 1])) --e;
-  std::string out;
-  for (size_t i = b; i < e; ++i) out += cps[i];
-  return out;
+  size_t b = 0, e = text.size();
+  while (left && b < e && strippable(code_point_at(text, b))) b += code_point_at(text, b).size();
+  while (right && e > b && strippable(text.substr(code_point_before(text, e), e - code_point_before(text, e)))) {
+    e = code_point_before(text, e);
+  }
+  return s.substr(b, e - b);
 }
 
 std::string map_ascii(std::string s, int (*f)(int)) {
@@ -82,6 +108,14 @@ const std::string& need_string(const Value& v, const char* what, int line) {
 
 std::string replace_all(const std::string& s, const std::string& from, const std::string& to, int64_t count) {
   if (from.empty()) return s;
+  if (to.size() > from.size()) {
+    // The size of the result, known before building it.
+    size_t hits = 0;
+    for (size_t pos = s.find(from); pos != std::string::npos && (count < 0 || int64_t(hits) < count); pos = s.find(from, pos + from.size())) ++hits;
+    if (hits > 0 && (to.size() - from.size()) > (kMaxValueBytes - std::min(s.size(), kMaxValueBytes)) / hits) {
+      throw ValueTooLarge("replace() would build a string over the size limit");
+    }
+  }
   std::string out;
   size_t pos = 0;
   for (int64_t n = 0; count < 0 || n < count; ++n) {
@@ -110,19 +144,18 @@ Value split(const std::string& s, const Value& sep, const Value& maxsplit_v, int
     return Value::list(std::move(parts));
   }
   // No separator: runs of whitespace split, ends are dropped.
-  const std::vector<std::string> cps = code_points(s);
+  const std::string_view text = s;
   size_t i = 0;
-  while (i < cps.size()) {
-    while (i < cps.size() && is_python_space(cps[i])) ++i;
-    if (i >= cps.size()) break;
-    std::string word;
+  while (i < text.size()) {
+    while (i < text.size() && is_python_space(code_point_at(text, i))) i += code_point_at(text, i).size();
+    if (i >= text.size()) break;
     if (maxsplit >= 0 && int64_t(parts.size()) >= maxsplit) {
-      for (; i < cps.size(); ++i) word += cps[i];
-      parts.push_back(Value::string(strip(word, Value(), false, true)));
+      parts.push_back(Value::string(strip(s.substr(i), Value(), false, true)));
       break;
     }
-    while (i < cps.size() && !is_python_space(cps[i])) word += cps[i++];
-    parts.push_back(Value::string(word));
+    const size_t start = i;
+    while (i < text.size() && !is_python_space(code_point_at(text, i))) i += code_point_at(text, i).size();
+    parts.push_back(Value::string(s.substr(start, i - start)));
   }
   return Value::list(std::move(parts));
 }
@@ -158,7 +191,7 @@ Value string_method(const std::string& s, const std::string& name, const CallArg
   }
   if (name == "find") {
     const size_t hit = s.find(need_string(a.get(0, "sub"), "find()", line));
-    return Value::integer(hit == std::string::npos ? -1 : int64_t(code_points(s.substr(0, hit)).size()));
+    return Value::integer(hit == std::string::npos ? -1 : int64_t(count_code_points(std::string_view(s).substr(0, hit))));
   }
   if (name == "count") {
     const std::string& sub = need_string(a.get(0, "sub"), "count()", line);
@@ -227,11 +260,7 @@ Value get_item(const Value& obj, const Value& key, int line) {
     return hit ? *hit : Value();
   }
   if ((obj.is_list() || obj.is_string()) && key.kind() == Value::Kind::kInt) {
-    if (obj.is_string()) {
-      const auto cps = code_points(obj.as_string());
-      int64_t i = key.as_int() < 0 ? key.as_int() + int64_t(cps.size()) : key.as_int();
-      return i >= 0 && i < int64_t(cps.size()) ? Value::string(cps[size_t(i)]) : Value();
-    }
+    if (obj.is_string()) return code_point_index(obj.as_string(), key.as_int());
     const ValueList& items = obj.items();
     const int64_t i = key.as_int() < 0 ? key.as_int() + int64_t(items.size()) : key.as_int();
     return i >= 0 && i < int64_t(items.size()) ? items[size_t(i)] : Value();
@@ -250,8 +279,10 @@ ValueList iterate(const Value& v, int line) {
       return keys;
     }
     case Value::Kind::kString: {
+      const std::string_view text = v.as_string();
+      if (count_code_points(text) > kMaxListItems) template_fail(line, "a string too long to iterate over");
       ValueList chars;
-      for (auto& cp : code_points(v.as_string())) chars.push_back(Value::string(std::move(cp)));
+      for (size_t i = 0; i < text.size(); i += code_point_at(text, i).size()) chars.push_back(Value::string(std::string(code_point_at(text, i))));
       return chars;
     }
     default: template_fail(line, "'" + v.type_name() + "' object is not iterable");
@@ -285,6 +316,8 @@ void json_string(const std::string& s, std::string* out) {
 }
 
 void json_value(const Value& v, int indent, int level, int line, std::string* out) {
+  if (level > kMaxValueDepth) template_fail(line, "tojson: the value nests deeper than " + std::to_string(kMaxValueDepth) + " levels");
+  if (out->size() > kMaxValueBytes) template_fail(line, "tojson: the text exceeds the size limit");
   const auto newline = [&](int lvl) {
     if (indent >= 0) *out += "\n" + std::string(size_t(indent * lvl), ' ');
   };
@@ -338,6 +371,7 @@ void json_value(const Value& v, int indent, int level, int line, std::string* ou
 }  // namespace
 
 std::string to_json(const Value& v, int indent, int line) {
+  if (indent > 64) template_fail(line, "tojson: indent above 64");
   std::string out;
   json_value(v, indent, 0, line, &out);
   return out;

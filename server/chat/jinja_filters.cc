@@ -95,6 +95,7 @@ Value apply_filter(const std::string& name, const Value& input, const CallArgs& 
     const ValueList items = iterate(input, line);
     for (size_t i = 0; i < items.size(); ++i) {
       out += (i ? sep : "") + (attr.is_undefined() ? items[i] : get_attribute(items[i], attr.str(), line)).str();
+      if (out.size() > kMaxValueBytes) template_fail(line, "join() built a string over the size limit");
     }
     return Value::string(out);
   }
@@ -198,7 +199,7 @@ bool apply_test(const std::string& name, const Value& v, const CallArgs& a, int 
     if (v.kind() != K::kInt) template_fail(line, "test '" + name + "' needs an integer");
     const int64_t d = name == "divisibleby" ? (arg.kind() == K::kInt ? arg.as_int() : 0) : 2;
     if (d == 0) template_fail(line, "divisibleby needs a non-zero integer");
-    const bool divisible = v.as_int() % d == 0;
+    const bool divisible = d == -1 || v.as_int() % d == 0;  // INT64_MIN % -1 traps
     return name == "odd" ? !divisible : divisible;
   }
   if (name == "in") {

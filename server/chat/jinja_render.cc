@@ -36,6 +36,21 @@ class Renderer {
     Renderer* r;
   };
 
+  // Any string the template builds is held to the output budget (it could
+  // only be emitted within it), checked before it is built.
+  void check_string_size(size_t a, size_t b, int line) {
+    if (a > limits_.max_output_bytes || b > limits_.max_output_bytes - a) {
+      template_fail(line, "a string the template builds exceeds the output size limit");
+    }
+    charge(a + b, line);
+  }
+
+  // Work in proportion to bytes or items copied counts against the steps.
+  void charge(size_t units, int line) {
+    steps_ += units / 64;
+    if (steps_ > limits_.max_steps) template_fail(line, "template exceeded its step limit");
+  }
+
   void emit(const std::string& s, int line) {
     if (out_.size() + s.size() > limits_.max_output_bytes) template_fail(line, "template output exceeds the size limit");
     out_ += s;
@@ -179,7 +194,13 @@ class Renderer {
         return Value::dict(std::move(dict));
       }
       case Expr::Kind::kAttribute: return get_attribute(eval(*e.children[0]), e.name, e.line);
-      case Expr::Kind::kIndex: return get_item(eval(*e.children[0]), eval(*e.children[1]), e.line);
+      case Expr::Kind::kIndex: {
+        const Value obj = eval(*e.children[0]);
+        const Value key = eval(*e.children[1]);
+        // Indexing a string walks its code points.
+        if (obj.is_string() && key.kind() == Value::Kind::kInt) charge(obj.as_string().size(), e.line);
+        return get_item(obj, key, e.line);
+      }
       case Expr::Kind::kSlice: return slice(e);
       case Expr::Kind::kCall: {
         const Value fn = eval(*e.children[0]);
@@ -187,7 +208,11 @@ class Renderer {
         CallArgs a = arguments(e, 1);
         return fn.callable()(a);
       }
-      case Expr::Kind::kFilter: return apply_filter(e.name, eval(*e.children[0]), arguments(e, 1), e.line);
+      case Expr::Kind::kFilter: {
+        Value out = apply_filter(e.name, eval(*e.children[0]), arguments(e, 1), e.line);
+        if (out.is_string()) check_string_size(out.as_string().size(), 0, e.line);
+        return out;
+      }
       case Expr::Kind::kTest: return Value::boolean(apply_test(e.name, eval(*e.children[0]), arguments(e, 1), e.line) != e.negated);
       case Expr::Kind::kUnary: return unary(e);
       case Expr::Kind::kBinary: return binary(e);
@@ -254,7 +279,11 @@ class Renderer {
     if (op == "==") return Value::boolean(l.equals(r));
     if (op == "!=") return Value::boolean(!l.equals(r));
     if (op == "in") return Value::boolean(contains(r, l, e.line) != e.negated);
-    if (op == "~") return Value::string(l.str() + r.str());
+    if (op == "~") {
+      const std::string a = l.str(), b = r.str();
+      check_string_size(a.size(), b.size(), e.line);
+      return Value::string(a + b);
+    }
     if (op == "<" || op == ">" || op == "<=" || op == ">=") return compare(op, l, r, e.line);
     return arithmetic(op, l, r, e.line);
   }
@@ -285,16 +314,24 @@ class Renderer {
   }
 
   Value arithmetic(const std::string& op, const Value& l, const Value& r, int line) {
-    if (op == "+" && l.is_string() && r.is_string()) return Value::string(l.as_string() + r.as_string());
+    if (op == "+" && l.is_string() && r.is_string()) {
+      check_string_size(l.as_string().size(), r.as_string().size(), line);
+      return Value::string(l.as_string() + r.as_string());
+    }
     if (op == "+" && l.is_list() && r.is_list()) {
+      if (l.items().size() + r.items().size() > kMaxListItems) template_fail(line, "a list over the size limit");
+      charge(l.items().size() + r.items().size(), line);
       ValueList items = l.items();
       items.insert(items.end(), r.items().begin(), r.items().end());
       return Value::list(std::move(items));
     }
     if (op == "*" && l.is_string() && r.kind() == Value::Kind::kInt) {
-      if (r.as_int() > 0 && l.as_string().size() * size_t(r.as_int()) > limits_.max_output_bytes) {
+      size_t total = 0;
+      if (r.as_int() > 0 && (__builtin_mul_overflow(l.as_string().size(), uint64_t(r.as_int()), &total) ||
+                             total > limits_.max_output_bytes)) {
         template_fail(line, "string repetition exceeds the size limit");
       }
+      charge(total, line);
       std::string out;
       for (int64_t i = 0; i < r.as_int(); ++i) out += l.as_string();
       return Value::string(out);
@@ -365,7 +402,11 @@ std::string Template::render(const ValueDict& globals, const RenderLimits& limit
   ValueDict all;
   add_global_functions(all);
   for (const auto& [k, v] : globals.items) all.set(k, v);
-  return Renderer(all, limits).run(*body_);
+  try {
+    return Renderer(all, limits).run(*body_);
+  } catch (const ValueTooLarge& e) {
+    throw TemplateError(e.what());
+  }
 }
 
 }  // namespace tessera::jinja

@@ -132,7 +132,10 @@ bool Value::truthy() const {
   return false;
 }
 
-bool Value::equals(const Value& other) const {
+bool Value::equals(const Value& other) const { return equals_at(other, 0); }
+
+bool Value::equals_at(const Value& other, int depth) const {
+  if (depth > kMaxValueDepth) throw ValueTooLarge("values compared nest deeper than " + std::to_string(kMaxValueDepth) + " levels");
   const bool num_a = is_number() || kind_ == Kind::kBool;
   const bool num_b = other.is_number() || other.kind_ == Kind::kBool;
   if (num_a && num_b) {
@@ -149,7 +152,7 @@ bool Value::equals(const Value& other) const {
     case Kind::kList: {
       if (list_->size() != other.list_->size()) return false;
       for (size_t i = 0; i < list_->size(); ++i) {
-        if (!(*list_)[i].equals((*other.list_)[i])) return false;
+        if (!(*list_)[i].equals_at((*other.list_)[i], depth + 1)) return false;
       }
       return true;
     }
@@ -158,7 +161,7 @@ bool Value::equals(const Value& other) const {
       if (namespace_ || other.namespace_ || dict_->items.size() != other.dict_->items.size()) return false;
       for (const auto& [k, v] : dict_->items) {
         const Value* o = other.dict_->find(k);
-        if (!o || !v.equals(*o)) return false;
+        if (!o || !v.equals_at(*o, depth + 1)) return false;
       }
       return true;
     }
@@ -240,28 +243,42 @@ std::string Value::str() const {
 }
 
 std::string Value::repr() const {
+  std::string out;
+  repr_into(&out, 0);
+  return out;
+}
+
+void Value::repr_into(std::string* out, int depth) const {
+  if (depth > kMaxValueDepth) throw ValueTooLarge("a value nests deeper than " + std::to_string(kMaxValueDepth) + " levels");
+  if (out->size() > kMaxValueBytes) throw ValueTooLarge("the text of a value exceeds the size limit");
   switch (kind_) {
-    case Kind::kUndefined: return "Undefined";
-    case Kind::kNone: return "None";
-    case Kind::kBool: return b_ ? "True" : "False";
-    case Kind::kInt: return std::to_string(i_);
-    case Kind::kFloat: return python_float_repr(f_);
-    case Kind::kString: return python_string_repr(s_);
+    case Kind::kUndefined: *out += "Undefined"; return;
+    case Kind::kNone: *out += "None"; return;
+    case Kind::kBool: *out += b_ ? "True" : "False"; return;
+    case Kind::kInt: *out += std::to_string(i_); return;
+    case Kind::kFloat: *out += python_float_repr(f_); return;
+    case Kind::kString: *out += python_string_repr(s_); return;
     case Kind::kList: {
-      std::string out = "[";
-      for (size_t i = 0; i < list_->size(); ++i) out += (i ? ", " : "") + (*list_)[i].repr();
-      return out + "]";
+      *out += "[";
+      for (size_t i = 0; i < list_->size(); ++i) {
+        if (i) *out += ", ";
+        (*list_)[i].repr_into(out, depth + 1);
+      }
+      *out += "]";
+      return;
     }
     case Kind::kDict: {
-      std::string out = namespace_ ? "<Namespace {" : "{";
+      *out += namespace_ ? "<Namespace {" : "{";
       for (size_t i = 0; i < dict_->items.size(); ++i) {
-        out += (i ? ", " : "") + python_string_repr(dict_->items[i].first) + ": " + dict_->items[i].second.repr();
+        if (i) *out += ", ";
+        *out += python_string_repr(dict_->items[i].first) + ": ";
+        dict_->items[i].second.repr_into(out, depth + 1);
       }
-      return out + (namespace_ ? "}>" : "}");
+      *out += namespace_ ? "}>" : "}";
+      return;
     }
-    case Kind::kFunction: return "<function " + s_ + ">";
+    case Kind::kFunction: *out += "<function " + s_ + ">"; return;
   }
-  return "";
 }
 
 std::string Value::type_name() const {

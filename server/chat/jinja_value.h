@@ -5,12 +5,26 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace tessera::jinja {
+
+// Bounds on what any one computed value may hold, whatever the template:
+// the bytes of a string or of a value's text (str, repr, tojson, join), the
+// items of a list, and how deeply values nest (lists can hold themselves).
+constexpr size_t kMaxValueBytes = 16u << 20;
+constexpr size_t kMaxListItems = 1u << 20;
+constexpr int kMaxValueDepth = 128;
+
+// A value outgrew those bounds; the renderer reports it as a TemplateError.
+class ValueTooLarge : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 class Value;
 using ValueList = std::vector<Value>;
@@ -69,6 +83,9 @@ class Value {
   std::string type_name() const;
 
  private:
+  void repr_into(std::string* out, int depth) const;
+  bool equals_at(const Value& other, int depth) const;
+
   Kind kind_ = Kind::kUndefined;
   bool namespace_ = false;
   bool b_ = false;

@@ -135,5 +135,23 @@ TEST(Jinja, RendersAreBounded) {
   EXPECT_NE(error_of("{{ " + deep + "1" + std::string(500, ')') + " }}").find("nested"), std::string::npos);
 }
 
+TEST(Jinja, IntermediateValuesAreBoundedToo) {
+  // Repetition whose size overflows 64 bits, concatenation past the budget.
+  EXPECT_NE(error_of("{{ 'ab' * 9223372036854775807 }}").find("size limit"), std::string::npos);
+  EXPECT_NE(error_of("{% set s = 'x' * 5000000 %}{% set t = s ~ s %}").find("size limit"), std::string::npos);
+  EXPECT_NE(error_of("{% set s = 'x' * 5000000 %}{% set t = s + s %}").find("size limit"), std::string::npos);
+  EXPECT_NE(error_of("{{ ('x' * 1000000) | replace('x', 'yyyyyyyyyyyyyyyyyyyy') }}").find("size limit"), std::string::npos);
+  // Python: -2**63 % -1 == 0, where the machine instruction traps.
+  EXPECT_EQ(render("{{ (-9223372036854775807 - 1) is divisibleby(-1) }}"), "True");
+  // A namespace holding itself: tojson and repr stop at the nesting bound.
+  const std::string cyclic = "{% set xs = namespace(a=1) %}{% set xs.a = xs %}";
+  EXPECT_NE(error_of(cyclic + "{{ xs | tojson }}").find("deeper"), std::string::npos);
+  EXPECT_NE(error_of(cyclic + "{{ xs }}").find("deeper"), std::string::npos);
+  EXPECT_NE(error_of("{{ 1 | tojson(indent=1000000000) }}").find("indent"), std::string::npos);
+  // Trimming and splitting walk the text in place.
+  EXPECT_EQ(render("{{ ('\u3000 ' * 3 + 'a b' + ' \n' * 3) | trim }}|{{ ' a  b '.split() | join(',') }}|{{ 'h\u00e9llo'[1] }}{{ 'h\u00e9llo'[-1] }}"),
+            "a b|a,b|\u00e9o");
+}
+
 }  // namespace
 }  // namespace tessera
