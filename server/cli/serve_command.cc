@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -90,7 +91,6 @@ Config resolve_config(const ServeOptions& o) {
 // The connection caps, kept under the open-file limit (raised to its hard
 // value first) with room for model files, gRPC and the process's own needs.
 HttpLimits http_limits_of(const ServerConfig& server) {
-  constexpr int kDescriptorsKeptBack = 256;
   HttpLimits l;
   l.max_body_bytes = size_t(server.max_body_bytes);
   l.max_header_bytes = size_t(server.max_header_bytes);
@@ -104,7 +104,8 @@ HttpLimits http_limits_of(const ServerConfig& server) {
   l.idle_timeout = ms(server.idle_timeout_s);
   l.write_timeout = ms(server.write_timeout_s);
   const uint64_t fds = raise_open_file_limit();
-  const int64_t room = int64_t(fds) - kDescriptorsKeptBack - l.reserved_connections;
+  const int64_t kept_back = std::clamp<int64_t>(int64_t(fds / 8), 32, 256);
+  const int64_t room = int64_t(fds) - kept_back - l.reserved_connections;
   if (room < 16) throw Error("the open-file limit (" + std::to_string(fds) + ") is too low to serve; raise ulimit -n");
   if (l.max_connections > room) {
     spdlog::warn("server.max_connections {} lowered to {} to stay under the open-file limit {}", l.max_connections, room, fds);

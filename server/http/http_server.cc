@@ -76,7 +76,11 @@ void HttpServer::Impl::on_accept(boost::system::error_code ec, tcp::socket socke
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
     const auto peer = socket.remote_endpoint(ignored);
-    auto session = std::make_shared<HttpSession>(std::move(socket), context, admission->admit(peer.address().to_string()));
+    auto evict = std::make_shared<std::function<void()>>();
+    auto session = std::make_shared<HttpSession>(std::move(socket), context, admission->admit(peer.address().to_string(), evict));
+    *evict = [weak = std::weak_ptr<HttpSession>(session)] {
+      if (auto s = weak.lock()) s->close();
+    };
     track(session);
     session->start();
   }

@@ -23,6 +23,8 @@ constexpr size_t kFirstReadBytes = 4096;
 constexpr size_t kMaxDrainBytes = 64u << 20;
 constexpr auto kRefusalWriteTimeout = std::chrono::seconds(2);
 constexpr auto kDrainTimeout = std::chrono::seconds(1);
+// A connection on the reserve must send its (light) request at once.
+constexpr auto kReservedDeadline = std::chrono::milliseconds(1000);
 
 std::string error_body(const std::string& message, const char* type) {
   return R"({"error":{"message":")" + message + R"(","type":")" + type + R"(","param":null,"code":null}})";
@@ -162,7 +164,8 @@ void HttpSession::wait_for_request() {
   parser_->header_limit(uint32_t(std::min<size_t>(context_->limits.max_header_bytes, UINT32_MAX)));
   parser_->body_limit(context_->limits.max_body_bytes);
   if (buffer_.size() > 0) return read_header();  // the next request is already here
-  stream_.expires_after(context_->limits.idle_timeout);
+  stream_.expires_after(ticket_.admission() == AdmissionClass::kFull ? context_->limits.idle_timeout
+                                                                     : std::min(context_->limits.idle_timeout, kReservedDeadline));
   stream_.async_read_some(buffer_.prepare(kFirstReadBytes), [self = shared_from_this()](beast::error_code ec, size_t n) {
     self->buffer_.commit(n);
     if (n == 0 && self->read_failed(ec ? ec : net::error::eof)) return;
@@ -171,7 +174,8 @@ void HttpSession::wait_for_request() {
 }
 
 void HttpSession::read_header() {
-  stream_.expires_after(context_->limits.header_timeout);
+  stream_.expires_after(ticket_.admission() == AdmissionClass::kFull ? context_->limits.header_timeout
+                                                                     : std::min(context_->limits.header_timeout, kReservedDeadline));
   http::async_read_header(stream_, buffer_, *parser_,
                           [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
 }
@@ -214,6 +218,7 @@ void HttpSession::on_request(beast::error_code ec) {
   if (ticket_.admission() != AdmissionClass::kFull && !context_->is_light(req)) {
     return refuse(http::status::service_unavailable, "too many connections", false);
   }
+  ticket_.mark_busy();
   stream_.expires_never();
   run_handler();
 }

@@ -47,7 +47,8 @@ ModelMetrics::ModelMetrics(Registry& r, const std::string& model)
       prompt_tokens_(counter(r, "tessera:prompt_tokens_total", "Prefilled prompt tokens", model)),
       generation_tokens_(counter(r, "tessera:generation_tokens_total", "Generated tokens", model)),
       preemptions_(counter(r, "tessera:num_preemptions_total", "Preemptions (recompute) of running requests", model)),
-      cancelled_(counter(r, "tessera:requests_cancelled_total", "Requests cancelled by their client", model)) {}
+      cancelled_(counter(r, "tessera:requests_cancelled_total", "Requests cancelled by their client", model)),
+      accepted_(counter(r, "tessera:requests_accepted_total", "Requests (one per choice) admitted to the scheduler", model)) {}
 
 void ModelMetrics::observe_finished(const std::string& reason, double e2e_seconds, int prompt_tokens, int generation_tokens) {
   counter(registry_, "tessera:request_success_total", "Finished requests by finish reason", model_, {{"finished_reason", reason}})

@@ -25,6 +25,9 @@ class ModelMetrics {
   void observe_finished(const std::string& reason, double e2e_seconds, int prompt_tokens, int generation_tokens);
   void count_rejected(const std::string& reason);
   void count_cancelled() { cancelled_.Increment(); }
+  // One sequence admitted to the scheduler; each ends as exactly one
+  // request_success_total (any reason) or requests_cancelled_total.
+  void count_accepted() { accepted_.Increment(); }
 
   // Copies the scheduler's gauges and counters in, before a scrape.
   void refresh(const SchedulerStats& stats);
@@ -45,6 +48,7 @@ class ModelMetrics {
   prometheus::Counter& generation_tokens_;
   prometheus::Counter& preemptions_;
   prometheus::Counter& cancelled_;
+  prometheus::Counter& accepted_;
   std::mutex refresh_mutex_;  // scrapes may run concurrently
   uint64_t preemptions_seen_ = 0;
   uint64_t prefix_queries_seen_ = 0;

@@ -42,6 +42,7 @@ std::unique_ptr<TextGeneration> TextGeneration::start(ServedModel& model, std::v
       g->cancel();
       return nullptr;
     }
+    model.metrics->count_accepted();
     Choice c;
     c.request_id = s.request_id;
     c.detok = std::make_unique<IncrementalDetokenizer>(model.tokenizer());
