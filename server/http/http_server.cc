@@ -25,6 +25,10 @@ namespace {
 // How long the accept loop rests when the process is out of descriptors:
 // retrying at once would spin a core while nothing can be accepted.
 constexpr auto kAcceptBackoff = std::chrono::milliseconds(100);
+// A fixed send buffer per connection (no autotuning up to megabytes): a
+// client that stops reading holds at most this much kernel memory, and its
+// writes stall soon enough for the write deadline to find it.
+constexpr int kSendBufferBytes = 256 << 10;
 
 bool out_of_descriptors(const boost::system::error_code& ec) {
   return ec == net::error::no_descriptors || ec.value() == ENFILE || ec == net::error::no_buffer_space ||
@@ -75,6 +79,7 @@ void HttpServer::Impl::on_accept(boost::system::error_code ec, tcp::socket socke
   if (!ec) {
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
+    socket.set_option(net::socket_base::send_buffer_size(kSendBufferBytes), ignored);
     const auto peer = socket.remote_endpoint(ignored);
     auto evict = std::make_shared<std::function<void()>>();
     auto session = std::make_shared<HttpSession>(std::move(socket), context, admission->admit(peer.address().to_string(), evict));

@@ -151,11 +151,9 @@ void HttpSession::close() {
 
 bool HttpSession::read_failed(beast::error_code ec) {
   if (!ec) return false;
-  if (ec == beast::error::timeout && buffer_.size() > 0) {
-    refuse(http::status::request_timeout, "the request was not received in time", false);
-  } else {
-    stream_.close();
-  }
+  // A missed deadline has already closed the socket (tcp_stream does), so
+  // there is no one left to tell; anything else ends the connection too.
+  stream_.close();
   return true;
 }
 

@@ -10,9 +10,11 @@ import urllib.request
 
 
 class Daemon:
-    def __init__(self, tessera_bin, args, config_yaml=None):
+    def __init__(self, tessera_bin, args, config_yaml=None, model=None):
         self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
         argv = [str(tessera_bin), "serve", "--host", "127.0.0.1", "--port", "0", "--grpc-port", "0", "--threads", "2"]
+        if model is not None:
+            argv += ["--model", str(model), "--served-model-name", "smollm2"]
         if config_yaml is not None:
             self.config = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
             self.config.write(config_yaml)
@@ -22,6 +24,16 @@ class Daemon:
         self.http_port, self.grpc_port = self._wait_for_ports()
         self.base = f"http://127.0.0.1:{self.http_port}"
         self.wait_healthy()
+
+    @classmethod
+    def attach(cls, proc, log):
+        """A daemon started by the caller (own arguments or limits), logging to `log`."""
+        d = cls.__new__(cls)
+        d.proc, d.log = proc, log
+        d.http_port, d.grpc_port = d._wait_for_ports()
+        d.base = f"http://127.0.0.1:{d.http_port}"
+        d.wait_healthy()
+        return d
 
     def _wait_for_ports(self, timeout=30):
         deadline = time.time() + timeout
