@@ -6,8 +6,10 @@
 #include <string>
 
 #include "server/cli/commands.h"
+#include "server/cli/fatal_signals.h"
 
 int main(int argc, char** argv) {
+  tessera::cli::install_fatal_signal_handlers();
   CLI::App app{"Tessera: LLM inference server"};
   app.require_subcommand(1);
   std::map<std::string, tessera::cli::Runner> runners;

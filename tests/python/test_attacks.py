@@ -2,6 +2,7 @@
 release build down, reproduced against the real daemon, with the bound that
 now holds asserted (CPU time per byte, deadlines, health under connection
 exhaustion, refusals that leave the engine serving)."""
+import http.client
 import json
 import os
 import pathlib
@@ -381,3 +382,17 @@ def test_a_prompt_that_can_never_fit_is_refused_before_tokenizing(daemon):
     status, body = daemon.post("/v1/completions", {"model": "smollm2", "prompt": prompt, "max_tokens": 1})
     assert status == 400 and "can never fit" in body["error"]["message"]
     assert cpu_seconds(daemon.proc.pid) - before < 0.3
+
+
+# Faults: a model file truncated under a running server.
+def test_a_model_file_truncated_after_load_fails_fast_with_a_clear_line(tessera_bin, smollm2, tmp_path):
+    model = tmp_path / "m.gguf"
+    shutil.copy(smollm2, model)
+    d = Daemon(tessera_bin, [], config_yaml=short_deadlines(model))
+    os.truncate(model, 4096)
+    try:
+        d.request("POST", "/v1/completions", {"model": "smollm2", "prompt": "hi", "max_tokens": 4})
+    except (ConnectionError, OSError, http.client.HTTPException):
+        pass  # the process is gone: that is the point
+    assert d.proc.wait(30) == 70
+    assert "a model file was truncated or replaced" in d.log_text()
