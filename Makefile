@@ -9,7 +9,7 @@ MODEL_DIR ?= $(or $(TESSERA_MODEL_DIR),$(HOME)/.cache/tessera/models)
 DEFAULT_MODEL ?= $(MODEL_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf
 VENV ?= .venv
 
-.PHONY: setup deps models configure build test unit-tests python-tests sanitize-tests serve fuzz clean
+.PHONY: setup deps models configure build test unit-tests python-tests sanitize-tests serve fuzz fuzz-ci clean
 
 setup: deps models
 
@@ -50,6 +50,10 @@ serve: build models
 
 fuzz: deps
 	@bash scripts/run-fuzzers.sh
+
+# Every fuzz target for a minute, as CI runs them.
+fuzz-ci: deps
+	@FUZZ_SECONDS=60 bash scripts/run-fuzzers.sh
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR) build-fuzz

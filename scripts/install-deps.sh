@@ -35,6 +35,7 @@ python_packages=(
   "tokenizers>=0.20"
   "pytest>=8"
   "safetensors>=0.4"
+  "matplotlib>=3.7"
 )
 
 as_root() {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan + UBSan) and runs each for
-# FUZZ_SECONDS (default 600), seeded from the test data. Prints each
-# target's execution count; exits non-zero on any finding.
+# FUZZ_SECONDS (default 600), seeded from the corpus in tests/fuzz/corpus.
+# Prints each target's execution count; exits non-zero on any finding.
 set -euo pipefail
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo_root"
@@ -13,38 +13,42 @@ CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelW
   -DTESSERA_CUDA=OFF -DTESSERA_TESTS=ON -DTESSERA_SANITIZE=address,undefined >/dev/null
 cmake --build "$build_dir" -j "$(nproc)" --target $targets
 
-seed_dir() {  # target -> a fresh corpus seeded from the test data
+# The corpus kept in the repository (tests/fuzz/corpus/TARGET) seeds a
+# working copy, which the run may grow.
+seed_dir() {
   local corpus="$build_dir/corpus-$1"
   mkdir -p "$corpus"
-  case "$1" in
-    gguf_fuzz) cp tests/data/malformed/*.gguf tests/data/gguf/*.gguf "$corpus/" ;;
-    safetensors_fuzz) cp tests/data/malformed/*.safetensors "$corpus/" ;;
-    tokenizer_fuzz) cp tests/data/tokenizer-vectors/*.inp "$corpus/" ;;
-    hf_tokenizer_fuzz) cp tests/data/hf/spm-bpe/tokenizer.json "$corpus/spm.json"; cp tests/data/hf/tiny-sharded/tokenizer.json "$corpus/byte.json" ;;
-    chat_template_fuzz) cp tests/data/chat-templates/*.jinja "$corpus/" ;;
-    request_fuzz)
-      printf '%s' '{"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.5, "stop": ["x"]}' >"$corpus/chat.json"
-      printf '%s' '{"model": "m", "prompt": "hi", "max_tokens": 4, "stream": true}' >"$corpus/completion.json" ;;
-    step_plan_fuzz)  # an empty plan: magic "TSPL", version 1, three zero counts
-      printf 'TSPL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00' >"$corpus/empty.bin" ;;
-  esac
+  cp tests/fuzz/corpus/"$1"/* "$corpus/"
   echo "$corpus"
 }
 
-status=0
-for target in $targets; do
+run_one() {  # target -> status; its log in $build_dir
+  local target=$1 corpus log execs
   corpus=$(seed_dir "$target")
   log="$build_dir/$target.log"
-  echo "fuzz: running $target for $seconds s"
   if "$build_dir/tests/fuzz/$target" -max_total_time="$seconds" -rss_limit_mb=4096 -max_len=65536 \
       -artifact_prefix="$build_dir/$target-" "$corpus" >"$log" 2>&1; then
     execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || true)
     [ -n "$execs" ] || execs=$(grep -Eo '#[0-9]+' "$log" | tail -1 | tr -d '#')
-    echo "fuzz: $target: no finding, $execs executions"
+    echo "fuzz: $target: no finding, $execs executions in $seconds s"
   else
     echo "fuzz: $target: FINDING, see $log"
     tail -40 "$log"
-    status=1
+    return 1
+  fi
+}
+
+# FUZZ_JOBS targets at a time (default: one per core).
+jobs=${FUZZ_JOBS:-$(nproc)}
+status=0
+pids=()
+for target in $targets; do
+  run_one "$target" &
+  pids+=($!)
+  if [ "${#pids[@]}" -ge "$jobs" ]; then
+    wait "${pids[0]}" || status=1
+    pids=("${pids[@]:1}")
   fi
 done
+for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 exit $status
