@@ -18,6 +18,7 @@ debian_packages=(
   libyaml-cpp-dev
   nlohmann-json3-dev
   libcli11-dev
+  libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libgloo-dev
   python3-venv python3-pip

@@ -156,8 +156,10 @@ int run_serve(const ServeOptions& o) {
   HttpApi api(registry, limits, config.server.api_keys);
   const HttpLimits http_limits = http_limits_of(config.server);
   HttpServer http(http_limits, [&api](HttpExchange& ex) { api.handle(ex); }, {"/health", "/metrics"});
+  const GrpcOptions grpc_options = grpc_options_of(config.server);
+  if (config.server.tls.enabled()) http.use_tls(grpc_options.tls_cert_pem, grpc_options.tls_key_pem);
   const uint16_t http_port = http.start(config.server.host, uint16_t(config.server.http_port));
-  GrpcServer grpc(registry, limits, grpc_options_of(config.server));
+  GrpcServer grpc(registry, limits, grpc_options);
   const uint16_t grpc_port = grpc.start(config.server.host, config.server.grpc_port);
   spdlog::info("listening: HTTP on {}:{}, gRPC on {}:{}", config.server.host, http_port, config.server.host, grpc_port);
 

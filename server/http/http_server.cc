@@ -5,6 +5,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <list>
@@ -46,14 +47,16 @@ struct HttpServer::Impl {
   std::shared_ptr<SessionContext> context = std::make_shared<SessionContext>();
   std::shared_ptr<ConnectionAdmission> admission;
   std::mutex sessions_mutex;
-  std::list<std::weak_ptr<HttpSession>> sessions;  // pruned as they end; closed at shutdown
+  std::list<std::weak_ptr<Connection>> sessions;  // pruned as they end; closed at shutdown
+  std::unique_ptr<net::ssl::context> tls;         // set: every connection speaks TLS
   size_t accepted = 0;
   std::atomic<bool> stopping{false};
   std::chrono::steady_clock::time_point last_exhaustion_log{};
 
   void accept_next();
   void on_accept(boost::system::error_code ec, tcp::socket socket);
-  void track(const std::shared_ptr<HttpSession>& session);
+  void track(const std::shared_ptr<Connection>& session);
+  std::shared_ptr<Connection> connection(tcp::socket socket, ConnectionAdmission::Ticket ticket);
 };
 
 void HttpServer::Impl::accept_next() {
@@ -82,8 +85,8 @@ void HttpServer::Impl::on_accept(boost::system::error_code ec, tcp::socket socke
     socket.set_option(net::socket_base::send_buffer_size(kSendBufferBytes), ignored);
     const auto peer = socket.remote_endpoint(ignored);
     auto evict = std::make_shared<std::function<void()>>();
-    auto session = std::make_shared<HttpSession>(std::move(socket), context, admission->admit(peer.address().to_string(), evict));
-    *evict = [weak = std::weak_ptr<HttpSession>(session)] {
+    auto session = connection(std::move(socket), admission->admit(peer.address().to_string(), evict));
+    *evict = [weak = std::weak_ptr<Connection>(session)] {
       if (auto s = weak.lock()) s->close();
     };
     track(session);
@@ -92,9 +95,15 @@ void HttpServer::Impl::on_accept(boost::system::error_code ec, tcp::socket socke
   accept_next();
 }
 
-void HttpServer::Impl::track(const std::shared_ptr<HttpSession>& session) {
+std::shared_ptr<Connection> HttpServer::Impl::connection(tcp::socket socket, ConnectionAdmission::Ticket ticket) {
+  boost::beast::tcp_stream stream(std::move(socket));
+  if (tls) return std::make_shared<HttpSession<TlsStream>>(TlsStream(std::move(stream), *tls), context, std::move(ticket));
+  return std::make_shared<HttpSession<PlainStream>>(std::move(stream), context, std::move(ticket));
+}
+
+void HttpServer::Impl::track(const std::shared_ptr<Connection>& session) {
   std::lock_guard lock(sessions_mutex);
-  if (++accepted % 256 == 0) sessions.remove_if([](const std::weak_ptr<HttpSession>& s) { return s.expired(); });
+  if (++accepted % 256 == 0) sessions.remove_if([](const std::weak_ptr<Connection>& s) { return s.expired(); });
   sessions.push_back(session);
 }
 
@@ -130,6 +139,17 @@ HttpServer::~HttpServer() {
 }
 
 int HttpServer::open_connections() const { return impl_->admission->open(); }
+
+void HttpServer::use_tls(const std::string& cert_pem, const std::string& key_pem) {
+  auto ctx = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
+  ctx->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 | net::ssl::context::no_sslv3 |
+                   net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1);
+  boost::system::error_code ec;
+  ctx->use_certificate_chain(net::buffer(cert_pem), ec);
+  if (!ec) ctx->use_private_key(net::buffer(key_pem), net::ssl::context::pem, ec);
+  if (ec) throw Error("HTTP TLS: cannot load the certificate or key: " + ec.message());
+  impl_->tls = std::move(ctx);
+}
 
 uint16_t HttpServer::start(const std::string& host, uint16_t port) {
   boost::system::error_code ec;

@@ -63,6 +63,9 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
+  // Serves HTTPS with this PEM certificate chain and private key; call
+  // before start(). Throws tessera::Error when they do not load.
+  void use_tls(const std::string& cert_pem, const std::string& key_pem);
   // Binds and starts accepting; returns the bound port (useful with port 0).
   // Throws tessera::Error when the address cannot be bound.
   uint16_t start(const std::string& host, uint16_t port);

@@ -49,9 +49,10 @@ bool SessionContext::is_light(const HttpRequest& req) const {
 
 // The handler's side of a request. Every write is started on the session's
 // strand under the write deadline, and the handler thread waits for it.
+template <class Stream>
 class SessionExchange : public HttpExchange {
  public:
-  SessionExchange(std::shared_ptr<HttpSession> session, const HttpRequest& request)
+  SessionExchange(std::shared_ptr<HttpSession<Stream>> session, const HttpRequest& request)
       : session_(std::move(session)), request_(request) {}
 
   const HttpRequest& request() const override { return request_; }
@@ -99,7 +100,7 @@ class SessionExchange : public HttpExchange {
     if (broken_) return true;
     // A reset or broken connection; a peer that only shut down its sending
     // side (POLLRDHUP alone) still reads the answer.
-    pollfd p{session_->stream_.socket().native_handle(), POLLIN | POLLRDHUP, 0};
+    pollfd p{session_->tcp().socket().native_handle(), POLLIN | POLLRDHUP, 0};
     if (::poll(&p, 1, 0) <= 0) return false;
     if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) broken_ = true;
     return broken_;
@@ -112,9 +113,9 @@ class SessionExchange : public HttpExchange {
   bool write(Start&& start) {
     if (broken_) return false;
     std::promise<beast::error_code> finished;
-    HttpSession& s = *session_;
+    HttpSession<Stream>& s = *session_;
     net::post(s.stream_.get_executor(), [&] {
-      s.stream_.expires_after(s.context_->limits.write_timeout);
+      s.tcp().expires_after(s.context_->limits.write_timeout);
       start(s.stream_, [&](beast::error_code ec, size_t) { finished.set_value(ec); });
     });
     const beast::error_code ec = finished.get_future().get();
@@ -122,63 +123,78 @@ class SessionExchange : public HttpExchange {
     return !broken_;
   }
 
-  std::shared_ptr<HttpSession> session_;
+  std::shared_ptr<HttpSession<Stream>> session_;
   const HttpRequest& request_;
   bool responded_ = false;
   bool keep_alive_ = false;
   bool broken_ = false;
 };
 
-HttpSession::HttpSession(tcp::socket socket, std::shared_ptr<SessionContext> context, ConnectionAdmission::Ticket ticket)
-    : stream_(std::move(socket)), context_(std::move(context)), ticket_(std::move(ticket)) {}
+template <class Stream>
+HttpSession<Stream>::HttpSession(Stream stream, std::shared_ptr<SessionContext> context, ConnectionAdmission::Ticket ticket)
+    : stream_(std::move(stream)), context_(std::move(context)), ticket_(std::move(ticket)) {}
 
-void HttpSession::start() {
-  net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+template <class Stream>
+void HttpSession<Stream>::start() {
+  net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
     if (self->ticket_.admission() == AdmissionClass::kRefused) {
       return self->refuse(http::status::service_unavailable, "too many connections", false);
     }
-    self->wait_for_request();
+    if constexpr (std::is_same_v<Stream, TlsStream>) {
+      self->tcp().expires_after(self->context_->limits.header_timeout);
+      self->stream_.async_handshake(boost::asio::ssl::stream_base::server, [self](beast::error_code ec) {
+        if (ec) return self->tcp().close();
+        self->wait_for_request();
+      });
+    } else {
+      self->wait_for_request();
+    }
   });
 }
 
-void HttpSession::close() {
-  net::post(stream_.get_executor(), [self = shared_from_this()] {
+template <class Stream>
+void HttpSession<Stream>::close() {
+  net::post(stream_.get_executor(), [self = this->shared_from_this()] {
     beast::error_code ec;
-    self->stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-    self->stream_.close();
+    self->tcp().socket().shutdown(tcp::socket::shutdown_both, ec);
+    self->tcp().close();
   });
 }
 
-bool HttpSession::read_failed(beast::error_code ec) {
+template <class Stream>
+bool HttpSession<Stream>::read_failed(beast::error_code ec) {
   if (!ec) return false;
   // A missed deadline has already closed the socket (tcp_stream does), so
   // there is no one left to tell; anything else ends the connection too.
-  stream_.close();
+  tcp().close();
   return true;
 }
 
-void HttpSession::wait_for_request() {
+template <class Stream>
+void HttpSession<Stream>::wait_for_request() {
   parser_.emplace();
   parser_->header_limit(uint32_t(std::min<size_t>(context_->limits.max_header_bytes, UINT32_MAX)));
   parser_->body_limit(context_->limits.max_body_bytes);
   if (buffer_.size() > 0) return read_header();  // the next request is already here
-  stream_.expires_after(ticket_.admission() == AdmissionClass::kFull ? context_->limits.idle_timeout
+  tcp().expires_after(ticket_.admission() == AdmissionClass::kFull ? context_->limits.idle_timeout
                                                                      : std::min(context_->limits.idle_timeout, kReservedDeadline));
-  stream_.async_read_some(buffer_.prepare(kFirstReadBytes), [self = shared_from_this()](beast::error_code ec, size_t n) {
+  stream_.async_read_some(buffer_.prepare(kFirstReadBytes), [self = this->shared_from_this()](beast::error_code ec, size_t n) {
     self->buffer_.commit(n);
     if (n == 0 && self->read_failed(ec ? ec : net::error::eof)) return;
     self->read_header();
   });
 }
 
-void HttpSession::read_header() {
-  stream_.expires_after(ticket_.admission() == AdmissionClass::kFull ? context_->limits.header_timeout
+template <class Stream>
+void HttpSession<Stream>::read_header() {
+  tcp().expires_after(ticket_.admission() == AdmissionClass::kFull ? context_->limits.header_timeout
                                                                      : std::min(context_->limits.header_timeout, kReservedDeadline));
   http::async_read_header(stream_, buffer_, *parser_,
-                          [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
+                          [self = this->shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
 }
 
-void HttpSession::on_header(beast::error_code ec) {
+template <class Stream>
+void HttpSession<Stream>::on_header(beast::error_code ec) {
   if (ec == http::error::header_limit) return refuse(http::status::request_header_fields_too_large, "request headers too large", true);
   if (ec == http::error::body_limit) return refuse(http::status::payload_too_large, "request body too large", true);
   if (ec && !quiet_close_error(ec) && ec != beast::error::timeout) {
@@ -188,22 +204,24 @@ void HttpSession::on_header(beast::error_code ec) {
   if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
     // Clients such as curl wait for this before sending a large body.
     static const std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-    stream_.expires_after(context_->limits.write_timeout);
-    return net::async_write(stream_, net::buffer(kContinue), [self = shared_from_this()](beast::error_code wec, size_t) {
-      if (wec) return self->stream_.close();
+    tcp().expires_after(context_->limits.write_timeout);
+    return net::async_write(stream_, net::buffer(kContinue), [self = this->shared_from_this()](beast::error_code wec, size_t) {
+      if (wec) return self->tcp().close();
       self->read_body();
     });
   }
   read_body();
 }
 
-void HttpSession::read_body() {
+template <class Stream>
+void HttpSession<Stream>::read_body() {
   if (parser_->is_done()) return on_request({});
-  stream_.expires_after(context_->limits.body_timeout);
-  http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) { self->on_request(ec); });
+  tcp().expires_after(context_->limits.body_timeout);
+  http::async_read(stream_, buffer_, *parser_, [self = this->shared_from_this()](beast::error_code ec, size_t) { self->on_request(ec); });
 }
 
-void HttpSession::on_request(beast::error_code ec) {
+template <class Stream>
+void HttpSession<Stream>::on_request(beast::error_code ec) {
   if (ec == http::error::body_limit) return refuse(http::status::payload_too_large, "request body too large", true);
   if (ec && !quiet_close_error(ec) && ec != beast::error::timeout) {
     return refuse(http::status::bad_request, "malformed HTTP request", false);
@@ -217,15 +235,16 @@ void HttpSession::on_request(beast::error_code ec) {
     return refuse(http::status::service_unavailable, "too many connections", false);
   }
   ticket_.mark_busy();
-  stream_.expires_never();
+  tcp().expires_never();
   run_handler();
 }
 
-void HttpSession::run_handler() {
+template <class Stream>
+void HttpSession<Stream>::run_handler() {
   ++context_->handlers_running;
   try {
-    std::thread([self = shared_from_this()] {
-      SessionExchange exchange(self, self->parser_->get());
+    std::thread([self = this->shared_from_this()] {
+      SessionExchange<Stream> exchange(self, self->parser_->get());
       try {
         self->context_->handler(exchange);
       } catch (const std::exception& e) {
@@ -246,14 +265,16 @@ void HttpSession::run_handler() {
   }
 }
 
-void HttpSession::after_handler(bool keep_alive) {
-  if (keep_alive && stream_.socket().is_open()) return wait_for_request();
+template <class Stream>
+void HttpSession<Stream>::after_handler(bool keep_alive) {
+  if (keep_alive && tcp().socket().is_open()) return wait_for_request();
   beast::error_code ec;
-  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-  stream_.close();
+  tcp().socket().shutdown(tcp::socket::shutdown_send, ec);
+  tcp().close();
 }
 
-void HttpSession::refuse(http::status status, const std::string& message, bool drain) {
+template <class Stream>
+void HttpSession<Stream>::refuse(http::status status, const std::string& message, bool drain) {
   auto res = std::make_shared<http::response<http::string_body>>(status, 11);
   res->set(http::field::server, "tessera");
   res->set(http::field::content_type, "application/json");
@@ -261,26 +282,30 @@ void HttpSession::refuse(http::status status, const std::string& message, bool d
   res->keep_alive(false);
   res->body() = error_body(message, status == http::status::service_unavailable ? "server_error" : "invalid_request_error");
   res->prepare_payload();
-  stream_.expires_after(std::min<std::chrono::milliseconds>(context_->limits.write_timeout, kRefusalWriteTimeout));
-  http::async_write(stream_, *res, [self = shared_from_this(), res, drain](beast::error_code ec, size_t) {
+  tcp().expires_after(std::min<std::chrono::milliseconds>(context_->limits.write_timeout, kRefusalWriteTimeout));
+  http::async_write(stream_, *res, [self = this->shared_from_this(), res, drain](beast::error_code ec, size_t) {
     if (!ec && drain) return self->drain_then_close();
-    self->stream_.close();
+    self->tcp().close();
   });
 }
 
-void HttpSession::drain_then_close() {
+template <class Stream>
+void HttpSession<Stream>::drain_then_close() {
   if (drained_ == 0) {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream_.expires_after(kDrainTimeout);
+    tcp().socket().shutdown(tcp::socket::shutdown_send, ec);
+    tcp().expires_after(kDrainTimeout);
   }
   buffer_.consume(buffer_.size());
-  stream_.async_read_some(buffer_.prepare(65536), [self = shared_from_this()](beast::error_code ec, size_t n) {
+  stream_.async_read_some(buffer_.prepare(65536), [self = this->shared_from_this()](beast::error_code ec, size_t n) {
     self->drained_ += n;
-    if (ec || n == 0 || self->drained_ >= kMaxDrainBytes) return self->stream_.close();
+    if (ec || n == 0 || self->drained_ >= kMaxDrainBytes) return self->tcp().close();
     self->buffer_.consume(self->buffer_.size());
     self->drain_then_close();
   });
 }
+
+template class HttpSession<PlainStream>;
+template class HttpSession<TlsStream>;
 
 }  // namespace tessera

@@ -2,9 +2,11 @@
 // One HTTP connection: an asynchronous read loop on its strand (wait for a
 // request under the idle deadline, its headers under the header deadline,
 // its body under the body deadline), then the handler on a thread of its
-// own, then the next request while keep-alive holds.
+// own, then the next request while keep-alive holds. The same code serves
+// plain TCP and TLS (Beast's ssl_stream over the TCP stream).
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
+#include <boost/beast/ssl.hpp>
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -23,18 +25,31 @@ struct SessionContext {
   bool is_light(const HttpRequest& req) const;
 };
 
-class HttpSession : public std::enable_shared_from_this<HttpSession> {
+// What the server needs of a connection of either kind.
+class Connection {
  public:
-  HttpSession(boost::asio::ip::tcp::socket socket, std::shared_ptr<SessionContext> context,
-              ConnectionAdmission::Ticket ticket);
-  void start();
-  // Closes the connection from any thread (server shutdown).
-  void close();
+  virtual ~Connection() = default;
+  virtual void start() = 0;
+  // Closes the connection from any thread (server shutdown, eviction).
+  virtual void close() = 0;
+};
+
+using PlainStream = boost::beast::tcp_stream;
+using TlsStream = boost::beast::ssl_stream<boost::beast::tcp_stream>;
+
+template <class Stream>
+class HttpSession : public Connection, public std::enable_shared_from_this<HttpSession<Stream>> {
+ public:
+  HttpSession(Stream stream, std::shared_ptr<SessionContext> context, ConnectionAdmission::Ticket ticket);
+  void start() override;
+  void close() override;
 
  private:
+  template <class>
   friend class SessionExchange;
   using Parser = boost::beast::http::request_parser<boost::beast::http::string_body>;
 
+  boost::beast::tcp_stream& tcp() { return boost::beast::get_lowest_layer(stream_); }
   void wait_for_request();
   void read_header();
   void on_header(boost::beast::error_code ec);
@@ -48,12 +63,15 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void drain_then_close();
   bool read_failed(boost::beast::error_code ec);
 
-  boost::beast::tcp_stream stream_;
+  Stream stream_;
   std::shared_ptr<SessionContext> context_;
   ConnectionAdmission::Ticket ticket_;
   boost::beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
   size_t drained_ = 0;
 };
+
+extern template class HttpSession<PlainStream>;
+extern template class HttpSession<TlsStream>;
 
 }  // namespace tessera

@@ -2,6 +2,7 @@
 import json
 import re
 import signal
+import ssl
 import subprocess
 import tempfile
 import time
@@ -10,7 +11,9 @@ import urllib.request
 
 
 class Daemon:
-    def __init__(self, tessera_bin, args, config_yaml=None, model=None):
+    def __init__(self, tessera_bin, args, config_yaml=None, model=None, https_ca=None):
+        """`https_ca`: the daemon serves HTTPS with a certificate this CA file verifies."""
+        self.ssl_context = ssl.create_default_context(cafile=str(https_ca)) if https_ca else None
         self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
         argv = [str(tessera_bin), "serve", "--host", "127.0.0.1", "--port", "0", "--grpc-port", "0", "--threads", "2"]
         if model is not None:
@@ -22,14 +25,14 @@ class Daemon:
             argv += ["--config", self.config.name]
         self.proc = subprocess.Popen(argv + [str(a) for a in args], stdout=self.log, stderr=subprocess.STDOUT)
         self.http_port, self.grpc_port = self._wait_for_ports()
-        self.base = f"http://127.0.0.1:{self.http_port}"
+        self.base = f"{'https' if https_ca else 'http'}://127.0.0.1:{self.http_port}"
         self.wait_healthy()
 
     @classmethod
     def attach(cls, proc, log):
         """A daemon started by the caller (own arguments or limits), logging to `log`."""
         d = cls.__new__(cls)
-        d.proc, d.log = proc, log
+        d.proc, d.log, d.ssl_context = proc, log, None
         d.http_port, d.grpc_port = d._wait_for_ports()
         d.base = f"http://127.0.0.1:{d.http_port}"
         d.wait_healthy()
@@ -67,7 +70,7 @@ class Daemon:
         if data is not None:
             req.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(req, timeout=120) as r:
+            with urllib.request.urlopen(req, timeout=120, context=self.ssl_context) as r:
                 return r.status, r.read().decode(), dict(r.headers)
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode(), dict(e.headers)

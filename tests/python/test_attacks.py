@@ -311,15 +311,22 @@ def test_api_keys_guard_http_and_grpc_but_not_health(pb, tessera_bin, smollm2):
         d.stop()
 
 
-def test_grpc_serves_tls_from_the_config(pb, tessera_bin, smollm2, tmp_path):
+def test_grpc_and_http_serve_tls_from_the_config(pb, tessera_bin, smollm2, tmp_path):
     generation_pb2, generation_pb2_grpc = pb
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
                     "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
                    check=True, capture_output=True)
     d = Daemon(tessera_bin, [], config_yaml=short_deadlines(
-        smollm2, extra_server=f"  tls: {{cert_file: {cert}, key_file: {key}}}\n"))
+        smollm2, extra_server=f"  tls: {{cert_file: {cert}, key_file: {key}}}\n"), https_ca=cert)
     try:
+        assert d.base.startswith("https://") and d.get("/health")[0] == 200
+        status, body = d.post("/v1/completions", {"model": "smollm2", "prompt": "hi", "max_tokens": 2})
+        assert status == 200 and body["usage"]["completion_tokens"] == 2
+        plain = connect(d)
+        plain.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        _, reply = closed_within(plain, 5)
+        assert b"200" not in reply  # plain HTTP gets no answer from the TLS port
         creds = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
         with grpc.secure_channel(f"127.0.0.1:{d.grpc_port}", creds) as ch:
             reply = generation_pb2_grpc.GenerationStub(ch).ListModels(generation_pb2.ListModelsRequest(), timeout=10)
