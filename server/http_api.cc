@@ -37,6 +37,7 @@ class LoggedExchange : public HttpExchange {
     if (inner_.client_gone()) client_left_ = true;
     return client_left_;
   }
+  bool peer_done_sending() override { return inner_.peer_done_sending(); }
   int status() const { return status_; }
   bool client_left() const { return client_left_; }
 

@@ -51,6 +51,8 @@ class HttpExchange {
   // True once the connection is reset or broken; a client that only shut
   // down its sending side is still there to read the answer.
   virtual bool client_gone() = 0;
+  // True once the peer has shut down its sending side (it may still read).
+  virtual bool peer_done_sending() = 0;
 };
 
 using HttpHandler = std::function<void(HttpExchange&)>;

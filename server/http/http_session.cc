@@ -103,7 +103,13 @@ class SessionExchange : public HttpExchange {
     pollfd p{session_->tcp().socket().native_handle(), POLLIN | POLLRDHUP, 0};
     if (::poll(&p, 1, 0) <= 0) return false;
     if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) broken_ = true;
+    if (p.revents & POLLRDHUP) done_sending_ = true;
     return broken_;
+  }
+
+  bool peer_done_sending() override {
+    client_gone();
+    return done_sending_;
   }
 
  private:
@@ -128,6 +134,7 @@ class SessionExchange : public HttpExchange {
   bool responded_ = false;
   bool keep_alive_ = false;
   bool broken_ = false;
+  bool done_sending_ = false;
 };
 
 template <class Stream>

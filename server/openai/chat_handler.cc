@@ -136,7 +136,8 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
                                                    {"logprobs", nullptr}, {"finish_reason", nullptr}}}))));
     }
   }
-  const bool completed = drive_generations(gens, [&ex] { return ex.client_gone(); }, [&](size_t, const ChoiceUpdate& u) {
+  StreamClientWatch watch(ex);
+  const bool completed = drive_generations(gens, [&] { return stream ? watch.gone() : ex.client_gone(); }, [&](size_t, const ChoiceUpdate& u) {
     ChoiceState& c = choices[size_t(u.index)];
     if (!u.error.empty()) {
       error = u.error;

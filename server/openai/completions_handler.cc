@@ -117,7 +117,8 @@ void handle_completions(const ApiContext& api, const Json& body, HttpExchange& e
       ex.write_chunk(sse_event(chunk(Json::array({{{"index", c}, {"text", choices[c].text}, {"logprobs", nullptr}, {"finish_reason", nullptr}}}))));
     }
   }
-  const bool completed = drive_generations(gens, [&ex] { return ex.client_gone(); }, [&](size_t g, const ChoiceUpdate& u) {
+  StreamClientWatch watch(ex);
+  const bool completed = drive_generations(gens, [&] { return stream ? watch.gone() : ex.client_gone(); }, [&](size_t g, const ChoiceUpdate& u) {
     const size_t index = g * size_t(params.n) + size_t(u.index);
     ChoiceState& c = choices[index];
     if (!u.error.empty()) {

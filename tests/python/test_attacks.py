@@ -403,3 +403,38 @@ def test_a_model_file_truncated_after_load_fails_fast_with_a_clear_line(tessera_
         pass  # the process is gone: that is the point
     assert d.proc.wait(30) == 70
     assert "a model file was truncated or replaced" in d.log_text()
+
+
+# Faults: clients that leave while queued, during prefill and between events.
+def test_streaming_clients_that_leave_at_any_stage_are_cancelled(tessera_bin, smollm2):
+    d = Daemon(tessera_bin, [], config_yaml=short_deadlines(smollm2, extra_model="    scheduler: {max_sequences: 1}\n"))
+
+    def open_stream(prompt, max_tokens):
+        s = connect(d)
+        body = json.dumps({"model": "smollm2", "prompt": prompt, "max_tokens": max_tokens, "stream": True,
+                           "ignore_eos": True}).encode()
+        s.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        assert b" 200 " in s.recv(4096)  # headers go out as soon as the request is accepted
+        return s
+
+    def metric(name):
+        return d.metric(name, model_name="smollm2")
+
+    try:
+        accepted, cancelled = metric("tessera:requests_accepted_total"), metric("tessera:requests_cancelled_total")
+        running = open_stream("Once upon a time", 400)
+        queued = open_stream("Meanwhile", 400)  # max_sequences 1: waits behind the first
+        queued.close()
+        assert d.wait_for_metric("tessera:requests_cancelled_total", lambda v: v >= cancelled + 1, timeout=5,
+                                 model_name="smollm2") == cancelled + 1
+        assert metric("tessera:num_requests_running") == 1  # the first one runs on
+        running.close()  # between events
+        prefilling = open_stream(list(range(100, 1000)), 400)  # 900 prompt tokens
+        prefilling.close()
+        assert d.wait_for_metric("tessera:requests_cancelled_total", lambda v: v >= cancelled + 3, timeout=10,
+                                 model_name="smollm2") == cancelled + 3
+        assert d.wait_for_metric("tessera:kv_cache_usage_perc", lambda v: v == 0, timeout=5, model_name="smollm2") == 0
+        assert metric("tessera:requests_accepted_total") - accepted == 3
+        assert metric("tessera:generation_tokens_total") < 400  # none ran to its end
+    finally:
+        assert d.stop() == 0
