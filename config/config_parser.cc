@@ -137,7 +137,7 @@ class Parser {
     number(n, "write_timeout_s", "server", 0.1, 3600.0, &s->write_timeout_s);
     integer(n, "grpc_max_concurrent_streams", "server", 1, 1 << 20, &s->grpc_max_concurrent_streams);
     parse_api_keys(n, s);
-    if (const YAML::Node tls = n["tls"]) {
+    if (const YAML::Node tls = n["tls"]; tls && !tls.IsNull()) {
       require_map(tls, "server.tls");
       check_keys(tls, "server.tls", {"cert_file", "key_file"});
       text(tls, "cert_file", "server.tls", &s->tls.cert_file);
