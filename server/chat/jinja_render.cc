@@ -3,6 +3,7 @@
 // operator semantics.
 #include <cmath>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "server/chat/jinja_builtins.h"
 #include "server/chat/jinja_lexer.h"
@@ -155,11 +156,33 @@ class Renderer {
     return Value::dict(std::move(d));
   }
 
+  // Whether `target` is among the containers `v` holds, each container
+  // visited once (shared ones are not walked again).
+  static bool reaches(const Value& v, const ValueDict* target, std::unordered_set<const void*>& seen) {
+    if (v.is_dict()) {
+      if (&v.entries() == target) return true;
+      if (!seen.insert(&v.entries()).second) return false;
+      for (const auto& [k, x] : v.entries().items) {
+        if (reaches(x, target, seen)) return true;
+      }
+    } else if (v.is_list()) {
+      if (!seen.insert(&v.items()).second) return false;
+      for (const Value& x : v.items()) {
+        if (reaches(x, target, seen)) return true;
+      }
+    }
+    return false;
+  }
+
   void exec_set(const Node& n) {
     const Value v = eval(*n.expr);
     if (!n.target_attribute.empty()) {
       const Value ns = lookup(n.targets[0]);
       if (!ns.is_namespace()) template_fail(n.line, "cannot assign an attribute of non-namespace '" + n.targets[0] + "'");
+      // Values share their containers: a namespace holding itself would be
+      // a reference cycle, never freed, and endless to print or compare.
+      std::unordered_set<const void*> seen;
+      if (reaches(v, &ns.entries(), seen)) template_fail(n.line, "a namespace cannot hold itself");
       ns.entries().set(n.target_attribute, v);
       return;
     }

@@ -143,10 +143,16 @@ TEST(Jinja, IntermediateValuesAreBoundedToo) {
   EXPECT_NE(error_of("{{ ('x' * 1000000) | replace('x', 'yyyyyyyyyyyyyyyyyyyy') }}").find("size limit"), std::string::npos);
   // Python: -2**63 % -1 == 0, where the machine instruction traps.
   EXPECT_EQ(render("{{ (-9223372036854775807 - 1) is divisibleby(-1) }}"), "True");
-  // A namespace holding itself: tojson and repr stop at the nesting bound.
-  const std::string cyclic = "{% set xs = namespace(a=1) %}{% set xs.a = xs %}";
-  EXPECT_NE(error_of(cyclic + "{{ xs | tojson }}").find("deeper"), std::string::npos);
-  EXPECT_NE(error_of(cyclic + "{{ xs }}").find("deeper"), std::string::npos);
+  // A namespace cannot be made to hold itself (a cycle would leak and recurse).
+  EXPECT_NE(error_of("{% set xs = namespace(a=1) %}{% set xs.a = xs %}").find("cannot hold itself"), std::string::npos);
+  EXPECT_NE(error_of("{% set a = namespace(v=1) %}{% set b = namespace(v=[1, a]) %}{% set a.v = [b] %}")
+                .find("cannot hold itself"), std::string::npos);
+  EXPECT_EQ(render("{% set a = namespace(v=1) %}{% set b = namespace(v=a) %}{% set a.v = 2 %}{{ b.v.v }}"), "2");
+  // Deep nesting built from literals is bounded when printed.
+  EXPECT_NE(error_of("{% set ns = namespace(x=1) %}{% for i in range(200) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x | tojson }}")
+                .find("deeper"), std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace(x=1) %}{% for i in range(200) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}")
+                .find("deeper"), std::string::npos);
   EXPECT_NE(error_of("{{ 1 | tojson(indent=1000000000) }}").find("indent"), std::string::npos);
   // Trimming and splitting walk the text in place.
   EXPECT_EQ(render("{{ ('\u3000 ' * 3 + 'a b' + ' \n' * 3) | trim }}|{{ ' a  b '.split() | join(',') }}|{{ 'h\u00e9llo'[1] }}{{ 'h\u00e9llo'[-1] }}"),
