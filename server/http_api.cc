@@ -37,7 +37,7 @@ class LoggedExchange : public HttpExchange {
     if (inner_.client_gone()) client_left_ = true;
     return client_left_;
   }
-  bool peer_done_sending() override { return inner_.peer_done_sending(); }
+  bool peer_done_sending() const override { return inner_.peer_done_sending(); }
   int status() const { return status_; }
   bool client_left() const { return client_left_; }
 
@@ -148,7 +148,6 @@ void HttpApi::tokenize(const Json& body, HttpExchange& ex) {
     const bool add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
     f.refuse("prompt", "give either 'prompt' or 'messages'");
     f.finish();
-    check_messages(*messages);
     ids = chat_prompt_tokens(model, *messages, add_generation_prompt, Json(), add_special.value_or(false));
   } else {
     const std::optional<std::string> prompt = f.string("prompt");

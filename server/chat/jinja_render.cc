@@ -220,8 +220,11 @@ class Renderer {
       case Expr::Kind::kIndex: {
         const Value obj = eval(*e.children[0]);
         const Value key = eval(*e.children[1]);
-        // Indexing a string walks its code points.
-        if (obj.is_string() && key.kind() == Value::Kind::kInt) charge(obj.as_string().size(), e.line);
+        // Indexing a string walks its code points from the nearer end.
+        if (obj.is_string() && key.kind() == Value::Kind::kInt) {
+          const uint64_t walk = key.as_int() < 0 ? uint64_t(-(key.as_int() + 1)) + 1 : uint64_t(key.as_int());
+          charge(size_t(std::min<uint64_t>(walk * 4, obj.as_string().size())), e.line);
+        }
         return get_item(obj, key, e.line);
       }
       case Expr::Kind::kSlice: return slice(e);

@@ -114,16 +114,23 @@ HttpLimits http_limits_of(const ServerConfig& server) {
   return l;
 }
 
-GrpcOptions grpc_options_of(const ServerConfig& server) {
+struct TlsPem {
+  std::string cert, key;  // empty: plain TCP
+};
+
+TlsPem read_tls(const TlsConfig& tls) {
+  if (!tls.enabled()) return {};
+  return {read_text_file(tls.cert_file, "TLS certificate"), read_text_file(tls.key_file, "TLS private key")};
+}
+
+GrpcOptions grpc_options_of(const ServerConfig& server, const TlsPem& tls) {
   GrpcOptions g;
   g.max_message_bytes = server.max_body_bytes;
   g.max_concurrent_streams = server.grpc_max_concurrent_streams;
   g.max_connection_idle = std::chrono::milliseconds(int64_t(std::max(server.idle_timeout_s, 1.0) * 10'000));
   g.api_keys = server.api_keys;
-  if (server.tls.enabled()) {
-    g.tls_cert_pem = read_text_file(server.tls.cert_file, "TLS certificate");
-    g.tls_key_pem = read_text_file(server.tls.key_file, "TLS private key");
-  }
+  g.tls_cert_pem = tls.cert;
+  g.tls_key_pem = tls.key;
   return g;
 }
 
@@ -156,10 +163,10 @@ int run_serve(const ServeOptions& o) {
   HttpApi api(registry, limits, config.server.api_keys);
   const HttpLimits http_limits = http_limits_of(config.server);
   HttpServer http(http_limits, [&api](HttpExchange& ex) { api.handle(ex); }, {"/health", "/metrics"});
-  const GrpcOptions grpc_options = grpc_options_of(config.server);
-  if (config.server.tls.enabled()) http.use_tls(grpc_options.tls_cert_pem, grpc_options.tls_key_pem);
+  const TlsPem tls = read_tls(config.server.tls);
+  if (!tls.cert.empty()) http.use_tls(tls.cert, tls.key);
   const uint16_t http_port = http.start(config.server.host, uint16_t(config.server.http_port));
-  GrpcServer grpc(registry, limits, grpc_options);
+  GrpcServer grpc(registry, limits, grpc_options_of(config.server, tls));
   const uint16_t grpc_port = grpc.start(config.server.host, config.server.grpc_port);
   spdlog::info("listening: HTTP on {}:{}, gRPC on {}:{}", config.server.host, http_port, config.server.host, grpc_port);
 

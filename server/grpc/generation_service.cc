@@ -96,7 +96,6 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
       case v1::GenerateRequest::kChat: {
         Json messages = Json::array();
         for (const auto& m : request->chat().messages()) messages.push_back({{"role", m.role()}, {"content", m.content()}});
-        check_messages(messages);
         prompt = chat_prompt_tokens(model, messages, !request->chat().no_generation_prompt(), Json());
         default_max_tokens = model.max_model_len - int(prompt.size());
         break;

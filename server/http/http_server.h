@@ -51,8 +51,9 @@ class HttpExchange {
   // True once the connection is reset or broken; a client that only shut
   // down its sending side is still there to read the answer.
   virtual bool client_gone() = 0;
-  // True once the peer has shut down its sending side (it may still read).
-  virtual bool peer_done_sending() = 0;
+  // True once client_gone() has seen the peer shut down its sending side
+  // (it may still be reading).
+  virtual bool peer_done_sending() const = 0;
 };
 
 using HttpHandler = std::function<void(HttpExchange&)>;

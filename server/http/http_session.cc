@@ -107,10 +107,7 @@ class SessionExchange : public HttpExchange {
     return broken_;
   }
 
-  bool peer_done_sending() override {
-    client_gone();
-    return done_sending_;
-  }
+  bool peer_done_sending() const override { return done_sending_; }
 
  private:
   // Runs `start(stream, done)` on the strand and waits for `done`; the
@@ -171,10 +168,23 @@ void HttpSession<Stream>::close() {
 template <class Stream>
 bool HttpSession<Stream>::read_failed(beast::error_code ec) {
   if (!ec) return false;
-  // A missed deadline has already closed the socket (tcp_stream does), so
-  // there is no one left to tell; anything else ends the connection too.
-  tcp().close();
+  if (ec == http::error::header_limit) {
+    refuse(http::status::request_header_fields_too_large, "request headers too large", true);
+  } else if (ec == http::error::body_limit) {
+    refuse(http::status::payload_too_large, "request body too large", true);
+  } else if (!quiet_close_error(ec) && ec != beast::error::timeout) {
+    refuse(http::status::bad_request, "malformed HTTP request", false);
+  } else {
+    // A missed deadline has already closed the socket (tcp_stream does), so
+    // there is no one left to tell; the peer leaving ends the connection too.
+    tcp().close();
+  }
   return true;
+}
+
+template <class Stream>
+std::chrono::milliseconds HttpSession<Stream>::read_deadline(std::chrono::milliseconds full) const {
+  return ticket_.admission() == AdmissionClass::kFull ? full : std::min(full, kReservedDeadline);
 }
 
 template <class Stream>
@@ -183,8 +193,7 @@ void HttpSession<Stream>::wait_for_request() {
   parser_->header_limit(uint32_t(std::min<size_t>(context_->limits.max_header_bytes, UINT32_MAX)));
   parser_->body_limit(context_->limits.max_body_bytes);
   if (buffer_.size() > 0) return read_header();  // the next request is already here
-  tcp().expires_after(ticket_.admission() == AdmissionClass::kFull ? context_->limits.idle_timeout
-                                                                     : std::min(context_->limits.idle_timeout, kReservedDeadline));
+  tcp().expires_after(read_deadline(context_->limits.idle_timeout));
   stream_.async_read_some(buffer_.prepare(kFirstReadBytes), [self = this->shared_from_this()](beast::error_code ec, size_t n) {
     self->buffer_.commit(n);
     if (n == 0 && self->read_failed(ec ? ec : net::error::eof)) return;
@@ -194,19 +203,13 @@ void HttpSession<Stream>::wait_for_request() {
 
 template <class Stream>
 void HttpSession<Stream>::read_header() {
-  tcp().expires_after(ticket_.admission() == AdmissionClass::kFull ? context_->limits.header_timeout
-                                                                     : std::min(context_->limits.header_timeout, kReservedDeadline));
+  tcp().expires_after(read_deadline(context_->limits.header_timeout));
   http::async_read_header(stream_, buffer_, *parser_,
                           [self = this->shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
 }
 
 template <class Stream>
 void HttpSession<Stream>::on_header(beast::error_code ec) {
-  if (ec == http::error::header_limit) return refuse(http::status::request_header_fields_too_large, "request headers too large", true);
-  if (ec == http::error::body_limit) return refuse(http::status::payload_too_large, "request body too large", true);
-  if (ec && !quiet_close_error(ec) && ec != beast::error::timeout) {
-    return refuse(http::status::bad_request, "malformed HTTP request", false);
-  }
   if (read_failed(ec)) return;
   if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
     // Clients such as curl wait for this before sending a large body.
@@ -229,10 +232,6 @@ void HttpSession<Stream>::read_body() {
 
 template <class Stream>
 void HttpSession<Stream>::on_request(beast::error_code ec) {
-  if (ec == http::error::body_limit) return refuse(http::status::payload_too_large, "request body too large", true);
-  if (ec && !quiet_close_error(ec) && ec != beast::error::timeout) {
-    return refuse(http::status::bad_request, "malformed HTTP request", false);
-  }
   if (read_failed(ec)) return;
   const HttpRequest& req = parser_->get();
   if (std::distance(req.begin(), req.end()) > context_->limits.max_headers) {

@@ -61,7 +61,11 @@ class HttpSession : public Connection, public std::enable_shared_from_this<HttpS
   // for a moment so that it reads the response rather than a reset.
   void refuse(boost::beast::http::status status, const std::string& message, bool drain);
   void drain_then_close();
+  // Ends the connection after a failed read, with the error response the
+  // failure calls for (413, 431, 400) or none; false when there was none.
   bool read_failed(boost::beast::error_code ec);
+  // A read deadline; connections on the reserve get at most a second.
+  std::chrono::milliseconds read_deadline(std::chrono::milliseconds full) const;
 
   Stream stream_;
   std::shared_ptr<SessionContext> context_;

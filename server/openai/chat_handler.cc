@@ -7,6 +7,7 @@
 #include "server/openai/generation_driver.h"
 
 namespace tessera {
+namespace {
 
 void check_messages(const Json& messages) {
   if (!messages.is_array() || messages.empty()) throw ApiError::invalid("'messages' must be a non-empty array", "messages");
@@ -28,8 +29,6 @@ void check_messages(const Json& messages) {
   }
 }
 
-namespace {
-
 Json chat_logprob(const TokenLogprob& lp) {
   auto bytes_of = [](const std::string& s) {
     Json b = Json::array();
@@ -46,8 +45,6 @@ struct ChoiceState {
   Json logprobs = Json::array();
   std::string finish_reason;
 };
-
-}  // namespace
 
 std::string render_chat_prompt(const ServedModel& model, const Json& messages, bool add_generation_prompt,
                                const Json& template_kwargs) {
@@ -69,8 +66,11 @@ std::string render_chat_prompt(const ServedModel& model, const Json& messages, b
   }
 }
 
+}  // namespace
+
 std::vector<int32_t> chat_prompt_tokens(const ServedModel& model, const Json& messages, bool add_generation_prompt,
                                         const Json& template_kwargs, bool add_special) {
+  check_messages(messages);
   const std::string text = render_chat_prompt(model, messages, add_generation_prompt, template_kwargs);
   check_prompt_bytes(model, text.size(), "messages");
   const Tokenizer& tokenizer = model.tokenizer();
@@ -94,7 +94,6 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
   ServedModel& model = api.model(model_name);
   const Json* messages = f.raw("messages");
   if (!messages) throw ApiError::invalid("'messages' is required", "messages");
-  check_messages(*messages);
   GenerationRequest request = read_generation_request(f);
   request.max_tokens = f.integer("max_completion_tokens", 1, 1 << 30);
   if (auto legacy = f.integer("max_tokens", 1, 1 << 30)) request.max_tokens = request.max_tokens ? request.max_tokens : legacy;

@@ -6,18 +6,12 @@
 
 namespace tessera {
 
-// 400 unless `messages` is a non-empty array of objects with a known role
-// and string or text-part content.
-void check_messages(const Json& messages);
-
 void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchange& exchange);
 
-// The prompt text the chat template renders for a request's messages; 400
-// when the model has no template or the template refuses the conversation.
-std::string render_chat_prompt(const ServedModel& model, const Json& messages, bool add_generation_prompt,
-                               const Json& template_kwargs);
-
-// The tokens of the rendered conversation. Control-token text the client
+// The tokens of the rendered conversation; 400 unless `messages` is a
+// non-empty array of objects with a known role and string or text-part
+// content, when the model has no template, or when the template refuses the
+// conversation. Control-token text the client
 // wrote inside a message stays plain text unless the model's configuration
 // sets parse_special_in_messages; the template's own markers are tokens.
 std::vector<int32_t> chat_prompt_tokens(const ServedModel& model, const Json& messages, bool add_generation_prompt,

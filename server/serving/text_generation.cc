@@ -32,13 +32,21 @@ std::unique_ptr<TextGeneration> TextGeneration::start(ServedModel& model, std::v
     const Submission s = model.loop->submit(std::move(r), g->stream_);
     if (s.admission != Admission::kAccepted) {
       failure->admission = s.admission;
-      failure->message = s.admission == Admission::kQueueFull ? "the server is at capacity for model '" + model.name() + "'; retry later"
-          : s.admission == Admission::kInvalid ? s.reason
-          : "prompt (" + std::to_string(g->prompt_.size()) + " tokens) plus max_tokens (" + std::to_string(params.max_tokens) +
-                ") does not fit: the model's maximum length is " + std::to_string(model.max_model_len) +
-                " tokens and must also fit the KV cache";
-      model.metrics->count_rejected(s.admission == Admission::kQueueFull ? "queue_full"
-                                    : s.admission == Admission::kInvalid ? "invalid" : "too_long");
+      switch (s.admission) {
+        case Admission::kQueueFull:
+          failure->message = "the server is at capacity for model '" + model.name() + "'; retry later";
+          model.metrics->count_rejected("queue_full");
+          break;
+        case Admission::kInvalid:
+          failure->message = s.reason;
+          model.metrics->count_rejected("invalid");
+          break;
+        default:
+          failure->message = "prompt (" + std::to_string(g->prompt_.size()) + " tokens) plus max_tokens (" +
+                             std::to_string(params.max_tokens) + ") does not fit: the model's maximum length is " +
+                             std::to_string(model.max_model_len) + " tokens and must also fit the KV cache";
+          model.metrics->count_rejected("too_long");
+      }
       g->cancel();
       return nullptr;
     }
