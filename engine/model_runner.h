@@ -38,6 +38,7 @@ class ModelRunner {
   // Throws tessera::Error when the plan is malformed (ids, pages, positions).
   StepResult step(const StepPlan& plan);
   void set_observer(ActivationObserver observer) { decoder_->set_observer(std::move(observer)); }
+  void set_profile(OpProfile* profile) { decoder_->set_profile(profile); }
 
  private:
   struct SequenceState {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "engine/error.h"
+#include "engine/op_profile.h"
 
 namespace tessera {
 
@@ -18,6 +19,32 @@ ops::GatedActivation op_activation(FfnActivation a) {
 }
 
 }  // namespace
+
+// Runs one step of the pass. With a profile, the stream is drained around
+// the step so its wall time (and the weights it read) is charged to `name`.
+template <class Run>
+void Decoder::timed(const Pass& pass, const char* name, const Run& run, uint64_t weight_bytes) const {
+  if (!profile_) {
+    run();
+    return;
+  }
+  pass.stream.synchronize();
+  const auto t0 = ProfileClock::now();
+  run();
+  pass.stream.synchronize();
+  profile_->add(name, seconds_between(t0, ProfileClock::now()), weight_bytes);
+}
+
+void Decoder::linear(const Pass& pass, const char* name, const LinearArgs& args) const {
+  uint64_t bytes = 0;
+  if (profile_) {
+    for (int i = 0; i < args.n_outputs; ++i) {
+      const QuantizedLinear& w = args.outputs[i].weight->desc();
+      bytes += w.row_stride * uint64_t(w.rows);
+    }
+  }
+  timed(pass, name, [&] { pass.ops.linear(args, pass.stream); }, bytes);
+}
 
 Decoder::Decoder(const DecoderSpec& spec, const DecoderWeights& weights, Backend& backend, const DecoderCapacity& capacity)
     : spec_(spec), w_(weights), capacity_(capacity) {
@@ -82,21 +109,25 @@ void Decoder::attention_block(const Pass& pass, int layer, const ForwardBatch& b
   const int n = batch.n_tokens;
   const int64_t q_width = int64_t(spec_.n_heads) * spec_.head_dim, kv_width = int64_t(spec_.n_kv_heads) * spec_.head_dim;
   const float offset = spec_.norm_weight_offset, eps = spec_.norm_eps;
-  pass.ops.rms_norm({x, lw.attn_norm, offset, eps, n, spec_.d_model, h}, pass.stream);
+  timed(pass, "attn_norm", [&] { pass.ops.rms_norm({x, lw.attn_norm, offset, eps, n, spec_.d_model, h}, pass.stream); });
   observe(pass, "attn_norm", layer, h, n, spec_.d_model);
   const LinearOutput qkv[] = {{lw.q.get(), q}, {lw.k.get(), k}, {lw.v.get(), v}};
-  pass.ops.linear({h, n, qkv, 3}, pass.stream);
+  linear(pass, "qkv", {h, n, qkv, 3});
   if (spec_.qk_norm) {
-    pass.ops.rms_norm({q, lw.q_norm, offset, eps, int64_t(n) * spec_.n_heads, spec_.head_dim, q}, pass.stream);
-    pass.ops.rms_norm({k, lw.k_norm, offset, eps, int64_t(n) * spec_.n_kv_heads, spec_.head_dim, k}, pass.stream);
+    timed(pass, "qk_norm", [&] {
+      pass.ops.rms_norm({q, lw.q_norm, offset, eps, int64_t(n) * spec_.n_heads, spec_.head_dim, q}, pass.stream);
+      pass.ops.rms_norm({k, lw.k_norm, offset, eps, int64_t(n) * spec_.n_kv_heads, spec_.head_dim, k}, pass.stream);
+    });
   }
   observe(pass, "q_normed", layer, q, n, q_width);
   const ops::RopeParams rope = rope_params(layer);
-  pass.ops.rope({q, batch.positions, n, spec_.n_heads, spec_.head_dim, rope}, pass.stream);
-  pass.ops.rope({k, batch.positions, n, spec_.n_kv_heads, spec_.head_dim, rope}, pass.stream);
+  timed(pass, "rope", [&] {
+    pass.ops.rope({q, batch.positions, n, spec_.n_heads, spec_.head_dim, rope}, pass.stream);
+    pass.ops.rope({k, batch.positions, n, spec_.n_kv_heads, spec_.head_dim, rope}, pass.stream);
+  });
   observe(pass, "q_rope", layer, q, n, q_width);
   observe(pass, "k_rope", layer, k, n, kv_width);
-  pass.ops.kv_write({kv.k, kv.v, layout.dtype, kv_width, batch.slots, n, k, v}, pass.stream);
+  timed(pass, "kv_write", [&] { pass.ops.kv_write({kv.k, kv.v, layout.dtype, kv_width, batch.slots, n, k, v}, pass.stream); });
 
   const int window = spec_.sliding_window[size_t(layer)];
   ops::AttentionParams params;
@@ -109,16 +140,16 @@ void Decoder::attention_block(const Pass& pass, int layer, const ForwardBatch& b
     params.softcap = spec_.attn_softcap;
   }
   const ops::PagedKv paged{kv.k, kv.v, layout.dtype, layout.page_size, layout.n_kv_heads, layout.head_dim};
-  pass.ops.attention({plan_.get(), q, spec_.n_heads, paged, params, attn}, pass.stream);
+  timed(pass, "attention", [&] { pass.ops.attention({plan_.get(), q, spec_.n_heads, paged, params, attn}, pass.stream); });
   observe(pass, "attention", layer, attn, n, q_width);
   const LinearOutput o[] = {{lw.o.get(), proj}};
-  pass.ops.linear({attn, n, o, 1}, pass.stream);
+  linear(pass, "attn_out", {attn, n, o, 1});
   observe(pass, "attention_proj", layer, proj, n, spec_.d_model);
   if (spec_.post_attention_norm) {
-    pass.ops.rms_norm({proj, lw.post_attn_norm, offset, eps, n, spec_.d_model, proj}, pass.stream);
+    timed(pass, "post_norm", [&] { pass.ops.rms_norm({proj, lw.post_attn_norm, offset, eps, n, spec_.d_model, proj}, pass.stream); });
     observe(pass, "attn_post_norm", layer, proj, n, spec_.d_model);
   }
-  pass.ops.add({x, proj, int64_t(n) * spec_.d_model}, pass.stream);
+  timed(pass, "residual", [&] { pass.ops.add({x, proj, int64_t(n) * spec_.d_model}, pass.stream); });
   observe(pass, "attn_residual", layer, x, n, spec_.d_model);
 }
 
@@ -126,29 +157,35 @@ void Decoder::ffn_block(const Pass& pass, int layer, int n) {
   const LayerWeights& lw = w_.layers[size_t(layer)];
   float *x = act_.x, *h = act_.h, *gate = act_.gate, *up = act_.up, *proj = act_.proj;
   const float offset = spec_.norm_weight_offset, eps = spec_.norm_eps;
-  pass.ops.rms_norm({x, lw.ffn_norm, offset, eps, n, spec_.d_model, h}, pass.stream);
+  timed(pass, "ffn_norm", [&] { pass.ops.rms_norm({x, lw.ffn_norm, offset, eps, n, spec_.d_model, h}, pass.stream); });
   const LinearOutput gate_up[] = {{lw.gate.get(), gate}, {lw.up.get(), up}};
-  pass.ops.linear({h, n, gate_up, 2}, pass.stream);
+  linear(pass, "gate_up", {h, n, gate_up, 2});
   observe(pass, "ffn_gate", layer, gate, n, spec_.ffn_dim);
   observe(pass, "ffn_up", layer, up, n, spec_.ffn_dim);
-  pass.ops.gated_activation({op_activation(spec_.activation), gate, up, int64_t(n) * spec_.ffn_dim, gate}, pass.stream);
+  timed(pass, "activation", [&] {
+    pass.ops.gated_activation({op_activation(spec_.activation), gate, up, int64_t(n) * spec_.ffn_dim, gate}, pass.stream);
+  });
   observe(pass, "ffn_act", layer, gate, n, spec_.ffn_dim);
   const LinearOutput down[] = {{lw.down.get(), proj}};
-  pass.ops.linear({gate, n, down, 1}, pass.stream);
+  linear(pass, "down", {gate, n, down, 1});
   observe(pass, "ffn_out", layer, proj, n, spec_.d_model);
-  if (spec_.post_ffn_norm) pass.ops.rms_norm({proj, lw.post_ffn_norm, offset, eps, n, spec_.d_model, proj}, pass.stream);
-  pass.ops.add({x, proj, int64_t(n) * spec_.d_model}, pass.stream);
+  if (spec_.post_ffn_norm) {
+    timed(pass, "post_norm", [&] { pass.ops.rms_norm({proj, lw.post_ffn_norm, offset, eps, n, spec_.d_model, proj}, pass.stream); });
+  }
+  timed(pass, "residual", [&] { pass.ops.add({x, proj, int64_t(n) * spec_.d_model}, pass.stream); });
 }
 
 void Decoder::output_head(const Pass& pass, const ForwardBatch& batch, float* logits) {
   float *x = act_.x, *rows = act_.rows;
   const int64_t d = spec_.d_model, n_rows = batch.n_logit_rows;
-  pass.ops.gather_rows({x, d, batch.logit_rows, n_rows, rows}, pass.stream);
-  pass.ops.rms_norm({rows, w_.output_norm, spec_.norm_weight_offset, spec_.norm_eps, n_rows, d, rows}, pass.stream);
+  timed(pass, "output_norm", [&] {
+    pass.ops.gather_rows({x, d, batch.logit_rows, n_rows, rows}, pass.stream);
+    pass.ops.rms_norm({rows, w_.output_norm, spec_.norm_weight_offset, spec_.norm_eps, n_rows, d, rows}, pass.stream);
+  });
   const LinearOutput out[] = {{w_.output.get(), logits}};
-  pass.ops.linear({rows, n_rows, out, 1}, pass.stream);
+  linear(pass, "output", {rows, n_rows, out, 1});
   if (spec_.final_logit_softcap > 0.0f) {
-    pass.ops.softcap({logits, n_rows * spec_.vocab_size, spec_.final_logit_softcap}, pass.stream);
+    timed(pass, "softcap", [&] { pass.ops.softcap({logits, n_rows * spec_.vocab_size, spec_.final_logit_softcap}, pass.stream); });
   }
 }
 
@@ -163,16 +200,23 @@ void Decoder::forward(Backend& backend, Stream& stream, const ForwardBatch& batc
   const Pass pass{backend, stream, backend.kernels()};
   float* x = act_.x;
   const EmbeddingTable& emb = w_.token_embedding;
-  pass.ops.embedding({emb.dtype, emb.data, emb.cols, batch.token_ids, n, x}, stream);
-  if (spec_.embedding_scale != 1.0f) pass.ops.scale({x, int64_t(n) * spec_.d_model, spec_.embedding_scale}, stream);
+  const auto started = ProfileClock::now();
+  timed(pass, "embedding", [&] {
+    pass.ops.embedding({emb.dtype, emb.data, emb.cols, batch.token_ids, n, x}, stream);
+    if (spec_.embedding_scale != 1.0f) pass.ops.scale({x, int64_t(n) * spec_.d_model, spec_.embedding_scale}, stream);
+  });
   observe(pass, "embedding", 0, x, n, spec_.d_model);
-  pass.ops.plan_attention({batch.attention, n, spec_.n_kv_heads, plan_.get()}, stream);
+  timed(pass, "attention_plan", [&] { pass.ops.plan_attention({batch.attention, n, spec_.n_kv_heads, plan_.get()}, stream); });
   for (int l = 0; l < spec_.n_layers; ++l) {
     attention_block(pass, l, batch, layout, kv[size_t(l)]);
     ffn_block(pass, l, n);
     observe(pass, "layer_out", l, x, n, spec_.d_model);
   }
   if (batch.n_logit_rows > 0) output_head(pass, batch, logits);
+  if (profile_) {
+    stream.synchronize();
+    profile_->add_pass(seconds_between(started, ProfileClock::now()), n);
+  }
 }
 
 }  // namespace tessera

@@ -15,6 +15,8 @@
 
 namespace tessera {
 
+class OpProfile;
+
 struct KvLayout {
   DType dtype = DType::kF16;  // kF16 or kF32
   int page_size = 16;
@@ -56,6 +58,9 @@ class Decoder {
   ~Decoder();
 
   void set_observer(ActivationObserver observer) { observer_ = std::move(observer); }
+  // Times every step of each pass into `profile` (null: none). Draining the
+  // stream around each step costs a GPU its overlap: for measurement only.
+  void set_profile(OpProfile* profile) { profile_ = profile; }
   const DecoderCapacity& capacity() const { return capacity_; }
 
   // Queues the pass on `stream`; writes (batch.n_logit_rows, vocab) logits
@@ -89,6 +94,9 @@ class Decoder {
   void ffn_block(const Pass& pass, int layer, int n_tokens);
   void output_head(const Pass& pass, const ForwardBatch& batch, float* logits);
   ops::RopeParams rope_params(int layer) const;
+  template <class Run>
+  void timed(const Pass& pass, const char* name, const Run& run, uint64_t weight_bytes = 0) const;
+  void linear(const Pass& pass, const char* name, const LinearArgs& args) const;
   void observe(const Pass& pass, const char* name, int layer, const float* values, int64_t n_tokens, int64_t width) const;
 
   const DecoderSpec& spec_;
@@ -103,6 +111,7 @@ class Decoder {
   const float* local_inv_freq_ = nullptr;
   const float* freq_factors_ = nullptr;
   ActivationObserver observer_;
+  OpProfile* profile_ = nullptr;
 };
 
 }  // namespace tessera

@@ -128,8 +128,10 @@ ConvertedInput converted_input(DType type, size_t row_bytes, int64_t cols, const
 }
 
 // Rows [r0, r1) of one weight for every token: eight tokens at a time where
-// the format has such a kernel, then four, then one (four weight rows at a
-// time where it can).
+// the format has such a kernel, then four, then one. A lone token reads one
+// weight row at a time: interleaving the reads of several rows measured up
+// to twice as slow from memory (the prefetchers follow one stream per
+// thread best).
 void multiply_tile(const LinearWeight& w, const ConvertedInput& in, int64_t n_tokens, int64_t r0, int64_t r1, float* y) {
   const size_t act_bytes = w.activation_row_bytes();
   const int64_t rows = w.rows(), cols = w.cols();
@@ -162,9 +164,7 @@ void multiply_tile(const LinearWeight& w, const ConvertedInput& in, int64_t n_to
   for (; m < n_tokens; ++m) {
     const uint8_t* act = acts + size_t(m) * act_bytes;
     float* out = y + m * rows;
-    int64_t r = r0;
-    for (; kernel.rows4 && r + 4 <= r1; r += 4) kernel.rows4(cols, w.row(r), w.row_bytes(), act, out + r);
-    for (; r < r1; ++r) out[r] = kernel.fn(cols, w.row(r), act);
+    for (int64_t r = r0; r < r1; ++r) out[r] = kernel.fn(cols, w.row(r), act);
   }
 }
 

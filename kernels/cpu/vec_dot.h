@@ -27,17 +27,11 @@ using VecDot4Fn = void (*)(int64_t n, const void* weight_row, const void* const*
 using VecDot8Fn = void (*)(int64_t n, const void* weight_row, const void* const* activation_rows, const float* scales,
                            const float* sums, float* out);
 
-// Four weight rows, `row_stride` bytes apart, with one activation row:
-// out[r] = dot(row r, activation_row), each summed exactly as the one-row
-// kernel sums it, the activation block read once for all four (decode).
-using VecDotRows4Fn = void (*)(int64_t n, const void* weight_rows, size_t row_stride, const void* activation_row, float* out);
-
 struct VecDotKernel {
   DType activation_type = DType::kF32;  // what activations are converted to
   VecDotFn fn = nullptr;
   VecDot4Fn fn4 = nullptr;  // optional
   VecDot8Fn fn8 = nullptr;  // optional
-  VecDotRows4Fn rows4 = nullptr;  // optional
 };
 
 // The activation format a weight format is multiplied against, or nullopt.

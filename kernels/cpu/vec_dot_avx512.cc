@@ -1,9 +1,11 @@
 // AVX-512 dot products (built with -mavx512f -mavx512bw -mavx512vl
 // -mavx512vnni on top of the AVX2 flags; called only after run-time
 // detection): the x86 kernels over VNNI's byte dot product, bit-identical to
-// the AVX2 ones (no lane sum here can saturate AVX2's 16-bit pairs).
+// the AVX2 ones (no lane sum here can saturate AVX2's 16-bit pairs), with
+// the one-row kernels of the signed block formats replaced by offset ones.
 #include <immintrin.h>
 
+#include "kernels/cpu/vec_dot_avx512_offset.h"
 #include "kernels/cpu/vec_dot_x86_impl.h"
 
 namespace tessera::cpu {
@@ -16,6 +18,15 @@ inline __m256 dot_us(__m256i u, __m256i s) {
 
 }  // namespace
 
-VecDotKernel avx512_vec_dot(DType weight_type) { return x86_quant_vec_dot<dot_us>(weight_type); }
+VecDotKernel avx512_vec_dot(DType weight_type) {
+  VecDotKernel k = x86_quant_vec_dot<dot_us>(weight_type);
+  switch (weight_type) {
+    case DType::kQ4_0: k.fn = dot_offset<Q4_0Offset>; break;
+    case DType::kQ5_0: k.fn = dot_offset<Q5_0Offset>; break;
+    case DType::kQ8_0: k.fn = dot_offset<Q8_0Offset>; break;
+    default: break;
+  }
+  return k;
+}
 
 }  // namespace tessera::cpu

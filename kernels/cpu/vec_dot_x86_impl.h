@@ -80,42 +80,6 @@ struct Q4_1Sums {
   }
 };
 
-template <ByteDot byte_dot, class Block, __m256i (*values)(const Block&)>
-void rows4_signed(int64_t n, const void* w, size_t stride, const void* a, float* out) {
-  const Block* x[4];
-  for (int r = 0; r < 4; ++r) x[r] = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + size_t(r) * stride);
-  const auto* y = static_cast<const BlockQ8_0*>(a);
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  for (int64_t b = 0; b < n / kQK; ++b) {
-    const float dy = fp16(y[b].d);
-    const __m256i qy = load32(y[b].qs);
-    for (int r = 0; r < 4; ++r) {
-      const __m256i qx = values(x[r][b]);
-      const __m256 d = _mm256_set1_ps(fp16(x[r][b].d) * dy);
-      acc[r] = _mm256_fmadd_ps(d, byte_dot(_mm256_sign_epi8(qx, qx), _mm256_sign_epi8(qy, qx)), acc[r]);
-    }
-  }
-  for (int r = 0; r < 4; ++r) out[r] = hsum(acc[r]);
-}
-
-template <ByteDot byte_dot>
-void rows4_q4_1(int64_t n, const void* w, size_t stride, const void* a, float* out) {
-  const BlockQ4_1* x[4];
-  for (int r = 0; r < 4; ++r) x[r] = reinterpret_cast<const BlockQ4_1*>(static_cast<const uint8_t*>(w) + size_t(r) * stride);
-  const auto* y = static_cast<const BlockQ8_1*>(a);
-  Q4_1Sums<4> sums;
-  for (int64_t b = 0; b < n / kQK; ++b) {
-    const float dy = fp16(y[b].d), sy = fp16(y[b].s);
-    const __m256i qy = load32(y[b].qs);
-    for (int r = 0; r < 4; ++r) {
-      sums.mins[r] += fp16(x[r][b].m) * sy;
-      const __m256 d = _mm256_set1_ps(fp16(x[r][b].d) * dy);
-      sums.acc[r] = _mm256_fmadd_ps(d, byte_dot(unpack_nibbles(x[r][b].qs), qy), sums.acc[r]);
-    }
-  }
-  sums.store(out);
-}
-
 template <ByteDot byte_dot>
 float dot_q4_1(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ4_1*>(w);
@@ -295,10 +259,9 @@ inline void dot4_q6_k(int64_t n, const void* w, const void* const* a, float* out
 
 // The many-row kernels of a format whose weights are signed bytes per block.
 template <ByteDot byte_dot, class Block, __m256i (*values)(const Block&)>
-void set_signed_kernels(VecDotKernel& k, bool four_weight_rows) {
+void set_signed_kernels(VecDotKernel& k) {
   k.fn4 = dot4_signed<byte_dot, Block, values>;
   k.fn8 = dot8_signed<byte_dot, Block, values>;
-  if (four_weight_rows) k.rows4 = rows4_signed<byte_dot, Block, values>;
 }
 
 // The quantised formats' kernels over `byte_dot`; fn is null for others.
@@ -311,16 +274,12 @@ VecDotKernel x86_quant_vec_dot(DType weight_type) {
                                               {DType::kQ4_K, dot_q4_k},
                                               {DType::kQ6_K, dot_q6_k}});
   switch (weight_type) {
-    case DType::kQ4_0: set_signed_kernels<byte_dot, BlockQ4_0, q4_0_values>(k, true); break;
-    case DType::kQ5_0: set_signed_kernels<byte_dot, BlockQ5_0, q5_0_values>(k, true); break;
-    // No four-row decode kernel for Q8_0: it holds the large output matrices,
-    // whose one-token product is bound by memory, and reading four rows at
-    // once measured slower there.
-    case DType::kQ8_0: set_signed_kernels<byte_dot, BlockQ8_0, q8_0_values>(k, false); break;
+    case DType::kQ4_0: set_signed_kernels<byte_dot, BlockQ4_0, q4_0_values>(k); break;
+    case DType::kQ5_0: set_signed_kernels<byte_dot, BlockQ5_0, q5_0_values>(k); break;
+    case DType::kQ8_0: set_signed_kernels<byte_dot, BlockQ8_0, q8_0_values>(k); break;
     case DType::kQ4_1:
       k.fn4 = dot4_q4_1<byte_dot>;
       k.fn8 = dot8_q4_1<byte_dot>;
-      k.rows4 = rows4_q4_1<byte_dot>;
       break;
     case DType::kQ4_K: k.fn4 = dot4_q4_k; break;
     case DType::kQ6_K: k.fn4 = dot4_q6_k; break;

@@ -10,6 +10,7 @@
 
 #include "engine/error.h"
 #include "engine/model_runner.h"
+#include "engine/op_profile.h"
 #include "models/tokenizer/detokenizer.h"
 #include "server/cli/commands.h"
 #include "server/cli/engine_options.h"
@@ -31,6 +32,7 @@ struct GenerateOptions {
   int batch = 512;
   bool ignore_eos = false;
   bool print_ids = false;
+  bool profile = false;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -64,9 +66,15 @@ int run_generate(const GenerateOptions& o) {
   IncrementalDetokenizer detok(tokenizer);
   std::vector<int32_t> ids;
 
+  OpProfile profile;
+  if (o.profile) runner.set_profile(&profile);
   t0 = std::chrono::steady_clock::now();
   seq.feed(prompt, o.batch, false, o.max_tokens > 0);
   const double prefill_s = seconds_since(t0);
+  if (o.profile) {
+    std::fputs(profile.format("prefill profile").c_str(), stderr);
+    profile.reset();
+  }
   t0 = std::chrono::steady_clock::now();
   int generated = 0;
   while (generated < o.max_tokens) {
@@ -88,6 +96,7 @@ int run_generate(const GenerateOptions& o) {
     std::fputc('\n', stdout);
   }
   const double decode_s = seconds_since(t0);
+  if (o.profile) std::fputs(profile.format("decode profile").c_str(), stderr);
   std::fprintf(stderr, "prompt: %zu tokens in %.3f s (%.1f tok/s); generated: %d tokens in %.3f s (%.1f tok/s)\n", prompt.size(),
                prefill_s, double(prompt.size()) / prefill_s, generated, decode_s, generated > 1 ? (generated - 1) / decode_s : 0.0);
   return 0;
@@ -109,6 +118,7 @@ Runner add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Random seed (-1: random)")->capture_default_str();
   cmd->add_option("--batch", o->batch, "Prompt tokens per forward pass")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep going past end-of-generation tokens");
+  cmd->add_flag("--profile", o->profile, "Time every step of the forward pass and print where prefill and decode spend it");
   cmd->add_flag("--print-ids", o->print_ids, "Print the generated token ids as a JSON array instead of text");
   return [o] { return run_generate(*o); };
 }
