@@ -292,9 +292,9 @@ void run_all(const std::vector<WorkItem>& items, const float* q, int n_heads, co
   // writes its own outputs: the order changes no result.
   const int64_t n = int64_t(items.size());
   std::atomic<int64_t> next{0};
-  pool.parallel_for(std::min<int64_t>(n, pool.size()), 1, [&](int thread, int64_t, int64_t) {
+  pool.parallel_for(std::min<int64_t>(n, pool.size()), 1, [&](int chunk, int64_t, int64_t) {
     for (int64_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
-      attend(items[size_t(n - 1 - i)], q, n_heads, kv, batch, params, mask, score, out, scratch[thread]);
+      attend(items[size_t(n - 1 - i)], q, n_heads, kv, batch, params, mask, score, out, scratch[chunk]);
     }
   });
 }

@@ -1,6 +1,8 @@
 #include "kernels/cpu/isa.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdint>
 
@@ -25,7 +27,19 @@ uint64_t read_xcr0() {
 
 bool bit(uint32_t reg, int index) { return (reg >> index) & 1u; }
 
+// Linux's arch_prctl requests for dynamically enabled state components.
+constexpr int kArchGetXcompPerm = 0x1022;
+constexpr int kArchReqXcompPerm = 0x1023;
+constexpr unsigned kXfeatureTileData = 18;
+
 }  // namespace
+
+bool os_grants_amx_tiles() {
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureTileData) != 0) return false;
+  uint64_t permitted = 0;
+  if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &permitted) != 0) return false;
+  return (permitted >> kXfeatureTileData) & 1u;
+}
 
 IsaFeatures detect_isa() {
   IsaFeatures f;
@@ -50,9 +64,12 @@ IsaFeatures detect_isa() {
   f.avx512vl = os_avx512 && bit(leaf7.ebx, 31);
   f.avx512_vnni = os_avx512 && bit(leaf7.ecx, 11);
   f.avx512_bf16 = os_avx512 && bit(leaf7_1.eax, 5);
-  f.amx_bf16 = os_amx && bit(leaf7.edx, 22);
-  f.amx_tile = os_amx && bit(leaf7.edx, 24);
-  f.amx_int8 = os_amx && bit(leaf7.edx, 25);
+  // CPUID and XCR0 can both report AMX where tile instructions fault: the
+  // tiles count only once the kernel has granted this process their state.
+  const bool amx = os_amx && bit(leaf7.edx, 24) && os_grants_amx_tiles();
+  f.amx_bf16 = amx && bit(leaf7.edx, 22);
+  f.amx_tile = amx;
+  f.amx_int8 = amx && bit(leaf7.edx, 25);
   return f;
 }
 

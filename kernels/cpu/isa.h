@@ -27,4 +27,9 @@ struct IsaFeatures {
 // Reads CPUID and XGETBV: a feature counts only when the OS saves its registers.
 IsaFeatures detect_isa();
 
+// Asks Linux for the AMX tile-data state (arch_prctl ARCH_REQ_XCOMP_PERM)
+// and reads back whether this process holds it. False where the kernel,
+// the hypervisor or the CPU refuses.
+bool os_grants_amx_tiles();
+
 }  // namespace tessera::cpu

@@ -9,6 +9,10 @@ namespace tessera::cpu {
 namespace {
 
 constexpr auto kSpinTime = std::chrono::microseconds(200);
+// Waiting for the last chunks of a loop: long enough to cover a chunk
+// finishing on a running core, short enough not to hold a core that a
+// descheduled worker needs.
+constexpr auto kFinishSpinTime = std::chrono::microseconds(50);
 constexpr uint32_t kPausesPerClockRead = 64;
 
 std::pair<int64_t, int64_t> chunk_range(int64_t n, int chunks, int index) {
@@ -17,10 +21,26 @@ std::pair<int64_t, int64_t> chunk_range(int64_t n, int chunks, int index) {
   return {begin, begin + base + (index < extra ? 1 : 0)};
 }
 
+uint32_t generation_of(uint64_t claims) { return uint32_t(claims >> 32); }
+int chunk_of(uint64_t claims) { return int(uint32_t(claims)); }
+
+// Spins until `done()` or `limit` passes; true if done.
+template <class Done>
+bool spin_until(const Done& done, std::chrono::microseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  for (uint32_t spins = 1;; ++spins) {
+    if (done()) return true;
+    // The clock is read once per batch of pauses: reading it on every one
+    // costs more than the wait it measures.
+    if (spins % kPausesPerClockRead == 0 && std::chrono::steady_clock::now() >= until) return false;
+    _mm_pause();
+  }
+}
+
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
-  for (int i = 1; i < std::max(1, n_threads); ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 1; i < std::max(1, n_threads); ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -33,33 +53,52 @@ ThreadPool::~ThreadPool() {
 }
 
 // Spins for a while, then sleeps, until a new generation or shutdown.
-bool ThreadPool::wait_for_job(uint64_t seen) {
-  const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
-  uint32_t spins = 0;
-  while (generation_.load(std::memory_order_acquire) == seen && !stopping_.load(std::memory_order_acquire)) {
-    // The clock is read once per batch of pauses: reading it on every one
-    // costs more than the wait it measures.
-    if (++spins % kPausesPerClockRead != 0 || std::chrono::steady_clock::now() < spin_until) {
-      _mm_pause();
-      continue;
-    }
+bool ThreadPool::wait_for_job(uint32_t seen) {
+  const auto changed = [&] {
+    return generation_of(claims_.load(std::memory_order_acquire)) != seen || stopping_.load(std::memory_order_acquire);
+  };
+  if (!spin_until(changed, kSpinTime)) {
     std::unique_lock lock(mutex_);
     sleeping_.fetch_add(1);
-    wake_.wait(lock, [&] { return stopping_.load() || generation_.load() != seen; });
+    wake_.wait(lock, changed);
     sleeping_.fetch_sub(1);
   }
   return !stopping_.load(std::memory_order_acquire);
 }
 
-void ThreadPool::worker_loop(int index) {
-  uint64_t seen = 0;
+void ThreadPool::run_chunks(uint32_t generation) {
+  uint64_t claims = claims_.load(std::memory_order_acquire);
+  while (generation_of(claims) == generation) {
+    const auto* fn = job_.load(std::memory_order_acquire);
+    const int64_t n = job_n_.load(std::memory_order_acquire);
+    const int chunks = job_chunks_.load(std::memory_order_acquire);
+    const int chunk = chunk_of(claims);
+    if (chunk >= chunks) return;
+    // A successful claim means the loop is still the one read above: the
+    // caller cannot finish it, let alone start another, while a chunk is
+    // unclaimed.
+    if (!claims_.compare_exchange_weak(claims, claims + 1, std::memory_order_acq_rel)) continue;
+    const auto [begin, end] = chunk_range(n, chunks, chunk);
+    (*fn)(chunk, begin, end);
+    done_.fetch_add(1, std::memory_order_acq_rel);
+    done_.notify_all();
+    claims = claims_.load(std::memory_order_acquire);
+  }
+}
+
+void ThreadPool::worker_loop() {
+  uint32_t seen = 0;
   while (wait_for_job(seen)) {
-    seen = generation_.load(std::memory_order_acquire);
-    if (index < job_chunks_) {
-      const auto [begin, end] = chunk_range(job_n_, job_chunks_, index);
-      (*job_)(index, begin, end);
-    }
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    seen = generation_of(claims_.load(std::memory_order_acquire));
+    run_chunks(seen);
+  }
+}
+
+void ThreadPool::wait_for_chunks(int chunks) {
+  const auto finished = [&] { return done_.load(std::memory_order_acquire) == chunks; };
+  if (spin_until(finished, kFinishSpinTime)) return;
+  for (int done = done_.load(std::memory_order_acquire); done != chunks; done = done_.load(std::memory_order_acquire)) {
+    done_.wait(done, std::memory_order_acquire);
   }
 }
 
@@ -70,19 +109,19 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
     fn(0, 0, n);
     return;
   }
-  job_ = &fn;
-  job_n_ = n;
-  job_chunks_ = chunks;
-  pending_.store(int(workers_.size()), std::memory_order_relaxed);
+  job_.store(&fn, std::memory_order_relaxed);
+  job_n_.store(n, std::memory_order_relaxed);
+  job_chunks_.store(chunks, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  const uint32_t generation = generation_of(claims_.load(std::memory_order_relaxed)) + 1;
   {
     // Publishing under the lock pairs with the sleepers' predicate check.
     std::lock_guard lock(mutex_);
-    generation_.fetch_add(1, std::memory_order_acq_rel);
+    claims_.store(uint64_t(generation) << 32, std::memory_order_release);
   }
   if (sleeping_.load() > 0) wake_.notify_all();
-  const auto [begin, end] = chunk_range(n, chunks, 0);
-  fn(0, begin, end);
-  while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
+  run_chunks(generation);
+  wait_for_chunks(chunks);
 }
 
 }  // namespace tessera::cpu

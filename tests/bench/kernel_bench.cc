@@ -64,6 +64,7 @@ void BM_Matmul(benchmark::State& state) {
     benchmark::DoNotOptimize(y.data());
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(w.size()));
+  state.counters["MAC/s"] = benchmark::Counter(double(state.iterations()) * double(rows * cols * tokens), benchmark::Counter::kIsRate);
   state.SetLabel(std::string(dtype_name(dtype)) + (state.range(4) ? " avx512" : " avx2"));
 }
 
@@ -78,6 +79,14 @@ void decode_shapes(benchmark::internal::Benchmark* b) {
   }
 }
 BENCHMARK(BM_Matmul)->Apply(decode_shapes)->UseRealTime();
+
+// The same weights against a 512-token prompt chunk (prefill).
+void prefill_shapes(benchmark::internal::Benchmark* b) {
+  const std::vector<std::vector<int64_t>> shapes = {{int64_t(DType::kQ5_0), 4864, 896}, {int64_t(DType::kQ4_K), 896, 4864},
+                                                    {int64_t(DType::kQ6_K), 896, 4864}, {int64_t(DType::kQ4_1), 1536, 576}};
+  for (const auto& s : shapes) b->Args({s[0], s[1], s[2], 512, 1});
+}
+BENCHMARK(BM_Matmul)->Apply(prefill_shapes)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // Read bandwidth of `kThreads` threads streaming a buffer far beyond the caches.
 void BM_ReadBandwidth(benchmark::State& state) {

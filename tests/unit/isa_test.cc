@@ -17,6 +17,19 @@ TEST(Isa, AgreesWithCompilerBuiltins) {
   EXPECT_FALSE(f.to_string().empty());
 }
 
+// AMX is reported only where the kernel granted the tile state; on a CPU or
+// VM that refuses, detection falls back to the vector kernels.
+TEST(Isa, AmxOnlyWhenTheKernelGrantsTiles) {
+  const cpu::IsaFeatures f = cpu::detect_isa();
+  const bool granted = cpu::os_grants_amx_tiles();
+  if (!granted) {
+    EXPECT_FALSE(f.amx_tile || f.amx_int8 || f.amx_bf16);
+  }
+  EXPECT_FALSE(f.amx_int8 && !f.amx_tile);
+  EXPECT_FALSE(f.amx_bf16 && !f.amx_tile);
+  EXPECT_EQ(f.best_level() == "scalar", !(f.avx2 && f.fma && f.f16c));
+}
+
 TEST(Isa, BestLevelFollowsFeatures) {
   cpu::IsaFeatures f;
   EXPECT_EQ(f.best_level(), "scalar");

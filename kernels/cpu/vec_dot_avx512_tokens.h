@@ -1,0 +1,85 @@
+#pragma once
+// AVX-512 kernels for eight activation rows at once (prefill) in the
+// 32-element formats: two tokens share each 512-bit register, token 2p in
+// the low eight lanes and 2p+1 in the high eight, so one VNNI instruction
+// forms both tokens' lane sums and one fused multiply-add accumulates both.
+// Lane for lane these are the AVX2 kernels' operations on the same
+// integers: the same bits. For vec_dot_avx512.cc only.
+#include <immintrin.h>
+
+#include "kernels/cpu/simd_avx2.h"
+
+namespace tessera::cpu {
+namespace {
+
+// Block b's values of tokens j (low half) and j + 1 (high half).
+template <class ActBlock>
+inline __m512i token_pair(const ActBlock* y0, const ActBlock* y1) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(load32(y0->qs)), load32(y1->qs), 1);
+}
+
+// The scale of token 2p in the low eight lanes, of token 2p + 1 in the high.
+inline __m512 pair_scales(__m512 scales8, int p) {
+  const __m512i index = _mm512_set_epi32(2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1,
+                                         2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p);
+  return _mm512_permutexvar_ps(index, scales8);
+}
+
+inline void store_pair_sums(const __m512 acc[4], float* out) {
+  for (int p = 0; p < 4; ++p) {
+    out[2 * p] = hsum(_mm512_castps512_ps256(acc[p]));
+    out[2 * p + 1] = hsum(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[p]), 1)));
+  }
+}
+
+// Signed weights: |x| times y with x's sign moved onto y, as AVX2's sign
+// instruction does (where x is 0 the product is 0 either way).
+template <class Block, __m256i (*values)(const Block&)>
+void dot8_signed_pairs(int64_t n, const void* w, const void* const* a, const float* dy, const float*, float* out) {
+  const auto* x = static_cast<const Block*>(w);
+  const BlockQ8_0* y[8];
+  for (int j = 0; j < 8; ++j) y[j] = static_cast<const BlockQ8_0*>(a[j]);
+  const __m512i zero = _mm512_setzero_si512();
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    const __m256i qx = values(x[b]);
+    const __m512i ax = _mm512_broadcast_i64x4(_mm256_sign_epi8(qx, qx));
+    const __mmask64 negative = _mm512_movepi8_mask(_mm512_broadcast_i64x4(qx));
+    const __m512 scales8 = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(fp16(x[b].d)), _mm256_loadu_ps(dy + b * 8)));
+    for (int p = 0; p < 4; ++p) {
+      const __m512i qy = _mm512_mask_sub_epi8(token_pair(&y[2 * p][b], &y[2 * p + 1][b]), negative, zero,
+                                              token_pair(&y[2 * p][b], &y[2 * p + 1][b]));
+      const __m512 sums = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zero, ax, qy));
+      acc[p] = _mm512_fmadd_ps(pair_scales(scales8, p), sums, acc[p]);
+    }
+  }
+  store_pair_sums(acc, out);
+}
+
+// Q4_1: unsigned weights times signed activations, plus the minimum terms
+// m * s of the eight tokens in one vector, multiplied and added lane by lane
+// as the scalar code does.
+inline void dot8_q4_1_pairs(int64_t n, const void* w, const void* const* a, const float* dy, const float* sums, float* out) {
+  const auto* x = static_cast<const BlockQ4_1*>(w);
+  const BlockQ8_1* y[8];
+  for (int j = 0; j < 8; ++j) y[j] = static_cast<const BlockQ8_1*>(a[j]);
+  const __m512i zero = _mm512_setzero_si512();
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  __m256 mins = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    mins = _mm256_add_ps(mins, _mm256_mul_ps(_mm256_set1_ps(fp16(x[b].m)), _mm256_loadu_ps(sums + b * 8)));
+    const __m512 scales8 = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(fp16(x[b].d)), _mm256_loadu_ps(dy + b * 8)));
+    const __m512i qx = _mm512_broadcast_i64x4(unpack_nibbles(x[b].qs));
+    for (int p = 0; p < 4; ++p) {
+      const __m512 dots = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zero, qx, token_pair(&y[2 * p][b], &y[2 * p + 1][b])));
+      acc[p] = _mm512_fmadd_ps(pair_scales(scales8, p), dots, acc[p]);
+    }
+  }
+  store_pair_sums(acc, out);
+  alignas(32) float min_terms[8];
+  _mm256_store_ps(min_terms, mins);
+  for (int j = 0; j < 8; ++j) out[j] += min_terms[j];
+}
+
+}  // namespace
+}  // namespace tessera::cpu
