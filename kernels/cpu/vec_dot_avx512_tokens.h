@@ -47,8 +47,8 @@ void dot8_signed_pairs(int64_t n, const void* w, const void* const* a, const flo
     const __mmask64 negative = _mm512_movepi8_mask(_mm512_broadcast_i64x4(qx));
     const __m512 scales8 = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(fp16(x[b].d)), _mm256_loadu_ps(dy + b * 8)));
     for (int p = 0; p < 4; ++p) {
-      const __m512i qy = _mm512_mask_sub_epi8(token_pair(&y[2 * p][b], &y[2 * p + 1][b]), negative, zero,
-                                              token_pair(&y[2 * p][b], &y[2 * p + 1][b]));
+      const __m512i pair = token_pair(&y[2 * p][b], &y[2 * p + 1][b]);
+      const __m512i qy = _mm512_mask_sub_epi8(pair, negative, zero, pair);
       const __m512 sums = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zero, ax, qy));
       acc[p] = _mm512_fmadd_ps(pair_scales(scales8, p), sums, acc[p]);
     }
