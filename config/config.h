@@ -50,6 +50,17 @@ struct KvCacheConfig {
   std::string dtype = "f16";  // f16 or f32
 };
 
+// Speculative decoding by prompt lookup: each decoding sequence proposes
+// the tokens that followed the latest earlier occurrence of its last n-gram,
+// and one forward pass verifies them. Output is the same as without it.
+struct SpeculativeConfig {
+  std::string method = "none";   // none or ngram
+  int num_speculative_tokens = 7;  // draft tokens per step at most (7: a step of 8 tokens, one group of the 8-token kernels)
+  int prompt_lookup_max = 4;       // longest n-gram looked up
+  int prompt_lookup_min = 2;       // shortest
+  bool enabled() const { return method != "none"; }
+};
+
 struct SchedulerConfig {
   int max_batch_tokens = 2048;          // tokens per iteration, prefill and decode together
   int max_sequences = 64;               // sequences per iteration
@@ -60,6 +71,7 @@ struct SchedulerConfig {
   // fcfs: requests run in arrival order and a request's 'priority' is refused;
   // priority: clients may set it (higher runs first, lower is preempted first).
   std::string policy = "fcfs";
+  SpeculativeConfig speculative;
 };
 
 struct ModelConfig {

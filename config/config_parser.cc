@@ -164,7 +164,7 @@ class Parser {
   ModelConfig parse_model(const YAML::Node& n, const std::string& path) const {
     require_map(n, path);
     check_keys(n, path, {"name", "path", "device", "dtype", "threads", "kv_cache", "scheduler", "max_model_len", "chat_template",
-                         "parse_special_in_messages"});
+                         "parse_special_in_messages", "speculative"});
     ModelConfig m;
     if (!n["name"] || !n["path"]) fail(n, path + ": 'name' and 'path' are required");
     text(n, "name", path, &m.name);
@@ -204,7 +204,21 @@ class Parser {
       boolean(s, "prefix_caching", p, &m.scheduler.prefix_caching);
       text(s, "policy", p, &m.scheduler.policy, {"fcfs", "priority"});
     }
+    if (const YAML::Node s = n["speculative"]) parse_speculative(s, path + ".speculative", &m.scheduler.speculative);
     return m;
+  }
+
+  void parse_speculative(const YAML::Node& s, const std::string& p, SpeculativeConfig* c) const {
+    require_map(s, p);
+    check_keys(s, p, {"method", "num_speculative_tokens", "prompt_lookup_max", "prompt_lookup_min"});
+    text(s, "method", p, &c->method, {"none", "ngram"});
+    integer(s, "num_speculative_tokens", p, 1, 64, &c->num_speculative_tokens);
+    integer(s, "prompt_lookup_max", p, 1, 16, &c->prompt_lookup_max);
+    integer(s, "prompt_lookup_min", p, 1, 16, &c->prompt_lookup_min);
+    if (c->prompt_lookup_min > c->prompt_lookup_max) {
+      fail(s, p + ": prompt_lookup_min (" + std::to_string(c->prompt_lookup_min) + ") exceeds prompt_lookup_max (" +
+                  std::to_string(c->prompt_lookup_max) + ")");
+    }
   }
 
   std::string source_;

@@ -67,6 +67,9 @@ void ModelRunner::apply_steps(const StepPlan& plan) {
     if (found == sequences_.end()) fail(s.seq_id, "not known to the engine");
     SequenceState& state = found->second;
     if (s.tokens.empty()) fail(s.seq_id, "no tokens in the step");
+    if (s.draft != 0 && (s.draft >= s.tokens.size() || !s.sample || s.all_logits)) {
+      fail(s.seq_id, "draft tokens need a sampled step with a token before them and no other logits");
+    }
     if (s.start_position < 0 || size_t(s.start_position) > state.tokens.size()) fail(s.seq_id, "start position out of range");
     check_tokens(s.seq_id, s.tokens);
     if (s.pages_from > state.pages.size()) fail(s.seq_id, "page table update starts past its end");
@@ -77,9 +80,9 @@ void ModelRunner::apply_steps(const StepPlan& plan) {
     state.pages.insert(state.pages.end(), s.pages.begin(), s.pages.end());
     const int64_t end = int64_t(s.start_position) + int64_t(s.tokens.size());
     if (int64_t(state.pages.size()) * ps < end) fail(s.seq_id, "page table too short for position " + std::to_string(end - 1));
-    // The step's tokens must agree with what the sequence already holds; the
-    // part beyond it extends the sequence.
-    for (size_t i = 0; i < s.tokens.size(); ++i) {
+    // The step's tokens must agree with what the sequence already holds;
+    // the part beyond it extends the sequence; draft tokens join it only once accepted.
+    for (size_t i = 0; i < s.tokens.size() - s.draft; ++i) {
       const size_t pos = size_t(s.start_position) + i;
       if (pos == state.tokens.size()) state.tokens.push_back(s.tokens[i]);
       else if (state.tokens[pos] != s.tokens[i]) fail(s.seq_id, "step token at position " + std::to_string(pos) + " disagrees with the sequence");
@@ -94,7 +97,8 @@ StepResult ModelRunner::step(const StepPlan& plan) {
   seqs.reserve(plan.steps.size());
   for (const SequenceStep& s : plan.steps) {
     const SequenceState& state = sequences_.at(s.seq_id);
-    seqs.push_back({s.tokens.data(), int32_t(s.tokens.size()), s.start_position, state.pages.data(), s.all_logits, s.sample});
+    seqs.push_back({s.tokens.data(), int32_t(s.tokens.size()), s.start_position, state.pages.data(), s.all_logits || s.draft > 0,
+                    s.sample});
   }
   StepResult result;
   if (seqs.empty()) return result;
@@ -118,6 +122,11 @@ StepResult ModelRunner::sample(const StepPlan& plan, int n_logit_rows) {
     SequenceResult& r = result.sequences.emplace_back();
     r.seq_id = s.seq_id;
     size_t last_row = row;
+    if (s.draft > 0) {
+      verify_draft(s, row, r);
+      row += s.tokens.size();
+      continue;
+    }
     if (s.all_logits) {
       r.logits.assign(host_logits_.begin() + long(row * vocab), host_logits_.begin() + long((row + s.tokens.size()) * vocab));
       row += s.tokens.size();
@@ -135,6 +144,27 @@ StepResult ModelRunner::sample(const StepPlan& plan, int n_logit_rows) {
   }
   if (row != size_t(n_logit_rows)) throw Error("engine: logit rows do not match the plan");
   return result;
+}
+
+void ModelRunner::verify_draft(const SequenceStep& s, size_t first_row, SequenceResult& r) {
+  // Row i holds the logits after step token i; the proposal for the next
+  // position is step token i + 1.
+  const size_t vocab = size_t(model_->spec().vocab_size);
+  const size_t first_draft = s.tokens.size() - s.draft;
+  SequenceState& state = sequences_.at(s.seq_id);
+  for (size_t i = first_draft - 1; i < s.tokens.size(); ++i) {
+    const size_t row = first_row + i;
+    std::copy(host_logits_.begin() + long(row * vocab), host_logits_.begin() + long((row + 1) * vocab), sample_scratch_.begin());
+    const SampledToken drawn = sample_token(sample_scratch_, state.sampling, state.tokens, state.prompt_len, state.rng);
+    state.tokens.push_back(drawn.id);
+    if (i + 1 < s.tokens.size() && drawn.id == s.tokens[i + 1]) {
+      r.accepted.push_back(drawn);
+      continue;
+    }
+    r.token = drawn;
+    r.sampled = true;
+    return;
+  }
 }
 
 }  // namespace tessera

@@ -54,6 +54,9 @@ class ModelRunner {
   void apply_steps(const StepPlan& plan);
   float* logits_for(int rows);
   StepResult sample(const StepPlan& plan, int n_logit_rows);
+  // Draws after each token of a step with draft tokens, accepting proposals
+  // until a draw differs from one; the logits of the step start at `first_row`.
+  void verify_draft(const SequenceStep& s, size_t first_row, SequenceResult& r);
 
   std::shared_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;

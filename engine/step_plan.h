@@ -33,6 +33,12 @@ struct SequenceStep {
   std::vector<int32_t> pages;
   bool sample = false;           // draw the next token after this step
   bool all_logits = false;       // return logits for every token (perplexity, prompt logprobs)
+  // The last `draft` tokens are proposals (speculative decoding), not yet
+  // part of the sequence: with `sample`, each is accepted while it equals
+  // the token drawn at the position before it, and the first draw that
+  // differs (or the one after the last proposal) ends the step. The draws
+  // are those of decoding one token at a time, so the output is the same.
+  uint32_t draft = 0;
 
   bool operator==(const SequenceStep&) const = default;
 };
@@ -46,6 +52,7 @@ struct StepPlan {
 struct SequenceResult {
   uint64_t seq_id = 0;
   bool sampled = false;
+  std::vector<SampledToken> accepted;  // draft tokens drawn as proposed, in order, before `token`
   SampledToken token;
   std::vector<float> logits;  // [tokens][vocab] when all_logits was asked
 };

@@ -10,7 +10,7 @@ namespace tessera {
 namespace {
 
 constexpr uint32_t kMagic = 0x4c505354;  // "TSPL"
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = 2;
 
 class Writer {
  public:
@@ -139,6 +139,7 @@ std::vector<uint8_t> encode_step_plan(const StepPlan& plan) {
     w.put(s.pages_from);
     w.put_vector(s.pages);
     w.put(uint8_t((s.sample ? kSample : 0) | (s.all_logits ? kAllLogits : 0)));
+    w.put(s.draft);
   }
   return w.take();
 }
@@ -170,6 +171,8 @@ StepPlan decode_step_plan(std::span<const uint8_t> bytes) {
     if (flags & ~(kSample | kAllLogits)) throw Error("step plan: unknown step flags");
     s.sample = flags & kSample;
     s.all_logits = flags & kAllLogits;
+    s.draft = r.get<uint32_t>("draft");
+    if (s.draft != 0 && (s.draft >= s.tokens.size() || !s.sample)) throw Error("step plan: draft tokens need a sampled step with a token before them");
   }
   if (!r.done()) throw Error("step plan: trailing bytes after the last step");
   return plan;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 namespace tessera {
 
@@ -23,6 +24,8 @@ struct Scheduler::Sequence {
   double queue_seconds = -1.0;  // until first scheduled
   bool queue_time_reported = false;
   std::vector<PrefixKey> page_keys;  // prefix key of each full page seen so far
+  std::optional<PromptLookup> lookup;  // speculative decoding: made on its first decode step
+  std::vector<int32_t> draft;          // proposals in the plan being built
 
   // The queue time, once: for the first event after the first schedule.
   double take_queue_seconds() {
@@ -207,7 +210,14 @@ StepPlan Scheduler::schedule() {
   for (auto it = running_.begin(); it != running_.end() && budget > 0 && int(chosen.size()) < limits_.max_sequences;) {
     Sequence& s = **it;
     const size_t pending = s.tokens.size() - s.computed;
-    const size_t n = std::min({pending, size_t(limits_.prefill_chunk), size_t(budget)});
+    size_t n = std::min({pending, size_t(limits_.prefill_chunk), size_t(budget)});
+    s.draft.clear();
+    if (pending == 1) {
+      // Drafts only where their pages are free: never preempt for a guess.
+      s.draft = propose_draft(s, budget - 1);
+      if (!s.draft.empty() && !ensure_pages(s, int64_t(s.computed + 1 + s.draft.size()))) s.draft.clear();
+      n += s.draft.size();
+    }
     bool fits = ensure_pages(s, int64_t(s.computed + n));
     while (!fits) {
       Sequence* victim = pick_victim();
@@ -230,6 +240,7 @@ StepPlan Scheduler::schedule() {
   const bool preempted_now = preemptions_ != preemptions_before;
   while (!preempted_now && !waiting_.empty() && budget > 0 && int(chosen.size()) < limits_.max_sequences) {
     Sequence& s = *waiting_.front();
+    s.draft.clear();
     const bool lookup = limits_.prefix_caching && s.pages.empty();
     if (lookup) attach_cached_prefix(s);
     const size_t n = std::min({s.tokens.size() - s.computed, size_t(limits_.prefill_chunk), size_t(budget)});
@@ -274,13 +285,53 @@ SequenceStep Scheduler::plan_step(Sequence& s, size_t n, StepPlan& plan) {
   }
   SequenceStep step;
   step.seq_id = s.request.id;
-  step.tokens.assign(s.tokens.begin() + long(s.computed), s.tokens.begin() + long(s.computed + n));
+  const size_t known = n - s.draft.size();
+  step.tokens.assign(s.tokens.begin() + long(s.computed), s.tokens.begin() + long(s.computed + known));
+  step.tokens.insert(step.tokens.end(), s.draft.begin(), s.draft.end());
+  step.draft = uint32_t(s.draft.size());
+  draft_tokens_ += s.draft.size();
   step.start_position = int32_t(s.computed);
   step.pages_from = uint32_t(s.pages_sent);
   step.pages.assign(s.pages.begin() + long(s.pages_sent), s.pages.end());
   s.pages_sent = s.pages.size();
-  step.sample = s.computed + n == s.tokens.size();
+  step.sample = s.computed + known == s.tokens.size();
   return step;
+}
+
+std::vector<int32_t> Scheduler::propose_draft(Sequence& s, int budget) {
+  const SpeculativeConfig& c = limits_.speculative;
+  if (!c.enabled()) return {};
+  // Every accepted proposal is followed by one more drawn token: leave room
+  // for it under max_new_tokens and the model length.
+  const int64_t room = std::min({int64_t(c.num_speculative_tokens), int64_t(budget),
+                                 int64_t(s.request.max_new_tokens) - s.generated - 1,
+                                 int64_t(limits_.max_model_len) - int64_t(s.tokens.size()) - 1});
+  if (room <= 0) return {};
+  if (!s.lookup) s.lookup.emplace(c.prompt_lookup_min, c.prompt_lookup_max);
+  s.lookup->extend(s.tokens);
+  return s.lookup->propose(s.tokens, size_t(room));
+}
+
+bool Scheduler::emit_token(Sequence& s, const SampledToken& token) {
+  s.tokens.push_back(token.id);
+  ++s.generated;
+  const bool is_stop = !s.request.ignore_eos &&
+      std::find(s.request.stop_token_ids.begin(), s.request.stop_token_ids.end(), token.id) != s.request.stop_token_ids.end();
+  if (is_stop) {
+    finish(s, FinishReason::kStop);
+    return false;
+  }
+  RequestEvent event;
+  event.request_id = s.request.id;
+  event.has_token = true;
+  event.token = token;
+  event.queue_seconds = s.take_queue_seconds();
+  if (s.sink) s.sink(event);
+  if (s.generated >= s.request.max_new_tokens || int(s.tokens.size()) >= limits_.max_model_len) {
+    finish(s, FinishReason::kLength);
+    return false;
+  }
+  return true;
 }
 
 void Scheduler::postprocess(const StepPlan& plan, const StepResult& result) {
@@ -288,27 +339,18 @@ void Scheduler::postprocess(const StepPlan& plan, const StepResult& result) {
     auto found = by_id_.find(plan.steps[i].seq_id);
     if (found == by_id_.end()) continue;
     Sequence& s = *found->second;
-    s.computed += plan.steps[i].tokens.size();
+    const SequenceStep& step = plan.steps[i];
+    const SequenceResult& r = result.sequences[i];
+    // Rejected proposals left keys and values past the sequence's end; the
+    // next step overwrites them before any query can reach them.
+    const size_t accepted = std::min<size_t>(r.accepted.size(), step.draft);
+    s.computed += step.tokens.size() - step.draft + accepted;
+    accepted_tokens_ += accepted;
     register_full_pages(s);
-    if (!result.sequences[i].sampled) continue;
-    const SampledToken& token = result.sequences[i].token;
-    s.tokens.push_back(token.id);
-    ++s.generated;
-    const bool is_stop = !s.request.ignore_eos &&
-        std::find(s.request.stop_token_ids.begin(), s.request.stop_token_ids.end(), token.id) != s.request.stop_token_ids.end();
-    if (is_stop) {
-      finish(s, FinishReason::kStop);
-      continue;
-    }
-    RequestEvent event;
-    event.request_id = s.request.id;
-    event.has_token = true;
-    event.token = token;
-    event.queue_seconds = s.take_queue_seconds();
-    if (s.sink) s.sink(event);
-    if (s.generated >= s.request.max_new_tokens || int(s.tokens.size()) >= limits_.max_model_len) {
-      finish(s, FinishReason::kLength);
-    }
+    if (!r.sampled) continue;
+    bool open = true;
+    for (size_t a = 0; a < accepted && open; ++a) open = emit_token(s, r.accepted[a]);
+    if (open) emit_token(s, r.token);
   }
 }
 
@@ -324,7 +366,7 @@ bool Scheduler::has_work() const { return !running_.empty() || !waiting_.empty()
 
 SchedulerStats Scheduler::stats() const {
   return {int(running_.size()), int(waiting_.size()), allocator_.free_count(), allocator_.total(), preemptions_, cancelled_,
-          prefix_queries_, prefix_hits_};
+          prefix_queries_, prefix_hits_, draft_tokens_, accepted_tokens_};
 }
 
 }  // namespace tessera

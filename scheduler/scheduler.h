@@ -19,6 +19,7 @@
 #include "engine/step_plan.h"
 #include "scheduler/page_allocator.h"
 #include "scheduler/prefix_cache.h"
+#include "scheduler/prompt_lookup.h"
 #include "scheduler/request.h"
 
 namespace tessera {
@@ -44,6 +45,8 @@ struct SchedulerStats {
   uint64_t cancelled = 0;
   uint64_t prefix_queries = 0;  // tokens of admitted sequences looked up in the prefix cache
   uint64_t prefix_hits = 0;     // of those, tokens whose pages were found
+  uint64_t draft_tokens = 0;    // speculative proposals sent to the engine
+  uint64_t accepted_tokens = 0; // of those, proposals the engine accepted
 };
 
 class Scheduler {
@@ -83,6 +86,10 @@ class Scheduler {
   // The step of `s` for the plan, registering `s` with the engine (in the
   // plan's new sequences) the first time and sending only new pages after.
   SequenceStep plan_step(Sequence& s, size_t n, StepPlan& plan);
+  // Speculative proposals for a decoding sequence, at most `budget`.
+  std::vector<int32_t> propose_draft(Sequence& s, int budget);
+  // Appends a drawn token and sends it on; false once it finished the request.
+  bool emit_token(Sequence& s, const SampledToken& token);
 
   SchedulerLimits limits_;
   int page_size_;
@@ -97,6 +104,8 @@ class Scheduler {
   int64_t queued_tokens_ = 0;
   uint64_t preemptions_ = 0;
   uint64_t cancelled_ = 0;
+  uint64_t draft_tokens_ = 0;
+  uint64_t accepted_tokens_ = 0;
   std::vector<uint64_t> finished_;  // known to the engine, finished since the last plan
 };
 

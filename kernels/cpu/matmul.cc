@@ -60,6 +60,7 @@ struct ConvertedInput {
   const uint8_t* rows;
   const float* scales = nullptr;  // [n_tokens / 8][blocks][8]
   const float* sums = nullptr;    // the same for Q8_1's s
+  const Q8_0PairBlock* pairs = nullptr;  // Q8_0: [n_tokens / 8][blocks], when a kernel reads them
 };
 
 // Where token m's block scales go in the block-major tables (null when the
@@ -103,14 +104,31 @@ struct ConvertedInputs {
   size_t count = 0;
 };
 
-ConvertedInput converted_input(DType type, size_t row_bytes, int64_t cols, const float* x, int64_t n_tokens,
+// Groups of eight converted Q8_0 rows packed as pair blocks into `out`.
+const Q8_0PairBlock* pack_pairs(const uint8_t* acts, size_t row_bytes, int64_t cols, int64_t n_tokens,
+                                std::vector<Q8_0PairBlock>& out, ThreadPool& pool) {
+  const int64_t groups = n_tokens / 8, blocks = cols / kQK;
+  if (out.size() < size_t(groups * blocks)) out.resize(size_t(groups * blocks));
+  pool.parallel_for(groups, 1, [&](int, int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g) {
+      const BlockQ8_0* rows[8];
+      for (int j = 0; j < 8; ++j) rows[j] = reinterpret_cast<const BlockQ8_0*>(acts + size_t(g * 8 + j) * row_bytes);
+      pack_q8_0_pairs(rows, blocks, out.data() + g * blocks);
+    }
+  });
+  return out.data();
+}
+
+ConvertedInput converted_input(const VecDotKernel& kernel, size_t row_bytes, int64_t cols, const float* x, int64_t n_tokens,
                                ConvertedInputs& done, MatmulScratch& scratch, ThreadPool& pool) {
+  const DType type = kernel.activation_type;
   for (size_t i = 0; i < done.count; ++i) {
     if (done.items[i].type == type) return done.items[i];
   }
   const size_t slot = done.count;
   if (scratch.activations.size() <= slot) scratch.activations.resize(slot + 1);
   if (scratch.block_scales.size() <= slot) scratch.block_scales.resize(slot + 1);
+  if (scratch.pair_blocks.size() <= slot) scratch.pair_blocks.resize(slot + 1);
   std::vector<uint8_t>& buffer = scratch.activations[slot];
   if (buffer.size() < row_bytes * size_t(n_tokens)) buffer.resize(row_bytes * size_t(n_tokens));
   uint8_t* acts = buffer.data();
@@ -122,7 +140,9 @@ ConvertedInput converted_input(DType type, size_t row_bytes, int64_t cols, const
       tables.record(type, row, m);
     }
   });
-  done.items[slot] = {type, acts, tables.scales, tables.sums};
+  const bool paired = kernel.fn8_pairs && type == DType::kQ8_0 && n_tokens >= 8;
+  const Q8_0PairBlock* pairs = paired ? pack_pairs(acts, row_bytes, cols, n_tokens, scratch.pair_blocks[slot], pool) : nullptr;
+  done.items[slot] = {type, acts, tables.scales, tables.sums, pairs};
   ++done.count;
   return done.items[slot];
 }
@@ -138,6 +158,17 @@ void multiply_tile(const LinearWeight& w, const ConvertedInput& in, int64_t n_to
   const VecDotKernel& kernel = w.kernel();
   const uint8_t* acts = in.rows;
   int64_t m = 0;
+  if (kernel.fn8_pairs && in.pairs) {
+    const int64_t blocks = cols / kQK;
+    for (; m + 8 <= n_tokens; m += 8) {
+      const Q8_0PairBlock* pairs = in.pairs + (m / 8) * blocks;
+      float out[8];
+      for (int64_t r = r0; r < r1; ++r) {
+        kernel.fn8_pairs(cols, w.row(r), pairs, out);
+        for (int j = 0; j < 8; ++j) y[(m + j) * rows + r] = out[j];
+      }
+    }
+  }
   if (kernel.fn8 && in.scales) {
     const int64_t blocks = cols / kQK;
     for (; m + 8 <= n_tokens; m += 8) {
@@ -197,7 +228,7 @@ void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, 
       o.weight->dense()->run(x, n_tokens, o.y);
       continue;
     }
-    const ConvertedInput input = converted_input(o.weight->kernel().activation_type, o.weight->activation_row_bytes(),
+    const ConvertedInput input = converted_input(o.weight->kernel(), o.weight->activation_row_bytes(),
                                                  o.weight->cols(), x, n_tokens, converted, scratch, pool);
     jobs[n_jobs++] = {o.weight, o.y, input, n_tiles};
     n_tiles += (o.weight->rows() + kRowTile - 1) / kRowTile;
@@ -208,7 +239,7 @@ void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, 
   // With few tokens the product is bound by memory: runs of about an eighth
   // of a thread's share keep each thread's reads one long stream that the
   // hardware prefetcher follows. With many, a tile is long enough alone.
-  const int64_t run = n_tokens > 4 ? 1 : std::max<int64_t>(1, n_tiles / (8 * int64_t(pool.size())));
+  const int64_t run = n_tokens > 16 ? 1 : std::max<int64_t>(1, n_tiles / (8 * int64_t(pool.size())));
   std::atomic<int64_t> next{0};
   pool.parallel_for(std::min<int64_t>(n_tiles, pool.size()), 1, [&](int, int64_t, int64_t) {
     size_t j = 0;

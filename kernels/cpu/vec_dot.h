@@ -9,6 +9,7 @@
 
 #include "engine/tensor/dtype.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/q8_0_pairs.h"
 
 namespace tessera::cpu {
 
@@ -27,11 +28,16 @@ using VecDot4Fn = void (*)(int64_t n, const void* weight_row, const void* const*
 using VecDot8Fn = void (*)(int64_t n, const void* weight_row, const void* const* activation_rows, const float* scales,
                            const float* sums, float* out);
 
+// Eight Q8_0 activation rows packed as pair blocks (kernels/cpu/q8_0_pairs.h):
+// `n / 32` of them. Each output is summed exactly as the one-row kernel sums it.
+using VecDotPairsFn = void (*)(int64_t n, const void* weight_row, const Q8_0PairBlock* pairs, float* out);
+
 struct VecDotKernel {
   DType activation_type = DType::kF32;  // what activations are converted to
   VecDotFn fn = nullptr;
   VecDot4Fn fn4 = nullptr;  // optional
   VecDot8Fn fn8 = nullptr;  // optional
+  VecDotPairsFn fn8_pairs = nullptr;  // optional; preferred over fn8 (Q8_0 activations only)
 };
 
 // The activation format a weight format is multiplied against, or nullopt.

@@ -26,14 +26,17 @@ VecDotKernel avx512_vec_dot(DType weight_type) {
     case DType::kQ4_0:
       k.fn = dot_offset<Q4_0Offset>;
       k.fn8 = dot8_signed_pairs<BlockQ4_0, q4_0_values>;
+      k.fn8_pairs = dot8_offset_pairs<Q4_0Offset>;
       break;
     case DType::kQ5_0:
       k.fn = dot_offset<Q5_0Offset>;
       k.fn8 = dot8_signed_pairs<BlockQ5_0, q5_0_values>;
+      k.fn8_pairs = dot8_offset_pairs<Q5_0Offset>;
       break;
     case DType::kQ8_0:
       k.fn = dot_offset<Q8_0Offset>;
       k.fn8 = dot8_signed_pairs<BlockQ8_0, q8_0_values>;
+      k.fn8_pairs = dot8_offset_pairs<Q8_0Offset>;
       break;
     case DType::kQ4_1: k.fn8 = dot8_q4_1_pairs; break;
     default: break;

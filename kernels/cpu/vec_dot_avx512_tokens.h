@@ -7,6 +7,7 @@
 // integers: the same bits. For vec_dot_avx512.cc only.
 #include <immintrin.h>
 
+#include "kernels/cpu/q8_0_pairs.h"
 #include "kernels/cpu/simd_avx2.h"
 
 namespace tessera::cpu {
@@ -51,6 +52,27 @@ void dot8_signed_pairs(int64_t n, const void* w, const void* const* a, const flo
       const __m512i qy = _mm512_mask_sub_epi8(pair, negative, zero, pair);
       const __m512 sums = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zero, ax, qy));
       acc[p] = _mm512_fmadd_ps(pair_scales(scales8, p), sums, acc[p]);
+    }
+  }
+  store_pair_sums(acc, out);
+}
+
+// Signed weights read as unsigned q + 128 (Format: the offset view of
+// vec_dot_avx512_offset.h, whose own offset is topped up to 128) against
+// packed pair blocks: the accumulation of each pair starts at the packed
+// bias, so each lane holds Σ q·y with one VNNI instruction and no sign work.
+template <class Format>
+void dot8_offset_pairs(int64_t n, const void* w, const Q8_0PairBlock* pairs, float* out) {
+  const auto* x = static_cast<const typename Format::Block*>(w);
+  const __m256i top_up = _mm256_set1_epi8(char(128 - int(uint8_t(Format::kOffset))));
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    const __m512i ux = _mm512_broadcast_i64x4(_mm256_add_epi8(Format::values(x[b]), top_up));
+    const __m512 dx = _mm512_set1_ps(fp16(x[b].d));
+    const Q8_0PairBlock& y = pairs[b];
+    for (int p = 0; p < 4; ++p) {
+      const __m512i sums = _mm512_dpbusd_epi32(_mm512_load_si512(y.bias[p]), ux, _mm512_load_si512(y.qs[p]));
+      acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_load_ps(y.d[p])), _mm512_cvtepi32_ps(sums), acc[p]);
     }
   }
   store_pair_sums(acc, out);

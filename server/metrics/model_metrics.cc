@@ -48,7 +48,10 @@ ModelMetrics::ModelMetrics(Registry& r, const std::string& model)
       generation_tokens_(counter(r, "tessera:generation_tokens_total", "Generated tokens", model)),
       preemptions_(counter(r, "tessera:num_preemptions_total", "Preemptions (recompute) of running requests", model)),
       cancelled_(counter(r, "tessera:requests_cancelled_total", "Requests cancelled by their client", model)),
-      accepted_(counter(r, "tessera:requests_accepted_total", "Requests (one per choice) admitted to the scheduler", model)) {}
+      accepted_(counter(r, "tessera:requests_accepted_total", "Requests (one per choice) admitted to the scheduler", model)),
+      draft_tokens_(counter(r, "tessera:spec_decode_num_draft_tokens_total", "Speculative draft tokens proposed", model)),
+      accepted_draft_tokens_(
+          counter(r, "tessera:spec_decode_num_accepted_tokens_total", "Speculative draft tokens accepted", model)) {}
 
 void ModelMetrics::observe_finished(const std::string& reason, double e2e_seconds, int prompt_tokens, int generation_tokens) {
   counter(registry_, "tessera:request_success_total", "Finished requests by finish reason", model_, {{"finished_reason", reason}})
@@ -76,6 +79,8 @@ void ModelMetrics::refresh(const SchedulerStats& stats) {
   advance(preemptions_, stats.preemptions, preemptions_seen_);
   advance(prefix_queries_, stats.prefix_queries, prefix_queries_seen_);
   advance(prefix_hits_, stats.prefix_hits, prefix_hits_seen_);
+  advance(draft_tokens_, stats.draft_tokens, draft_tokens_seen_);
+  advance(accepted_draft_tokens_, stats.accepted_tokens, accepted_draft_tokens_seen_);
 }
 
 }  // namespace tessera

@@ -49,10 +49,14 @@ class ModelMetrics {
   prometheus::Counter& preemptions_;
   prometheus::Counter& cancelled_;
   prometheus::Counter& accepted_;
+  prometheus::Counter& draft_tokens_;
+  prometheus::Counter& accepted_draft_tokens_;
   std::mutex refresh_mutex_;  // scrapes may run concurrently
   uint64_t preemptions_seen_ = 0;
   uint64_t prefix_queries_seen_ = 0;
   uint64_t prefix_hits_seen_ = 0;
+  uint64_t draft_tokens_seen_ = 0;
+  uint64_t accepted_draft_tokens_seen_ = 0;
 };
 
 }  // namespace tessera

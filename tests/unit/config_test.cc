@@ -59,7 +59,7 @@ models:
 TEST(Config, ErrorsNameTheLineTheKeyAndWhatIsAllowed) {
   EXPECT_EQ(error_of("models:\n  - name: a\n    path: x\n    colour: red\n"),
             "test.yaml:4: unknown key 'colour' in models[0] (allowed: name, path, device, dtype, threads, kv_cache, scheduler, "
-            "max_model_len, chat_template, parse_special_in_messages)");
+            "max_model_len, chat_template, parse_special_in_messages, speculative)");
   EXPECT_EQ(error_of("server:\n  http_port: 70000\nmodels: [{name: a, path: x}]\n"),
             "test.yaml:2: server.http_port: 70000 is outside 1 to 65535");
   EXPECT_EQ(error_of("server:\n  http_port: eighty\nmodels: [{name: a, path: x}]\n"),
@@ -78,6 +78,23 @@ TEST(Config, ErrorsNameTheLineTheKeyAndWhatIsAllowed) {
   EXPECT_NE(error_of("").find("empty"), std::string::npos);
   EXPECT_NE(error_of("- 1\n- 2\n").find("must be a mapping"), std::string::npos);
   EXPECT_NE(error_of("models: [{name: a, path: x, kv_cache: {page_size: 8, block_size: 8}}]\n").find("not both"),
+            std::string::npos);
+}
+
+TEST(Config, SpeculativeDecoding) {
+  const auto model = [](const std::string& yaml) { return parse_config("models: [{name: a, path: x" + yaml + "}]\n", "t.yaml").models[0]; };
+  EXPECT_FALSE(model("").scheduler.speculative.enabled());
+  const SpeculativeConfig on = model(", speculative: {method: ngram, num_speculative_tokens: 3, prompt_lookup_min: 1}").scheduler.speculative;
+  EXPECT_TRUE(on.enabled());
+  EXPECT_EQ(on.num_speculative_tokens, 3);
+  EXPECT_EQ(on.prompt_lookup_min, 1);
+  EXPECT_EQ(on.prompt_lookup_max, 4);
+  EXPECT_NE(error_of("models: [{name: a, path: x, speculative: {method: eagle}}]\n").find("'eagle' is not one of none, ngram"),
+            std::string::npos);
+  EXPECT_NE(error_of("models: [{name: a, path: x, speculative: {num_speculative_tokens: 0}}]\n").find("outside 1 to 64"),
+            std::string::npos);
+  EXPECT_NE(error_of("models: [{name: a, path: x, speculative: {prompt_lookup_min: 5, prompt_lookup_max: 2}}]\n")
+                .find("prompt_lookup_min (5) exceeds prompt_lookup_max (2)"),
             std::string::npos);
 }
 

@@ -17,6 +17,14 @@ int32_t next_token(std::span<const int32_t> history) {
   return int32_t(h % 1000) + 10;
 }
 
+// A model that repeats itself: the next token depends on the last two only,
+// so outputs fall into cycles that prompt lookup predicts.
+int32_t cycling_token(std::span<const int32_t> history) {
+  const size_t n = history.size();
+  const int32_t a = n >= 2 ? history[n - 2] : 0, b = n >= 1 ? history[n - 1] : 0;
+  return (a * 31 + b * 17) % 5 + 10;
+}
+
 // What the engine keeps per sequence, rebuilt from the plans alone: the
 // plans must carry everything (new sequences in full, deltas after).
 struct EngineView {
@@ -32,6 +40,7 @@ struct Harness {
   std::map<uint64_t, std::vector<RequestEvent>> finals;
   std::vector<StepPlan> plans;
   int iterations = 0;
+  int32_t (*model)(std::span<const int32_t>) = next_token;
 
   Harness(const SchedulerLimits& limits, int32_t pages, int page_size)
       : scheduler(limits, pages, page_size), page_size(page_size) {}
@@ -86,13 +95,26 @@ struct Harness {
       view.pages.insert(view.pages.end(), s.pages.begin(), s.pages.end());
       const size_t end = size_t(s.start_position) + s.tokens.size();
       EXPECT_GE(view.pages.size() * size_t(page_size), end) << "page table too short";
-      EXPECT_TRUE(std::equal(s.tokens.begin(), s.tokens.end(), view.tokens.begin() + s.start_position)) << "tokens disagree";
       SequenceResult r;
       r.seq_id = s.seq_id;
-      if (s.sample) {
+      EXPECT_TRUE(s.draft == 0 || (s.sample && s.draft < s.tokens.size()));
+      const size_t known_end = end - s.draft;
+      EXPECT_TRUE(std::equal(s.tokens.begin(), s.tokens.end() - s.draft, view.tokens.begin() + s.start_position))
+          << "tokens disagree";
+      view.tokens.resize(std::max(view.tokens.size(), known_end));
+      for (size_t i = known_end - 1; s.sample && i < end; ++i) {
+        // Draws after each position; a proposal is accepted while it matches.
+        SampledToken drawn;
+        drawn.id = model(std::span<const int32_t>(view.tokens).subspan(0, i + 1));
+        view.tokens.push_back(drawn.id);
+        const size_t next = i + 1 - size_t(s.start_position);
+        if (i + 1 < end && drawn.id == s.tokens[next]) {
+          r.accepted.push_back(drawn);
+          continue;
+        }
         r.sampled = true;
-        r.token.id = next_token(std::span<const int32_t>(view.tokens).subspan(0, end));
-        view.tokens.push_back(r.token.id);
+        r.token = drawn;
+        break;
       }
       result.sequences.push_back(r);
     }
@@ -308,6 +330,41 @@ TEST(Scheduler, FailAllEndsEveryRequestWithAnError) {
     EXPECT_EQ(h.finals[id][0].error, "engine fault");
   }
   EXPECT_EQ(h.scheduler.stats().free_pages, 16);
+}
+
+// With prompt lookup the scheduler proposes drafts, the engine accepts a
+// prefix of each, and every request still ends with the tokens it gets one
+// at a time: the same length limits, the same stop token, pages enough for
+// the proposals, and fewer iterations.
+TEST(Scheduler, SpeculationGivesTheSameTokensInFewerSteps) {
+  constexpr int32_t kStop = 13;
+  auto serve = [](bool speculate) {
+    SchedulerLimits l = limits(64, 16, 256);
+    if (speculate) {
+      l.speculative.method = "ngram";
+      l.speculative.num_speculative_tokens = 5;
+    }
+    auto h = std::make_unique<Harness>(l, 64, 16);
+    h->model = cycling_token;
+    EXPECT_EQ(h->submit(1, 12, 40), Admission::kAccepted);
+    EXPECT_EQ(h->submit(2, 30, 61), Admission::kAccepted);
+    EXPECT_EQ(h->submit(3, 5, 50, 0, {kStop}), Admission::kAccepted);
+    h->run();
+    return h;
+  };
+  const auto plain = serve(false);
+  const auto fast = serve(true);
+  EXPECT_EQ(plain->scheduler.stats().draft_tokens, 0u);
+  EXPECT_GT(fast->scheduler.stats().accepted_tokens, 20u) << fast->scheduler.stats().draft_tokens;
+  EXPECT_LT(fast->iterations, plain->iterations);
+  for (uint64_t id = 1; id <= 3; ++id) {
+    EXPECT_EQ(fast->outputs[id], plain->outputs[id]) << "request " << id;
+    ASSERT_EQ(fast->finals[id].size(), 1u);
+    EXPECT_EQ(fast->finals[id][0].finish, plain->finals[id][0].finish);
+    EXPECT_EQ(fast->finals[id][0].completion_tokens, plain->finals[id][0].completion_tokens);
+  }
+  EXPECT_EQ(plain->outputs[2].size(), 61u);
+  EXPECT_EQ(plain->finals[3][0].finish, FinishReason::kStop);
 }
 
 }  // namespace

@@ -41,6 +41,7 @@ StepPlan full_plan() {
   plan.new_sequences.emplace_back().seq_id = 8;
   plan.steps.push_back({7, {1, 2, 3}, 0, 0, {4, 5}, false, true});
   plan.steps.push_back({8, {9}, 12, 1, {6}, true, false});
+  plan.steps.push_back({9, {4, 5, 6, 7}, 20, 2, {}, true, false, 3});
   return plan;
 }
 
