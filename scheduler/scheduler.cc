@@ -213,9 +213,13 @@ StepPlan Scheduler::schedule() {
     size_t n = std::min({pending, size_t(limits_.prefill_chunk), size_t(budget)});
     s.draft.clear();
     if (pending == 1) {
-      // Drafts only where their pages are free: never preempt for a guess.
+      // Drafts only where their pages are spare: a page each for every
+      // running sequence's next token stays free, so no guess can cause a
+      // preemption.
       s.draft = propose_draft(s, budget - 1);
-      if (!s.draft.empty() && !ensure_pages(s, int64_t(s.computed + 1 + s.draft.size()))) s.draft.clear();
+      const int64_t positions = int64_t(s.computed + 1 + s.draft.size());
+      const int64_t new_pages = (positions + page_size_ - 1) / page_size_ - int64_t(s.pages.size());
+      if (new_pages > int64_t(allocator_.free_count()) - int64_t(running_.size()) || !ensure_pages(s, positions)) s.draft.clear();
       n += s.draft.size();
     }
     bool fits = ensure_pages(s, int64_t(s.computed + n));
