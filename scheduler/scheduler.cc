@@ -210,7 +210,7 @@ StepPlan Scheduler::schedule() {
   for (auto it = running_.begin(); it != running_.end() && budget > 0 && int(chosen.size()) < limits_.max_sequences;) {
     Sequence& s = **it;
     const size_t pending = s.tokens.size() - s.computed;
-    size_t n = std::min({pending, size_t(limits_.prefill_chunk), size_t(budget)});
+    const size_t n = std::min({pending, size_t(limits_.prefill_chunk), size_t(budget)});
     s.draft.clear();
     if (pending == 1) {
       // Drafts only where their pages are spare: a page each for every
@@ -220,7 +220,6 @@ StepPlan Scheduler::schedule() {
       const int64_t positions = int64_t(s.computed + 1 + s.draft.size());
       const int64_t new_pages = (positions + page_size_ - 1) / page_size_ - int64_t(s.pages.size());
       if (new_pages > int64_t(allocator_.free_count()) - int64_t(running_.size()) || !ensure_pages(s, positions)) s.draft.clear();
-      n += s.draft.size();
     }
     bool fits = ensure_pages(s, int64_t(s.computed + n));
     while (!fits) {
@@ -235,7 +234,7 @@ StepPlan Scheduler::schedule() {
     if (!fits) continue;
     s.planned = true;
     chosen.emplace_back(&s, n);
-    budget -= int(n);
+    budget -= int(n + s.draft.size());
     ++it;
   }
   // Then waiting requests in order, while pages and budget last. Not in a
@@ -289,8 +288,7 @@ SequenceStep Scheduler::plan_step(Sequence& s, size_t n, StepPlan& plan) {
   }
   SequenceStep step;
   step.seq_id = s.request.id;
-  const size_t known = n - s.draft.size();
-  step.tokens.assign(s.tokens.begin() + long(s.computed), s.tokens.begin() + long(s.computed + known));
+  step.tokens.assign(s.tokens.begin() + long(s.computed), s.tokens.begin() + long(s.computed + n));
   step.tokens.insert(step.tokens.end(), s.draft.begin(), s.draft.end());
   step.draft = uint32_t(s.draft.size());
   draft_tokens_ += s.draft.size();
@@ -298,7 +296,7 @@ SequenceStep Scheduler::plan_step(Sequence& s, size_t n, StepPlan& plan) {
   step.pages_from = uint32_t(s.pages_sent);
   step.pages.assign(s.pages.begin() + long(s.pages_sent), s.pages.end());
   s.pages_sent = s.pages.size();
-  step.sample = s.computed + known == s.tokens.size();
+  step.sample = s.computed + n == s.tokens.size();
   return step;
 }
 

@@ -83,8 +83,9 @@ class Scheduler {
   void detach_pages(Sequence& s);
   // Records s's pages that became full since the last call.
   void register_full_pages(Sequence& s);
-  // The step of `s` for the plan, registering `s` with the engine (in the
-  // plan's new sequences) the first time and sending only new pages after.
+  // The step of `s` for the plan: its next `n` tokens, then its draft. It
+  // registers `s` with the engine (in the plan's new sequences) the first
+  // time and sends only new pages after.
   SequenceStep plan_step(Sequence& s, size_t n, StepPlan& plan);
   // Speculative proposals for a decoding sequence, at most `budget`.
   std::vector<int32_t> propose_draft(Sequence& s, int budget);

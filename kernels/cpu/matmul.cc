@@ -132,7 +132,9 @@ ConvertedInput converted_input(const VecDotKernel& kernel, size_t row_bytes, int
   std::vector<uint8_t>& buffer = scratch.activations[slot];
   if (buffer.size() < row_bytes * size_t(n_tokens)) buffer.resize(row_bytes * size_t(n_tokens));
   uint8_t* acts = buffer.data();
-  const BlockScaleTables tables = block_scale_tables(type, cols, n_tokens, scratch.block_scales[slot]);
+  // Packed pairs replace the block-scale tables: they carry the scales.
+  const bool paired = kernel.fn8_pairs && type == DType::kQ8_0 && n_tokens >= 8;
+  const BlockScaleTables tables = paired ? BlockScaleTables{} : block_scale_tables(type, cols, n_tokens, scratch.block_scales[slot]);
   pool.parallel_for(n_tokens, 1, [&](int, int64_t begin, int64_t end) {
     for (int64_t m = begin; m < end; ++m) {
       uint8_t* row = acts + size_t(m) * row_bytes;
@@ -140,7 +142,6 @@ ConvertedInput converted_input(const VecDotKernel& kernel, size_t row_bytes, int
       tables.record(type, row, m);
     }
   });
-  const bool paired = kernel.fn8_pairs && type == DType::kQ8_0 && n_tokens >= 8;
   const Q8_0PairBlock* pairs = paired ? pack_pairs(acts, row_bytes, cols, n_tokens, scratch.pair_blocks[slot], pool) : nullptr;
   done.items[slot] = {type, acts, tables.scales, tables.sums, pairs};
   ++done.count;

@@ -3,7 +3,8 @@
 // detection): the x86 kernels over VNNI's byte dot product, bit-identical to
 // the AVX2 ones (no lane sum here can saturate AVX2's 16-bit pairs), with
 // the one-row kernels of the signed block formats replaced by offset ones
-// and the eight-row kernels by ones that pair tokens in 512-bit registers.
+// and their eight-row kernels by ones over packed token pairs (Q4_1's pair
+// tokens in 512-bit registers too).
 #include <immintrin.h>
 
 #include "kernels/cpu/vec_dot_avx512_offset.h"
@@ -25,17 +26,17 @@ VecDotKernel avx512_vec_dot(DType weight_type) {
   switch (weight_type) {
     case DType::kQ4_0:
       k.fn = dot_offset<Q4_0Offset>;
-      k.fn8 = dot8_signed_pairs<BlockQ4_0, q4_0_values>;
+      k.fn8 = nullptr;
       k.fn8_pairs = dot8_offset_pairs<Q4_0Offset>;
       break;
     case DType::kQ5_0:
       k.fn = dot_offset<Q5_0Offset>;
-      k.fn8 = dot8_signed_pairs<BlockQ5_0, q5_0_values>;
+      k.fn8 = nullptr;
       k.fn8_pairs = dot8_offset_pairs<Q5_0Offset>;
       break;
     case DType::kQ8_0:
       k.fn = dot_offset<Q8_0Offset>;
-      k.fn8 = dot8_signed_pairs<BlockQ8_0, q8_0_values>;
+      k.fn8 = nullptr;
       k.fn8_pairs = dot8_offset_pairs<Q8_0Offset>;
       break;
     case DType::kQ4_1: k.fn8 = dot8_q4_1_pairs; break;

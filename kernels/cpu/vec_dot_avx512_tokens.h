@@ -33,30 +33,6 @@ inline void store_pair_sums(const __m512 acc[4], float* out) {
   }
 }
 
-// Signed weights: |x| times y with x's sign moved onto y, as AVX2's sign
-// instruction does (where x is 0 the product is 0 either way).
-template <class Block, __m256i (*values)(const Block&)>
-void dot8_signed_pairs(int64_t n, const void* w, const void* const* a, const float* dy, const float*, float* out) {
-  const auto* x = static_cast<const Block*>(w);
-  const BlockQ8_0* y[8];
-  for (int j = 0; j < 8; ++j) y[j] = static_cast<const BlockQ8_0*>(a[j]);
-  const __m512i zero = _mm512_setzero_si512();
-  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-  for (int64_t b = 0; b < n / kQK; ++b) {
-    const __m256i qx = values(x[b]);
-    const __m512i ax = _mm512_broadcast_i64x4(_mm256_sign_epi8(qx, qx));
-    const __mmask64 negative = _mm512_movepi8_mask(_mm512_broadcast_i64x4(qx));
-    const __m512 scales8 = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(fp16(x[b].d)), _mm256_loadu_ps(dy + b * 8)));
-    for (int p = 0; p < 4; ++p) {
-      const __m512i pair = token_pair(&y[2 * p][b], &y[2 * p + 1][b]);
-      const __m512i qy = _mm512_mask_sub_epi8(pair, negative, zero, pair);
-      const __m512 sums = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zero, ax, qy));
-      acc[p] = _mm512_fmadd_ps(pair_scales(scales8, p), sums, acc[p]);
-    }
-  }
-  store_pair_sums(acc, out);
-}
-
 // Signed weights read as unsigned q + 128 (Format: the offset view of
 // vec_dot_avx512_offset.h, whose own offset is topped up to 128) against
 // packed pair blocks: the accumulation of each pair starts at the packed
