@@ -27,6 +27,9 @@ class PromptLookup {
  private:
   int ngram_min_;
   int ngram_max_;
+  // Keys hash with a seed of this index's own, so that no prompt can be
+  // made to pile its n-grams into one bucket of the maps.
+  uint64_t seed_ = 0;
   size_t indexed_ = 0;  // continuations indexed: positions [1, indexed_)
   // by_length_[n - ngram_min_]: hash of n tokens -> the position after their
   // most recent occurrence that has a token after it.
