@@ -12,6 +12,7 @@
 #include "engine/tensor/aligned_buffer.h"
 #include "kernels/cpu/cpu_prepared.h"
 #include "quant/dequantize.h"
+#include "quant/int_weights.h"
 
 namespace tessera::cpu {
 namespace {
@@ -42,12 +43,16 @@ uint64_t available_memory_bytes() {
 
 }  // namespace
 
-CpuLinear::CpuLinear(const QuantizedLinear& desc, const IsaFeatures& isa)
-    : PreparedLinear(desc), weight_(desc.name, desc.scheme.storage, desc.data, desc.rows, desc.cols, isa) {
+CpuLinear::CpuLinear(const QuantizedLinear& desc, const IsaFeatures& isa) : PreparedLinear(desc) {
   const WeightScheme& scheme = desc.scheme;
+  if (quant::is_int_scheme(scheme)) {
+    int_weight_ = std::make_unique<IntLinear>(desc, isa);
+    return;
+  }
   if (desc.scales || desc.zero_points || scheme.activation != ActivationPolicy::kNone) {
     throw Error("weight '" + desc.name + "': the CPU backend has no kernel for scheme " + scheme.describe());
   }
+  weight_.emplace(desc.name, scheme.storage, desc.data, desc.rows, desc.cols, isa);
 }
 
 CpuBackend::CpuBackend(const CpuBackendOptions& options)
@@ -98,7 +103,8 @@ bool CpuBackend::supports(Op op, DType dtype) const {
   switch (op) {
     case Op::kDequantize:
     case Op::kEmbedding: return can_dequantize(dtype);
-    case Op::kLinear: return dtype == DType::kBF16 || select_vec_dot(dtype, isa_).fn != nullptr;
+    case Op::kLinear:
+      return dtype == DType::kBF16 || dtype == DType::kI8 || dtype == DType::kInt4 || select_vec_dot(dtype, isa_).fn != nullptr;
     case Op::kKvWrite:
     case Op::kAttention: return dtype == DType::kF16 || dtype == DType::kF32;
     case Op::kRmsNorm:

@@ -7,6 +7,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/backend_registry.h"
+#include "kernels/cpu/int_linear.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/thread_pool.h"
@@ -30,11 +31,13 @@ class CpuStream final : public Stream {
   ThreadPool& pool() { return pool_; }
   const IsaFeatures& isa() const { return isa_; }
   MatmulScratch& matmul_scratch() { return scratch_; }
+  IntActivations& int_activations() { return int_activations_; }
 
  private:
   ThreadPool& pool_;
   const IsaFeatures& isa_;
   MatmulScratch scratch_;
+  IntActivations int_activations_;
 };
 
 class CpuBackend final : public Backend {

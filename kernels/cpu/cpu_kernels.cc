@@ -39,14 +39,29 @@ void add_bias(float* y, const float* bias, int64_t n_rows, int64_t dim) {
   }
 }
 
+// GGUF and float weights share one activation conversion, integer schemes
+// another; each product is the one its weight gives alone.
 void linear_op(const LinearArgs& a, Stream& s) {
   CpuStream& cs = cpu_stream(s);
   if (size_t(a.n_outputs) > kMaxSharedOutputs) throw Error("linear: too many outputs share one input");
   std::array<MatmulOutput, kMaxSharedOutputs> outputs;
+  std::array<const IntLinear*, kMaxSharedOutputs> int_weights;
+  std::array<float*, kMaxSharedOutputs> int_outputs;
+  size_t n_block = 0, n_int = 0;
   for (int i = 0; i < a.n_outputs; ++i) {
-    outputs[size_t(i)] = {&static_cast<const CpuLinear*>(a.outputs[i].weight)->weight(), a.outputs[i].y};
+    const auto* w = static_cast<const CpuLinear*>(a.outputs[i].weight);
+    if (w->int_weight()) {
+      int_weights[n_int] = w->int_weight();
+      int_outputs[n_int++] = a.outputs[i].y;
+    } else {
+      outputs[n_block++] = {w->weight(), a.outputs[i].y};
+    }
   }
-  matmul_shared_input({outputs.data(), size_t(a.n_outputs)}, a.x, a.n_tokens, cs.matmul_scratch(), cs.pool());
+  if (n_block) matmul_shared_input({outputs.data(), n_block}, a.x, a.n_tokens, cs.matmul_scratch(), cs.pool());
+  if (n_int) {
+    quantize_int_activations({int_weights.data(), n_int}, a.x, a.n_tokens, cs.int_activations());
+    for (size_t i = 0; i < n_int; ++i) int_matmul(*int_weights[i], cs.int_activations(), a.n_tokens, int_outputs[i], cs.pool());
+  }
   for (int i = 0; i < a.n_outputs; ++i) {
     const auto* w = static_cast<const CpuLinear*>(a.outputs[i].weight);
     if (w->bias()) add_bias(a.outputs[i].y, w->bias(), a.n_tokens, w->rows());

@@ -1,10 +1,13 @@
 #pragma once
 // The CPU's prepared form of a linear weight and the attention plan: what
 // CpuBackend hands out and the CPU kernel table reads back.
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "kernels/backend.h"
 #include "kernels/cpu/flex_attention.h"
+#include "kernels/cpu/int_linear.h"
 #include "kernels/cpu/matmul.h"
 
 namespace tessera::cpu {
@@ -12,11 +15,14 @@ namespace tessera::cpu {
 class CpuLinear final : public PreparedLinear {
  public:
   CpuLinear(const QuantizedLinear& desc, const IsaFeatures& isa);
-  const LinearWeight& weight() const { return weight_; }
+  // Exactly one of these is set: GGUF blocks and floats, or integer schemes.
+  const LinearWeight* weight() const { return weight_ ? &*weight_ : nullptr; }
+  const IntLinear* int_weight() const { return int_weight_.get(); }
   const float* bias() const { return desc().bias; }
 
  private:
-  LinearWeight weight_;
+  std::optional<LinearWeight> weight_;
+  std::unique_ptr<IntLinear> int_weight_;
 };
 
 class CpuAttentionPlan final : public AttentionPlan {

@@ -1,0 +1,116 @@
+#pragma once
+// y = x · Wᵀ for integer weights with separate scales (quant/int_weights.h:
+// A16W8, A16W4, DA8W8), repacked at load for the kernels.
+//
+// Arithmetic, the same for every batch size (batch invariance):
+// - A16 (16-bit activations): each token's row is scaled to int16 (one
+//   scale per token, every value within 2^-15 of the row's largest
+//   magnitude), multiplied with the weights in exact int32 sums over each
+//   span of columns (a quantization group, or at most 4096 columns where the
+//   scale is per channel), and the spans are accumulated in f32 with their
+//   weight scales.
+// - DA8 (int8 activations): each token's row is scaled to int8 (one scale
+//   per token) and the whole row's product is one exact integer sum, scaled
+//   once by the token's and the channel's scales.
+// Integer sums are exact, so AVX-512, AVX2 and scalar code agree bit for bit
+// on DA8W8; A16 results depend only on the instruction set's lane width.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/tensor/aligned_buffer.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/thread_pool.h"
+#include "quant/weight_scheme.h"
+
+namespace tessera::cpu {
+
+// The shape of a packed row, shared by every row of a weight.
+struct IntRowLayout {
+  int64_t padded_cols;  // columns rounded up to 64; weights and activations are zero beyond `cols`
+  int64_t span;         // columns summed in int32 before their scale is applied
+  int64_t n_spans;      // spans per row; the last one runs to padded_cols
+};
+
+// One packed weight row against up to kIntTokenTile tokens.
+struct IntRowTask {
+  const uint8_t* w;        // the packed row
+  const float* scales;     // (n_spans)
+  const int16_t* zeros;    // (n_spans) 4 bits: zero point of the unsigned nibbles, [0, 15]
+  int32_t row_sum;         // int8 activations: sum of the row's int8 weights
+  const void* x;           // n_tokens rows of padded_cols int16 (A16) or int8 (DA8)
+  int64_t x_stride;        // elements from one token's row to the next
+  const float* x_scales;   // (n_tokens)
+  int n_tokens;            // 1 .. kIntTokenTile
+  float* y;                // y[t * y_stride]
+  int64_t y_stride;
+};
+
+constexpr int kIntTokenTile = 8;
+
+using IntRowFn = void (*)(const IntRowLayout&, const IntRowTask&);
+
+struct IntLinearKernels {
+  IntRowFn a16_w8 = nullptr;
+  IntRowFn a16_w4 = nullptr;
+  IntRowFn a8_w8 = nullptr;
+  bool offset_int8_activations = false;  // DA8 activations stored as uint8 (x + 128)
+};
+
+IntLinearKernels scalar_int_kernels();
+IntLinearKernels avx2_int_kernels();
+IntLinearKernels avx512_int_kernels();  // needs AVX-512 F/BW/VL and VNNI
+IntLinearKernels select_int_kernels(const IsaFeatures& isa);
+
+// An integer linear weight in the kernels' layout:
+//   8 bits: int8 (rows, padded_cols).
+//   4 bits: (rows, padded_cols / 2) bytes in 64-column chunks; byte j of a
+//           chunk holds column j in its low nibble and column j + 32 in its
+//           high one, as unsigned values (q + 8), so one 32-byte load widens
+//           to the two 32-column halves with a mask and a shift.
+class IntLinear {
+ public:
+  // Throws tessera::Error naming the weight if `desc` is malformed.
+  IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa);
+
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  int bits() const { return bits_; }
+  bool int8_activations() const { return int8_activations_; }
+  const IntRowLayout& layout() const { return layout_; }
+  const IntLinearKernels& kernels() const { return kernels_; }
+  IntRowTask row_task(int64_t row) const;
+
+ private:
+  void pack_rows(const QuantizedLinear& desc);
+
+  int64_t rows_, cols_;
+  int bits_;
+  bool int8_activations_;
+  IntRowLayout layout_{};
+  IntLinearKernels kernels_;
+  AlignedBuffer packed_;
+  size_t row_bytes_ = 0;
+  std::vector<float> scales_;     // (rows, n_spans)
+  std::vector<int16_t> zeros_;    // (rows, n_spans), 4 bits
+  std::vector<int32_t> row_sums_; // (rows), int8 activations
+};
+
+// One call's activations, quantized per token for the integer kernels.
+struct IntActivations {
+  std::vector<int16_t> x16;  // (n_tokens, padded_cols)
+  std::vector<int8_t> x8;    // (n_tokens, padded_cols), uint8 (x + 128) when offset
+  std::vector<float> scales16, scales8;  // (n_tokens)
+  int64_t padded_cols = 0;
+};
+
+// Quantizes x (n_tokens, cols) for every weight in `weights` (all of the
+// same cols): int16 rows when one of them has 16-bit activations, int8 rows
+// when one has int8 activations.
+void quantize_int_activations(std::span<const IntLinear* const> weights, const float* x, int64_t n_tokens,
+                              IntActivations& out);
+
+// y[t][r] = x[t] · W[r] for t < n_tokens, from activations quantized above.
+void int_matmul(const IntLinear& w, const IntActivations& x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+}  // namespace tessera::cpu

@@ -1,0 +1,149 @@
+#include "quant/int_weights.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/error.h"
+
+namespace tessera::quant {
+namespace {
+
+int8_t nibble(const uint8_t* row, int64_t col) {
+  const uint8_t byte = row[col / 2];
+  const int v = (col & 1) ? byte >> 4 : byte & 0x0F;
+  return int8_t(v >= 8 ? v - 16 : v);
+}
+
+void set_nibble(uint8_t* row, int64_t col, int q) {
+  const uint8_t bits = uint8_t(q & 0x0F);
+  uint8_t& byte = row[col / 2];
+  byte = (col & 1) ? uint8_t((byte & 0x0F) | (bits << 4)) : uint8_t((byte & 0xF0) | bits);
+}
+
+struct GroupCode {
+  float scale;
+  int zero;  // signed domain, [-8, 7]
+};
+
+// One group's scale (and zero point) by round to nearest over its range.
+GroupCode group_code(const float* w, int64_t n, const IntQuantConfig& c) {
+  float lo = 0.0f, hi = 0.0f, amax = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    lo = std::min(lo, w[i]);
+    hi = std::max(hi, w[i]);
+    amax = std::max(amax, std::fabs(w[i]));
+  }
+  if (c.bits == 8) return {amax / 127.0f, 0};
+  if (c.symmetric) return {amax / 7.0f, 0};
+  const float scale = std::max(hi - lo, 1e-8f) / 15.0f;
+  const int zero_unsigned = std::clamp(int(std::nearbyint(-lo / scale)), 0, 15);
+  return {scale, zero_unsigned - 8};
+}
+
+int quantize_value(float w, const GroupCode& g, int bits) {
+  if (g.scale == 0.0f) return bits == 8 ? 0 : g.zero;
+  const int q = int(std::nearbyint(w / g.scale));
+  return bits == 8 ? std::clamp(q, -127, 127) : std::clamp(q + g.zero, -8, 7);
+}
+
+}  // namespace
+
+bool is_int_scheme(const WeightScheme& s) {
+  return !s.scales_in_blocks && (s.storage == DType::kI8 || s.storage == DType::kInt4) && s.group_size > 0;
+}
+
+WeightScheme int_scheme(const std::string& name, const IntQuantConfig& c, int64_t cols) {
+  if (c.bits != 8 && c.bits != 4) throw Error("weight '" + name + "': " + std::to_string(c.bits) + "-bit weights are not supported (8 or 4)");
+  if (cols <= 0 || cols % 32 != 0) {
+    throw Error("weight '" + name + "': " + std::to_string(cols) + " input features is not a multiple of 32");
+  }
+  if (c.group_size != 0 && (c.group_size < 32 || c.group_size % 32 != 0)) {
+    throw Error("weight '" + name + "': group size " + std::to_string(c.group_size) + " is not a positive multiple of 32");
+  }
+  WeightScheme s;
+  s.storage = c.bits == 8 ? DType::kI8 : DType::kInt4;
+  s.group_size = int(c.group_size == 0 || c.group_size > cols ? cols : c.group_size);
+  s.scale_dtype = DType::kF32;
+  s.has_zero_points = c.bits == 4 && !c.symmetric;
+  s.activation = c.activation;
+  if (s.activation == ActivationPolicy::kDynamicInt8Token && c.bits != 8) {
+    throw Error("weight '" + name + "': int8 activations need 8-bit weights");
+  }
+  return s;
+}
+
+IntMatrix quantize_rtn(const std::string& name, const float* w, int64_t rows, int64_t cols, const IntQuantConfig& c,
+                       const float* column_scale) {
+  IntMatrix m;
+  m.scheme = int_scheme(name, c, cols);
+  m.rows = rows;
+  m.cols = cols;
+  const int64_t g = m.scheme.group_size, n_groups = m.n_groups();
+  const int64_t row_bytes = c.bits == 8 ? cols : cols / 2;
+  m.data.assign(size_t(rows * row_bytes), 0);
+  m.scales.resize(size_t(rows * n_groups));
+  if (m.scheme.has_zero_points) m.zeros.resize(size_t(rows * n_groups));
+  std::vector<float> scaled(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* src = w + r * cols;
+    if (column_scale) {
+      for (int64_t i = 0; i < cols; ++i) scaled[size_t(i)] = src[i] * column_scale[i];
+      src = scaled.data();
+    }
+    uint8_t* out = m.data.data() + r * row_bytes;
+    for (int64_t gi = 0; gi < n_groups; ++gi) {
+      const int64_t begin = gi * g, n = std::min(g, cols - begin);
+      const GroupCode code = group_code(src + begin, n, c);
+      m.scales[size_t(r * n_groups + gi)] = code.scale;
+      if (m.scheme.has_zero_points) m.zeros[size_t(r * n_groups + gi)] = int8_t(code.zero);
+      for (int64_t i = begin; i < begin + n; ++i) {
+        const int q = quantize_value(src[i], code, c.bits);
+        if (c.bits == 8) out[i] = uint8_t(int8_t(q));
+        else set_nibble(out, i, q);
+      }
+    }
+  }
+  return m;
+}
+
+QuantizedLinear IntMatrix::view(std::string name) const {
+  QuantizedLinear l;
+  l.name = std::move(name);
+  l.scheme = scheme;
+  l.rows = rows;
+  l.cols = cols;
+  l.data = data.data();
+  l.row_stride = uint64_t(scheme.storage == DType::kI8 ? cols : cols / 2);
+  l.scales = scales.data();
+  l.zero_points = scheme.has_zero_points ? zeros.data() : nullptr;
+  return l;
+}
+
+void validate_int_linear(const QuantizedLinear& w) {
+  const WeightScheme& s = w.scheme;
+  if (!is_int_scheme(s)) throw Error("weight '" + w.name + "': scheme " + s.describe() + " is not an integer scheme");
+  int_scheme(w.name, {s.storage == DType::kI8 ? 8 : 4, s.group_size, !s.has_zero_points, s.activation}, w.cols);
+  if (s.group_size > w.cols) throw Error("weight '" + w.name + "': group size exceeds the row");
+  if (!w.data || !w.scales || (s.has_zero_points && !w.zero_points)) {
+    throw Error("weight '" + w.name + "': quantized data, scales or zero points missing");
+  }
+  if (s.scale_dtype != DType::kF32) throw Error("weight '" + w.name + "': scales must be f32 once loaded");
+}
+
+void dequantize_int_row(const QuantizedLinear& w, int64_t row, float* out) {
+  const int64_t g = w.scheme.group_size, n_groups = group_count(w.cols, g);
+  const auto* data = static_cast<const uint8_t*>(w.data) + uint64_t(row) * w.row_stride;
+  const float* scales = static_cast<const float*>(w.scales) + row * n_groups;
+  const auto* zeros = static_cast<const int8_t*>(w.zero_points);
+  for (int64_t i = 0; i < w.cols; ++i) {
+    const int64_t gi = i / g;
+    if (w.scheme.storage == DType::kI8) {
+      out[i] = scales[gi] * float(int8_t(data[i]));
+    } else {
+      const int zero = zeros ? zeros[row * n_groups + gi] : 0;
+      out[i] = scales[gi] * float(nibble(data, i) - zero);
+    }
+  }
+}
+
+}  // namespace tessera::quant

@@ -1,0 +1,64 @@
+#pragma once
+// Integer weights with separate scales: the one layout every scheme of this
+// folder (A16W8, A16W4, DA8W8) and every reader of published quantized
+// checkpoints produces, and that backends repack from.
+//
+//   8 bits: int8 q, symmetric, w = scale * q, q in [-127, 127].
+//   4 bits: signed nibbles, two per byte, low nibble first (DType::kInt4),
+//           w = scale * (q - zero), q and zero in [-8, 7]; zero is 0 when
+//           the scheme is symmetric (no zero-point tensor).
+//   scales: f32 (rows, n_groups); zeros: int8 (rows, n_groups).
+// A group covers `group_size` consecutive columns of a row; the last group
+// of a row may be shorter (576 columns in groups of 128: 4 full, one of 64).
+// Per-channel scaling is one group the width of the row.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "quant/weight_scheme.h"
+
+namespace tessera::quant {
+
+struct IntQuantConfig {
+  int bits = 8;             // 8 or 4
+  int64_t group_size = 0;   // columns per scale; 0: one per output channel
+  bool symmetric = true;    // 4 bits only; 8 bits is always symmetric
+  ActivationPolicy activation = ActivationPolicy::kNone;
+};
+
+inline int64_t group_count(int64_t cols, int64_t group_size) { return (cols + group_size - 1) / group_size; }
+
+// A quantized matrix that owns its tensors.
+struct IntMatrix {
+  WeightScheme scheme;  // storage kI8 or kInt4, group_size set, scale_dtype kF32
+  int64_t rows = 0, cols = 0;
+  std::vector<uint8_t> data;   // (rows, cols) int8, or (rows, cols / 2) nibbles
+  std::vector<float> scales;   // (rows, n_groups)
+  std::vector<int8_t> zeros;   // (rows, n_groups) when scheme.has_zero_points
+  int64_t n_groups() const { return group_count(cols, scheme.group_size); }
+  // A view the backends prepare; valid while this matrix lives.
+  QuantizedLinear view(std::string name) const;
+};
+
+// Throws tessera::Error naming `name` when the configuration cannot hold
+// this shape (bits, group size not a multiple of 32, odd columns for 4 bits).
+WeightScheme int_scheme(const std::string& name, const IntQuantConfig& config, int64_t cols);
+
+// Round-to-nearest quantization of an f32 (rows, cols) matrix, row by row.
+// `column_scale`, when given (cols), multiplies each column first (AWQ's
+// activation-aware scaling; the caller divides the activations by it).
+IntMatrix quantize_rtn(const std::string& name, const float* w, int64_t rows, int64_t cols, const IntQuantConfig& config,
+                       const float* column_scale = nullptr);
+
+// Row `row` of an integer linear back to f32: the reference every kernel and
+// reader is tested against.
+void dequantize_int_row(const QuantizedLinear& w, int64_t row, float* out);
+
+// Checks that `w` is an integer linear this layout describes (storage,
+// group size, tensors present); throws tessera::Error naming it.
+void validate_int_linear(const QuantizedLinear& w);
+
+// True for schemes in this layout (int8 or int4 with separate scales).
+bool is_int_scheme(const WeightScheme& scheme);
+
+}  // namespace tessera::quant

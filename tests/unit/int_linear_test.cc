@@ -1,0 +1,149 @@
+// Integer schemes: round-to-nearest quantization against its definition, and
+// every instruction set's kernels against a double-precision product of the
+// dequantized weights, with batch invariance and DA8W8's exact integer sums.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "engine/error.h"
+#include "kernels/cpu/int_linear.h"
+#include "quant/int_weights.h"
+
+namespace tessera::cpu {
+namespace {
+
+struct Case {
+  const char* name;
+  quant::IntQuantConfig config;
+  int64_t cols;
+};
+
+const Case kCases[] = {
+    {"a16w8_channel_576", {8, 0, true, ActivationPolicy::kNone}, 576},
+    {"a16w8_channel_8448", {8, 0, true, ActivationPolicy::kNone}, 8448},  // spans of 4096
+    {"a16w8_g128_160", {8, 128, true, ActivationPolicy::kNone}, 160},
+    {"a16w4_g128_asym_576", {4, 128, false, ActivationPolicy::kNone}, 576},  // last group of 64
+    {"a16w4_g64_sym_896", {4, 64, true, ActivationPolicy::kNone}, 896},
+    {"a16w4_g32_asym_96", {4, 32, false, ActivationPolicy::kNone}, 96},   // padded to 128
+    {"a16w4_g128_asym_4864", {4, 128, false, ActivationPolicy::kNone}, 4864},
+    {"da8w8_576", {8, 0, true, ActivationPolicy::kDynamicInt8Token}, 576},
+    {"da8w8_96", {8, 0, true, ActivationPolicy::kDynamicInt8Token}, 96},
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+std::vector<float> random_values(size_t n, uint32_t seed, float outlier_every = 0) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    v[i] = dist(rng);
+    if (outlier_every > 0 && i % size_t(outlier_every) == 7) v[i] *= 40.0f;  // activation outliers
+  }
+  return v;
+}
+
+std::vector<std::pair<const char*, IsaFeatures>> instruction_sets() {
+  std::vector<std::pair<const char*, IsaFeatures>> sets = {{"scalar", IsaFeatures{}}};
+  const IsaFeatures host = detect_isa();
+  if (host.avx2 && host.fma) {
+    IsaFeatures avx2 = host;
+    avx2.avx512f = avx2.avx512bw = avx2.avx512vl = avx2.avx512_vnni = false;
+    sets.push_back({"avx2", avx2});
+  }
+  if (host.avx2 && host.fma && host.avx512f && host.avx512bw && host.avx512vl && host.avx512_vnni) sets.push_back({"avx512", host});
+  return sets;
+}
+
+TEST(IntQuant, RoundToNearestStaysWithinHalfAStep) {
+  for (const Case& c : kCases) {
+    const int64_t rows = 5;
+    const auto w = random_values(size_t(rows * c.cols), 1);
+    const quant::IntMatrix m = quant::quantize_rtn(c.name, w.data(), rows, c.cols, c.config);
+    const QuantizedLinear view = m.view(c.name);
+    std::vector<float> back(static_cast<size_t>(c.cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      quant::dequantize_int_row(view, r, back.data());
+      for (int64_t i = 0; i < c.cols; ++i) {
+        const float step = m.scales[size_t(r * m.n_groups() + i / m.scheme.group_size)];
+        ASSERT_LE(std::fabs(back[size_t(i)] - w[size_t(r * c.cols + i)]), 0.5f * step * 1.0001f + 1e-6f)
+            << c.name << " row " << r << " col " << i;
+      }
+    }
+  }
+}
+
+TEST(IntQuant, RejectsShapesTheKernelsCannotHold) {
+  const std::vector<float> w(64 * 2, 1.0f);
+  EXPECT_THROW(quant::quantize_rtn("w", w.data(), 2, 40, {8, 0, true, {}}), Error);    // cols not 32k
+  EXPECT_THROW(quant::quantize_rtn("w", w.data(), 2, 64, {4, 48, false, {}}), Error);  // group not 32k
+  EXPECT_THROW(quant::quantize_rtn("w", w.data(), 2, 64, {3, 32, false, {}}), Error);  // bits
+  EXPECT_THROW(quant::quantize_rtn("w", w.data(), 2, 64, {4, 32, false, ActivationPolicy::kDynamicInt8Token}), Error);
+}
+
+class IntLinearKernels : public ::testing::TestWithParam<Case> {};
+
+TEST_P(IntLinearKernels, MatchTheDequantizedProductOnEveryInstructionSet) {
+  const Case c = GetParam();
+  const int64_t rows = 37, n_tokens = 11;
+  const auto w = random_values(size_t(rows * c.cols), 2);
+  const auto x = random_values(size_t(n_tokens * c.cols), 3, 61);
+  const quant::IntMatrix m = quant::quantize_rtn(c.name, w.data(), rows, c.cols, c.config);
+  const QuantizedLinear view = m.view(c.name);
+  const bool int8_acts = c.config.activation == ActivationPolicy::kDynamicInt8Token;
+
+  std::vector<double> expected(size_t(n_tokens * rows)), magnitude(expected.size());
+  std::vector<float> wr(static_cast<size_t>(c.cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    quant::dequantize_int_row(view, r, wr.data());
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      double sum = 0, mag = 0;
+      for (int64_t i = 0; i < c.cols; ++i) {
+        sum += double(wr[size_t(i)]) * x[size_t(t * c.cols + i)];
+        mag += std::fabs(double(wr[size_t(i)]));
+      }
+      expected[size_t(t * rows + r)] = sum;
+      magnitude[size_t(t * rows + r)] = mag;
+    }
+  }
+  std::vector<float> da8_reference;
+  ThreadPool pool(2);
+  for (const auto& [isa_name, isa] : instruction_sets()) {
+    SCOPED_TRACE(std::string(c.name) + " on " + isa_name);
+    const IntLinear lin(view, isa);
+    const IntLinear* ws[] = {&lin};
+    IntActivations acts;
+    quantize_int_activations(ws, x.data(), n_tokens, acts);
+    std::vector<float> y(static_cast<size_t>(n_tokens * rows));
+    int_matmul(lin, acts, n_tokens, y.data(), pool);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      float amax = 0;
+      for (int64_t i = 0; i < c.cols; ++i) amax = std::max(amax, std::fabs(x[size_t(t * c.cols + i)]));
+      // Rounding each activation moves it by at most half a step.
+      const double step = amax / (int8_acts ? 127.0 : 32767.0);
+      for (int64_t r = 0; r < rows; ++r) {
+        const size_t i = size_t(t * rows + r);
+        const double bound = 0.5 * step * magnitude[i] * 1.01 + 1e-4 * std::fabs(expected[i]) + 1e-3;
+        ASSERT_NEAR(y[i], expected[i], bound) << "token " << t << " row " << r;
+      }
+      // The same token alone gives the same bits.
+      IntActivations alone;
+      quantize_int_activations(ws, x.data() + t * c.cols, 1, alone);
+      std::vector<float> y1(static_cast<size_t>(rows));
+      int_matmul(lin, alone, 1, y1.data(), pool);
+      for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(y1[size_t(r)], y[size_t(t * rows + r)]) << "token " << t << " row " << r;
+    }
+    if (int8_acts) {
+      if (da8_reference.empty()) da8_reference = y;
+      else ASSERT_EQ(y, da8_reference) << "integer sums differ between instruction sets";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Schemes, IntLinearKernels, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace tessera::cpu
