@@ -74,6 +74,13 @@ struct SchedulerConfig {
   SpeculativeConfig speculative;
 };
 
+// Quantize the model's linear weights as it loads (quant/schemes.h); a
+// checkpoint written by `tessera quantize` loads without this.
+struct QuantizationConfig {
+  std::string scheme;      // empty (none), a16w8, a16w4, da8w8
+  int64_t group_size = 0;  // a16w4: 32, 64 or 128 (0: 128)
+};
+
 struct ModelConfig {
   std::string name;
   std::string path;            // GGUF file or Hugging Face directory
@@ -82,6 +89,7 @@ struct ModelConfig {
   int threads = 0;             // 0: every hardware thread
   KvCacheConfig kv_cache;
   SchedulerConfig scheduler;
+  QuantizationConfig quantization;
   int max_model_len = 0;       // 0: the model's own context length
   std::optional<std::string> chat_template;  // overrides the model's template
   // Special-token text inside message content is tokenized as plain text

@@ -6,6 +6,7 @@
 
 #include "config/config.h"
 #include "engine/error.h"
+#include "quant/schemes.h"
 
 namespace tessera {
 namespace {
@@ -164,7 +165,7 @@ class Parser {
   ModelConfig parse_model(const YAML::Node& n, const std::string& path) const {
     require_map(n, path);
     check_keys(n, path, {"name", "path", "device", "dtype", "threads", "kv_cache", "scheduler", "max_model_len", "chat_template",
-                         "parse_special_in_messages", "speculative"});
+                         "parse_special_in_messages", "speculative", "quantization"});
     ModelConfig m;
     if (!n["name"] || !n["path"]) fail(n, path + ": 'name' and 'path' are required");
     text(n, "name", path, &m.name);
@@ -205,6 +206,18 @@ class Parser {
       text(s, "policy", p, &m.scheduler.policy, {"fcfs", "priority"});
     }
     if (const YAML::Node s = n["speculative"]) parse_speculative(s, path + ".speculative", &m.scheduler.speculative);
+    if (const YAML::Node q = n["quantization"]) {
+      const std::string p = path + ".quantization";
+      require_map(q, p);
+      check_keys(q, p, {"scheme", "group_size"});
+      text(q, "scheme", p, &m.quantization.scheme, {"a16w8", "a16w4", "da8w8"});
+      integer(q, "group_size", p, 0, 128, &m.quantization.group_size);
+      try {
+        quant::scheme_choice(m.quantization.scheme, m.quantization.group_size);
+      } catch (const Error& e) {
+        fail(q, p + ": " + e.what());
+      }
+    }
     return m;
   }
 

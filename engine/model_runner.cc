@@ -7,7 +7,7 @@
 namespace tessera {
 
 ModelRunner::ModelRunner(std::shared_ptr<Backend> backend, const std::string& model_path, const RunnerConfig& config)
-    : backend_(std::move(backend)), model_(Model::load(model_path, *backend_)) {
+    : backend_(std::move(backend)), model_(Model::load(model_path, *backend_, config.load)) {
   const DecoderSpec& spec = model_->spec();
   const KvLayout layout{config.kv_dtype, config.page_size, spec.n_kv_heads, spec.head_dim};
   const int64_t pages = PagedKvCache::pages_for_budget(layout, spec.n_layers, config.kv_budget_bytes);

@@ -21,6 +21,7 @@ struct RunnerConfig {
   int page_size = 16;
   DType kv_dtype = DType::kF16;
   DecoderCapacity capacity;  // the largest step: tokens and sequences
+  ModelLoadOptions load;
 };
 
 class ModelRunner {

@@ -17,7 +17,8 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 class Binder {
  public:
-  Binder(const TensorSource& source, Backend& backend, DecoderWeights& out) : source_(source), backend_(backend), out_(out) {}
+  Binder(const TensorSource& source, Backend& backend, DecoderWeights& out, const LinearQuantization& quantization)
+      : source_(source), backend_(backend), out_(out), quantization_(quantization) {}
 
   std::optional<SourceTensor> find(const std::string& name) const { return name.empty() ? std::nullopt : source_.find(name); }
 
@@ -32,6 +33,7 @@ class Binder {
   }
 
   void mark_used(const std::string& name) { used_.insert(name); }
+  bool stored_quantization() const { return quantization_.stored.has_value(); }
   const std::string& source_name() const { return source_.name(); }
   bool used(const std::string& name) const { return used_.count(name) != 0; }
 
@@ -49,10 +51,21 @@ class Binder {
     return host ? static_cast<const float*>(place(host, size_t(n) * sizeof(float))) : nullptr;
   }
 
-  // A matrix as a linear weight: in place in a format the backend multiplies,
-  // else converted to f32 once.
-  QuantizedLinear linear(const std::string& name, int64_t rows, int64_t cols) {
+  // A matrix as a linear weight: as the checkpoint stores it quantized, in
+  // place in a format the backend multiplies, quantized now when asked,
+  // else converted to f32 once. `head`: the output head, whose scheme may
+  // differ from the layers'.
+  QuantizedLinear linear(const std::string& name, int64_t rows, int64_t cols, bool head = false) {
+    if (quantization_.stored) {
+      if (auto stored = stored_int_linear(name, rows, cols, head ? quantization_.stored->output_head : quantization_.stored->layers)) {
+        return *stored;
+      }
+    }
     const SourceTensor t = require(name, {rows, cols});
+    if (quantization_.at_load) {
+      const quant::SchemeChoice& s = *quantization_.at_load;
+      return quantize_now(name, t, rows, cols, head ? s.output_head : s.layers);
+    }
     if (backend_.supports(Op::kLinear, t.dtype)) return linear_from_tensor(name, t.dtype, t.data, rows, cols);
     return linear_from_tensor(name, DType::kF32, converted(name, t), rows, cols);
   }
@@ -68,6 +81,58 @@ class Binder {
   }
 
  private:
+  // NAME as int8 (rows, cols) or packed int4 (rows, cols / 2) with NAME_scale
+  // (rows, groups) and NAME_zero_point; nullopt when NAME is stored as floats.
+  std::optional<QuantizedLinear> stored_int_linear(const std::string& name, int64_t rows, int64_t cols,
+                                                   const quant::IntQuantConfig& config) {
+    const auto t = find(name);
+    if (!t || (t->dtype != DType::kI8 && t->dtype != DType::kU8)) return std::nullopt;
+    const int bits = t->dtype == DType::kI8 ? 8 : 4;
+    if (bits != config.bits) {
+      throw Error(source_.name() + ": tensor '" + name + "' holds " + std::to_string(bits) +
+                  "-bit weights but quantization_config says " + std::to_string(config.bits));
+    }
+    if (cols % 2 != 0) throw Error(source_.name() + ": tensor '" + name + "': odd number of input features");
+    require(name, {rows, bits == 8 ? cols : cols / 2});
+    WeightScheme scheme;
+    try {
+      scheme = quant::int_scheme(name, config, cols);
+    } catch (const Error& e) {
+      throw Error(source_.name() + ": " + e.what());
+    }
+    const int64_t groups = quant::group_count(cols, scheme.group_size);
+    QuantizedLinear w;
+    w.name = name;
+    w.scheme = scheme;
+    w.rows = rows;
+    w.cols = cols;
+    w.data = t->data;
+    w.row_stride = uint64_t(bits == 8 ? cols : cols / 2);
+    const SourceTensor scales = require(name + "_scale", {rows, groups});
+    w.scales = scales.dtype == DType::kF32 ? scales.data : converted(name + "_scale", scales);
+    if (scheme.has_zero_points) {
+      const SourceTensor zeros = require(name + "_zero_point", {rows, groups});
+      if (zeros.dtype != DType::kI8) throw Error(source_.name() + ": tensor '" + name + "_zero_point' must be I8");
+      w.zero_points = zeros.data;
+    }
+    return w;
+  }
+
+  QuantizedLinear quantize_now(const std::string& name, const SourceTensor& t, int64_t rows, int64_t cols,
+                               const quant::IntQuantConfig& config) {
+    if (!can_dequantize(t.dtype)) {
+      throw Error(source_.name() + ": tensor '" + name + "': format " + std::string(dtype_name(t.dtype)) + " is not supported");
+    }
+    std::vector<float> values(static_cast<size_t>(rows * cols));
+    dequantize_row(t.dtype, t.data, values.data(), rows * cols);
+    try {
+      out_.quantized.push_back(quant::quantize_rtn(name, values.data(), rows, cols, config));
+    } catch (const Error& e) {
+      throw Error(source_.name() + ": " + e.what());
+    }
+    return out_.quantized.back().view(name);
+  }
+
   const float* converted(const std::string& name, const SourceTensor& t) {
     if (!can_dequantize(t.dtype)) {
       throw Error(source_.name() + ": tensor '" + name + "': format " + std::string(dtype_name(t.dtype)) + " is not supported");
@@ -82,6 +147,7 @@ class Binder {
   const TensorSource& source_;
   Backend& backend_;
   DecoderWeights& out_;
+  const LinearQuantization& quantization_;
   std::set<std::string> used_;
 };
 
@@ -130,7 +196,9 @@ void bind_ffn(const DecoderSpec& spec, const WeightNames& names, int l, Binder& 
 void bind_output(const DecoderSpec& spec, const WeightNames& names, const SourceTensor& embedding, Binder& b,
                  DecoderWeights& w) {
   const auto output = b.find(names.output);
-  if (spec.tied_embeddings && output) {
+  // A quantized checkpoint carries its own head even where the model ties it.
+  const bool quantized_head = output && (output->dtype == DType::kI8 || output->dtype == DType::kU8) && b.stored_quantization();
+  if (spec.tied_embeddings && output && !quantized_head) {
     const bool copy = output->dtype == embedding.dtype && output->shape == embedding.shape &&
                       output->n_bytes == embedding.n_bytes && std::memcmp(output->data, embedding.data, embedding.n_bytes) == 0;
     if (!copy) {
@@ -139,8 +207,8 @@ void bind_output(const DecoderSpec& spec, const WeightNames& names, const Source
     }
     b.mark_used(names.output);
   }
-  const std::string& matrix = spec.tied_embeddings || !output ? names.token_embedding : names.output;
-  w.output = b.prepare(b.linear(matrix, spec.vocab_size, spec.d_model), "", false);
+  const std::string& matrix = (spec.tied_embeddings && !quantized_head) || !output ? names.token_embedding : names.output;
+  w.output = b.prepare(b.linear(matrix, spec.vocab_size, spec.d_model, true), "", false);
 }
 
 bool is_derived(const WeightNames& names, const std::string& tensor, int n_layers) {
@@ -155,9 +223,10 @@ bool is_derived(const WeightNames& names, const std::string& tensor, int n_layer
 }  // namespace
 
 std::unique_ptr<DecoderWeights> bind_weights(const DecoderSpec& spec, const WeightNames& names, const TensorSource& source,
-                                             Backend& backend, const std::vector<std::string>& consumed_elsewhere) {
+                                             Backend& backend, const std::vector<std::string>& consumed_elsewhere,
+                                             const LinearQuantization& quantization) {
   auto weights = std::make_unique<DecoderWeights>();
-  Binder b(source, backend, *weights);
+  Binder b(source, backend, *weights, quantization);
   const SourceTensor embedding = b.require(names.token_embedding, {spec.vocab_size, spec.d_model});
   if (!backend.supports(Op::kEmbedding, embedding.dtype)) {
     throw Error(source.name() + ": tensor '" + names.token_embedding + "': format " + std::string(dtype_name(embedding.dtype)) +

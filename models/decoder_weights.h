@@ -6,12 +6,15 @@
 // be used, or binding fails naming the first one that is not.
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/backend.h"
 #include "models/architecture.h"
 #include "models/tensor_source.h"
+#include "quant/int_weights.h"
+#include "quant/schemes.h"
 
 namespace tessera {
 
@@ -39,13 +42,24 @@ struct DecoderWeights {
   std::unique_ptr<PreparedLinear> output;    // (vocab, d_model)
   std::vector<LayerWeights> layers;
   std::deque<std::vector<uint8_t>> converted;       // host copies converted to f32; addresses stay stable
+  std::deque<quant::IntMatrix> quantized;           // linears quantized as they loaded
   std::vector<std::shared_ptr<const void>> resident;  // device placements of the tensors above
+};
+
+// How the linear weights are quantized: as the checkpoint stores them
+// (`tessera quantize` output: NAME an int8 or packed int4 tensor beside
+// NAME_scale and, for asymmetric 4 bits, NAME_zero_point), or from floating
+// point (or GGUF blocks, dequantized first) as they load.
+struct LinearQuantization {
+  std::optional<quant::SchemeChoice> stored;
+  std::optional<quant::SchemeChoice> at_load;
 };
 
 // Throws tessera::Error naming the tensor, its shape and the expected shape,
 // or the first tensor of `source` that nothing uses. `consumed_elsewhere`
 // lists tensors the caller read itself (rope_freqs.weight).
 std::unique_ptr<DecoderWeights> bind_weights(const DecoderSpec& spec, const WeightNames& names, const TensorSource& source,
-                                             Backend& backend, const std::vector<std::string>& consumed_elsewhere = {});
+                                             Backend& backend, const std::vector<std::string>& consumed_elsewhere = {},
+                                             const LinearQuantization& quantization = {});
 
 }  // namespace tessera

@@ -8,11 +8,11 @@
 
 namespace tessera {
 
-std::unique_ptr<Model> Model::load(const std::string& path, Backend& backend) {
+std::unique_ptr<Model> Model::load(const std::string& path, Backend& backend, const ModelLoadOptions& options) {
   std::unique_ptr<Model> model(new Model());
   model->path_ = path;
-  if (std::filesystem::is_directory(path)) model->load_hf(backend);
-  else model->load_gguf(backend);
+  if (std::filesystem::is_directory(path)) model->load_hf(backend, options);
+  else model->load_gguf(backend, options);
   // Every id the tokenizer can produce (or a client can name) must have an
   // embedding row; the reverse (padded embedding tables) is common and fine.
   const size_t tokens = model->tokenizer_->vocab().size();
@@ -23,7 +23,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, Backend& backend) {
   return model;
 }
 
-void Model::load_gguf(Backend& backend) {
+void Model::load_gguf(Backend& backend, const ModelLoadOptions& options) {
   gguf_.emplace(gguf::File::open(path_));
   const std::string arch_name = gguf_->get_string("general.architecture").value_or("");
   if (arch_name.empty()) throw Error(path_ + ": key 'general.architecture': missing");
@@ -44,7 +44,8 @@ void Model::load_gguf(Backend& backend) {
   spec_.validate(path_);
   std::vector<std::string> consumed;
   if (!spec_.rope.freq_factors.empty()) consumed.push_back("rope_freqs.weight");
-  weights_ = bind_weights(spec_, arch.gguf_names, source, backend, consumed);
+  quantization_ = options.quantize;
+  weights_ = bind_weights(spec_, arch.gguf_names, source, backend, consumed, {std::nullopt, options.quantize});
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*gguf_));
   chat_template_ = gguf_->get_string("tokenizer.chat_template").value_or("");
 }
@@ -60,7 +61,7 @@ void Model::read_rope_freq_factors(const TensorSource& source) {
   spec_.rope.freq_factors.assign(f, f + spec_.rope.dim / 2);
 }
 
-void Model::load_hf(Backend& backend) {
+void Model::load_hf(Backend& backend, const ModelLoadOptions& options) {
   hf_.emplace(hf::ModelDir::open(path_));
   const std::string model_type = hf_->config().value("model_type", "");
   const Architecture& arch = find_architecture_for_hf(model_type);
@@ -75,7 +76,12 @@ void Model::load_hf(Backend& backend) {
   spec_.validate(path_);
   const HfTensorSource source(*hf_);
   if (!spec_.tied_embeddings && !source.find(arch.hf_names.output)) spec_.tied_embeddings = true;
-  weights_ = bind_weights(spec_, arch.hf_names, source, backend);
+  LinearQuantization quantization{quant::read_quantization_config(hf_->config(), path_ + "/config.json"), options.quantize};
+  if (quantization.stored && quantization.at_load) {
+    throw Error(path_ + ": the checkpoint is already quantized (" + quantization.stored->name + "); drop the quantization option");
+  }
+  quantization_ = quantization.stored ? quantization.stored : quantization.at_load;
+  weights_ = bind_weights(spec_, arch.hf_names, source, backend, {}, quantization);
   if (!hf_->tokenizer_json()) throw Error(path_ + ": no tokenizer.json");
   const std::string config_text = hf_->tokenizer_config() ? hf_->tokenizer_config()->dump() : "";
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_hf_json(*hf_->tokenizer_json(), config_text, path_ + "/tokenizer.json"));

@@ -16,11 +16,19 @@ namespace tessera {
 
 class TensorSource;
 
+struct ModelLoadOptions {
+  // Quantize the linear weights to this scheme as they load (a checkpoint
+  // that is already quantized is refused).
+  std::optional<quant::SchemeChoice> quantize;
+};
+
 class Model {
  public:
   // A GGUF file or a Hugging Face directory, its weights prepared for
   // `backend` (which must outlive the model). Throws tessera::Error.
-  static std::unique_ptr<Model> load(const std::string& path, Backend& backend);
+  static std::unique_ptr<Model> load(const std::string& path, Backend& backend, const ModelLoadOptions& options = {});
+  // The scheme the linear weights run in; nullopt for the checkpoint's own formats.
+  const std::optional<quant::SchemeChoice>& quantization() const { return quantization_; }
 
   const std::string& path() const { return path_; }
   const DecoderSpec& spec() const { return spec_; }
@@ -30,8 +38,8 @@ class Model {
 
  private:
   Model() = default;
-  void load_gguf(Backend& backend);
-  void load_hf(Backend& backend);
+  void load_gguf(Backend& backend, const ModelLoadOptions& options);
+  void load_hf(Backend& backend, const ModelLoadOptions& options);
   void read_rope_freq_factors(const TensorSource& source);
 
   std::string path_;
@@ -41,6 +49,7 @@ class Model {
   std::unique_ptr<DecoderWeights> weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::string chat_template_;
+  std::optional<quant::SchemeChoice> quantization_;
 };
 
 }  // namespace tessera

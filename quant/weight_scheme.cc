@@ -28,11 +28,18 @@ QuantizedLinear QuantizedLinear::row_slice(std::string part_name, int64_t first,
     throw Error("weight '" + name + "': rows [" + std::to_string(first) + ", " + std::to_string(first + count) +
                 ") outside its " + std::to_string(rows) + " rows");
   }
-  if (scales || zero_points) throw Error("weight '" + name + "': slicing separate scale tensors is not supported");
+  if ((scales || zero_points) && (scheme.scale_dtype != DType::kF32 || scheme.group_size <= 0)) {
+    throw Error("weight '" + name + "': only f32 scales with a group size can be sliced");
+  }
   QuantizedLinear part = *this;
   part.name = std::move(part_name);
   part.rows = count;
   part.data = static_cast<const uint8_t*>(data) + uint64_t(first) * row_stride;
+  if (scales) {
+    const int64_t groups = (cols + scheme.group_size - 1) / scheme.group_size;
+    part.scales = static_cast<const float*>(scales) + first * groups;
+    if (zero_points) part.zero_points = static_cast<const int8_t*>(zero_points) + first * groups;
+  }
   if (bias) part.bias = bias + first;
   return part;
 }

@@ -40,6 +40,12 @@ def make_hf(gguf_path, out):
     model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, torch_dtype=torch.bfloat16)
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
+    # The GGUF vocabularies here are byte-level BPE, complete in
+    # tokenizer.json; the SentencePiece file the Llama tokenizer class also
+    # writes is not a model and would mislead llama.cpp's converter.
+    spm = out / "tokenizer.model"
+    if spm.exists() and json.loads((out / "tokenizer.json").read_text())["model"]["type"] == "BPE":
+        spm.unlink()
 
 
 def make_llama_cpp_peers(hf_dir, base, llama_cpp):

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   runners["generate"] = tessera::cli::add_generate_command(app);
   runners["logits"] = tessera::cli::add_logits_command(app);
   runners["perplexity"] = tessera::cli::add_perplexity_command(app);
+  runners["quantize"] = tessera::cli::add_quantize_command(app);
   runners["serve"] = tessera::cli::add_serve_command(app);
   try {
     app.parse(argc, argv);

@@ -16,6 +16,7 @@ Runner add_tokenize_command(CLI::App& app);
 Runner add_generate_command(CLI::App& app);
 Runner add_logits_command(CLI::App& app);
 Runner add_perplexity_command(CLI::App& app);
+Runner add_quantize_command(CLI::App& app);
 Runner add_serve_command(CLI::App& app);
 
 }  // namespace tessera::cli

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "kernels/backend_registry.h"
+#include "quant/schemes.h"
 
 namespace tessera::cli {
 
@@ -13,6 +14,9 @@ void add_engine_options(CLI::App* cmd, EngineOptions* o) {
   cmd->add_option("--kv-budget-mb", o->kv_budget_mb, "KV cache memory")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   cmd->add_option("--page-size", o->page_size, "Tokens per KV page")->check(CLI::Range(1, 4096))->capture_default_str();
   cmd->add_option("--kv-dtype", o->kv_dtype, "KV cache element type")->check(CLI::IsMember({"f16", "f32"}))->capture_default_str();
+  cmd->add_option("--quantize", o->quantize, "Quantize the linear weights as they load (a16w8, a16w4, da8w8)")
+      ->check(CLI::IsMember({"a16w8", "a16w4", "da8w8"}));
+  cmd->add_option("--group-size", o->group_size, "a16w4 group size (32, 64, 128)")->check(CLI::IsMember({32, 64, 128}));
 }
 
 std::unique_ptr<ModelRunner> make_runner(const EngineOptions& o, int max_tokens) {
@@ -22,6 +26,7 @@ std::unique_ptr<ModelRunner> make_runner(const EngineOptions& o, int max_tokens)
   config.kv_dtype = o.kv_dtype == "f32" ? DType::kF32 : DType::kF16;
   config.capacity.max_tokens = max_tokens;
   config.capacity.max_seqs = 1;
+  if (!o.quantize.empty()) config.load.quantize = quant::scheme_choice(o.quantize, o.group_size);
   std::shared_ptr<Backend> backend = create_backend(parse_device(o.device), BackendOptions{o.threads});
   return std::make_unique<ModelRunner>(std::move(backend), o.model, config);
 }

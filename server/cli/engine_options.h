@@ -18,6 +18,8 @@ struct EngineOptions {
   int kv_budget_mb = 256;
   int page_size = 16;
   std::string kv_dtype = "f16";
+  std::string quantize;  // scheme to quantize the linears to as they load; empty: none
+  int group_size = 0;
 };
 
 void add_engine_options(CLI::App* cmd, EngineOptions* o);

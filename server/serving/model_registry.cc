@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "engine/error.h"
+#include "quant/schemes.h"
 #include "server/serving/api_error.h"
 #include "kernels/backend_registry.h"
 
@@ -28,6 +29,7 @@ std::unique_ptr<ServedModel> load_one(const ModelConfig& c, prometheus::Registry
   rc.kv_dtype = c.kv_cache.dtype == "f32" ? DType::kF32 : DType::kF16;
   rc.capacity.max_tokens = c.scheduler.max_batch_tokens;
   rc.capacity.max_seqs = c.scheduler.max_sequences;
+  if (!c.quantization.scheme.empty()) rc.load.quantize = quant::scheme_choice(c.quantization.scheme, c.quantization.group_size);
   std::shared_ptr<Backend> backend;
   try {
     backend = create_backend(parse_device(c.device), BackendOptions{c.threads});

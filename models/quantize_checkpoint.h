@@ -1,0 +1,38 @@
+#pragma once
+// Writes a quantized copy of a Hugging Face model directory: every linear
+// weight of the decoder (and the output head, untied from the embedding) in
+// a scheme of quant/schemes.h, everything else as it was. The copy's
+// config.json records the scheme, so it loads without quantizing again.
+//
+// Tensors of a linear NAME (Binder reads them back, models/decoder_weights.cc):
+//   NAME             I8 (rows, cols), or U8 (rows, cols / 2) of signed nibbles, low first
+//   NAME_scale       F32 (rows, groups)
+//   NAME_zero_point  I8 (rows, groups), asymmetric 4 bits only
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "quant/schemes.h"
+
+namespace tessera {
+
+struct QuantizedTensorReport {
+  std::string name;
+  int bits = 0;
+  int64_t group_size = 0;
+  double relative_error = 0;  // ||W - dequant(Q)|| / ||W||, Frobenius
+};
+
+struct QuantizeCheckpointJob {
+  std::string model_dir;
+  std::string out_dir;
+  quant::SchemeChoice scheme;
+  // Called after each tensor: done, total, the tensor's name.
+  std::function<void(size_t, size_t, const std::string&)> progress;
+};
+
+// Throws tessera::Error naming the file or tensor at fault; nothing is left
+// under out_dir's final file names when it fails.
+std::vector<QuantizedTensorReport> quantize_checkpoint(const QuantizeCheckpointJob& job);
+
+}  // namespace tessera

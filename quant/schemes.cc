@@ -1,0 +1,89 @@
+#include "quant/schemes.h"
+
+#include "engine/error.h"
+
+namespace tessera::quant {
+namespace {
+
+constexpr int64_t kDefaultA16W4Group = 128;
+
+nlohmann::json weights_json(const IntQuantConfig& c) {
+  return {{"bits", c.bits}, {"group_size", c.group_size}, {"symmetric", c.symmetric}};
+}
+
+IntQuantConfig weights_from_json(const nlohmann::json& j, const std::string& where, ActivationPolicy activation) {
+  if (!j.is_object()) throw Error(where + ": must be an object with bits, group_size and symmetric");
+  for (const char* key : {"bits", "group_size"}) {
+    if (!j.contains(key) || !j[key].is_number_integer()) throw Error(where + "." + key + ": must be an integer");
+  }
+  if (!j.contains("symmetric") || !j["symmetric"].is_boolean()) throw Error(where + ".symmetric: must be true or false");
+  IntQuantConfig c{j["bits"].get<int>(), j["group_size"].get<int64_t>(), j["symmetric"].get<bool>(), activation};
+  if (c.bits != 8 && c.bits != 4) throw Error(where + ".bits: " + std::to_string(c.bits) + " is not supported (8 or 4)");
+  if (c.group_size < 0 || c.group_size % 32 != 0 || c.group_size > 4096) {
+    throw Error(where + ".group_size: must be 0 (per channel) or a multiple of 32 up to 4096");
+  }
+  if (c.bits == 8 && !c.symmetric) throw Error(where + ": 8-bit weights are symmetric");
+  return c;
+}
+
+}  // namespace
+
+SchemeChoice scheme_choice(std::string_view name, int64_t group_size) {
+  SchemeChoice s;
+  s.name = std::string(name);
+  const IntQuantConfig per_channel{8, 0, true, ActivationPolicy::kNone};
+  if (name == "a16w8" || name == "da8w8") {
+    if (group_size != 0) throw Error("scheme " + s.name + ": weights are scaled per output channel (no group size)");
+    s.layers = per_channel;
+    if (name == "da8w8") s.layers.activation = ActivationPolicy::kDynamicInt8Token;
+    s.output_head = s.layers;
+    return s;
+  }
+  if (name == "a16w4") {
+    const int64_t g = group_size == 0 ? kDefaultA16W4Group : group_size;
+    if (g != 32 && g != 64 && g != 128) throw Error("scheme a16w4: group size must be 32, 64 or 128");
+    s.layers = {4, g, false, ActivationPolicy::kNone};
+    s.output_head = per_channel;
+    return s;
+  }
+  throw Error("unknown quantization scheme '" + s.name + "' (a16w8, a16w4, da8w8)");
+}
+
+nlohmann::json quantization_config_json(const SchemeChoice& c) {
+  const bool int8_acts = c.layers.activation == ActivationPolicy::kDynamicInt8Token;
+  return {{"quant_method", "tessera"},
+          {"scheme", c.name},
+          {"method", c.method},
+          {"weights", weights_json(c.layers)},
+          {"lm_head", weights_json(c.output_head)},
+          {"activations", int8_acts ? "int8_per_token" : "16bit"}};
+}
+
+std::optional<SchemeChoice> read_quantization_config(const nlohmann::json& config, const std::string& where) {
+  if (!config.is_object() || !config.contains("quantization_config")) return std::nullopt;
+  const nlohmann::json& q = config["quantization_config"];
+  const std::string p = where + ": quantization_config";
+  if (!q.is_object()) throw Error(p + ": must be an object");
+  const auto text = [&](const char* key) {
+    if (!q.contains(key) || !q[key].is_string()) throw Error(p + "." + key + ": must be a string");
+    return q[key].get<std::string>();
+  };
+  const std::string method = text("quant_method");
+  if (method != "tessera") {
+    throw Error(p + ".quant_method: '" + method + "' checkpoints are not supported (tessera)");
+  }
+  SchemeChoice s;
+  s.name = text("scheme");
+  s.method = text("method");
+  const std::string acts = text("activations");
+  if (acts != "16bit" && acts != "int8_per_token") throw Error(p + ".activations: '" + acts + "' (16bit, int8_per_token)");
+  const ActivationPolicy policy = acts == "16bit" ? ActivationPolicy::kNone : ActivationPolicy::kDynamicInt8Token;
+  s.layers = weights_from_json(q.value("weights", nlohmann::json()), p + ".weights", policy);
+  s.output_head = weights_from_json(q.value("lm_head", nlohmann::json()), p + ".lm_head", policy);
+  if (policy == ActivationPolicy::kDynamicInt8Token && (s.layers.bits != 8 || s.layers.group_size != 0)) {
+    throw Error(p + ": int8 activations need 8-bit weights scaled per channel");
+  }
+  return s;
+}
+
+}  // namespace tessera::quant

@@ -1,0 +1,43 @@
+#pragma once
+// The named schemes users pick (`tessera quantize --scheme`, the serve
+// config's `quantization: {scheme: ...}`) and how a quantized checkpoint
+// records them in config.json's `quantization_config`.
+//
+//   a16w8  int8 weights, one scale per output channel; 16-bit activations
+//   a16w4  int4 weights per group (default 128) with zero points; 16-bit activations
+//   da8w8  int8 weights per output channel; activations quantized to int8
+//          per token at run time
+//
+// The output head (lm_head) of an a16w4 model is kept at 8 bits per channel:
+// it is the layer most sensitive to 4-bit error, as llama.cpp's mixes also
+// keep it wider.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "quant/int_weights.h"
+
+namespace tessera::quant {
+
+struct SchemeChoice {
+  std::string name;            // a16w8, a16w4, da8w8
+  IntQuantConfig layers;       // every linear of the decoder layers
+  IntQuantConfig output_head;  // lm_head
+  std::string method = "rtn";  // rtn or awq
+};
+
+// Throws tessera::Error listing the schemes for an unknown name, or when the
+// group size does not suit the scheme (0: the scheme's default).
+SchemeChoice scheme_choice(std::string_view name, int64_t group_size = 0);
+
+// config.json's quantization_config for a checkpoint written with `choice`.
+nlohmann::json quantization_config_json(const SchemeChoice& choice);
+
+// The scheme of a checkpoint written by `tessera quantize`, from its
+// quantization_config; nullopt when the config has none. Throws
+// tessera::Error naming `where` for a malformed or unsupported one.
+std::optional<SchemeChoice> read_quantization_config(const nlohmann::json& config, const std::string& where);
+
+}  // namespace tessera::quant
