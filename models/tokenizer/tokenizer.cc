@@ -5,6 +5,7 @@
 #include "engine/error.h"
 #include "models/tokenizer/encoders.h"
 #include "models/tokenizer/pretokenizer.h"
+#include "models/tokenizer/unicode_nfc.h"
 
 namespace tessera {
 namespace {
@@ -54,6 +55,10 @@ std::string apply_rewrites(const std::vector<TextRewrite>& rewrites, std::string
   for (const TextRewrite& r : rewrites) {
     if (r.kind == TextRewrite::kPrepend) {
       if (!out.empty()) out.insert(0, r.to);
+      continue;
+    }
+    if (r.kind == TextRewrite::kNfc) {
+      out = unicode::to_nfc(out);
       continue;
     }
     if (r.from.empty()) continue;

@@ -146,6 +146,8 @@ class HfVocabReader {
       const json* literal = find_string(pattern, "String");
       if (!literal) fail("Replace normalizer with a regex pattern is not supported");
       v->normalizers.push_back({TextRewrite::kReplace, literal->get<std::string>(), n.value("content", "")});
+    } else if (type == "NFC") {
+      v->normalizers.push_back({TextRewrite::kNfc, "", ""});
     } else if (type == "Prepend") {
       v->normalizers.push_back({TextRewrite::kPrepend, "", n.value("prepend", "")});
       v->add_space_prefix = true;

@@ -20,7 +20,7 @@ enum class TokenizerModel : uint8_t {
 
 // A text rewrite applied before BPE (Hugging Face normalizers).
 struct TextRewrite {
-  enum Kind : uint8_t { kReplace, kPrepend } kind = kReplace;
+  enum Kind : uint8_t { kReplace, kPrepend, kNfc } kind = kReplace;
   std::string from;  // kReplace: the literal to replace
   std::string to;    // the replacement, or the prefix to prepend
 };
