@@ -1,0 +1,139 @@
+"""tessera quantize on the tiny Hugging Face models: the written checkpoint
+read back with the safetensors library and dequantized by its documented
+layout (models/quantize_checkpoint.h) stays within half a step of the
+original weights; it loads without re-quantizing and gives the logits that
+quantizing at load gives; damaged checkpoints are refused by name."""
+import json
+import shutil
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file, save_file
+
+from conftest import DATA, run
+
+LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def dequantize(tensors, name, bits, group):
+    q = tensors[name]
+    scales = tensors[name + "_scale"]
+    if bits == 8:
+        values = q.astype(np.float32)
+        zeros = np.zeros_like(scales)
+    else:
+        low = (q & 0x0F).astype(np.int8)
+        high = (q >> 4).astype(np.int8)
+        nibbles = np.stack([low, high], axis=-1).reshape(q.shape[0], -1)
+        values = np.where(nibbles >= 8, nibbles - 16, nibbles).astype(np.float32)
+        zeros = tensors.get(name + "_zero_point", np.zeros(scales.shape, np.int8)).astype(np.float32)
+    cols = values.shape[1]
+    group = cols if group == 0 else group
+    groups = np.arange(cols) // group
+    return scales[:, groups] * (values - zeros[:, groups]), scales[:, groups]
+
+
+def quantize(tessera_bin, model_dir, out, scheme, *extra):
+    result = run([tessera_bin, "quantize", "-m", model_dir, "--scheme", scheme, "-o", out, *extra])
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def logits(tessera_bin, model_dir, ids, out, *extra):
+    result = run([tessera_bin, "logits", "-m", model_dir, "--token-ids", ",".join(map(str, ids)), "-o", out,
+                  "--kv-dtype", "f32", "-t", "2", *extra])
+    assert result.returncode == 0, result.stderr
+    return np.fromfile(out, dtype=np.float32).reshape(len(ids), -1)
+
+
+@pytest.mark.parametrize("scheme,bits,group", [("a16w8", 8, 0), ("a16w4", 4, 32), ("da8w8", 8, 0)])
+def test_quantized_checkpoint_round_trips(tessera_bin, tmp_path, scheme, bits, group):
+    source = DATA / "hf-tiny" / "llama"
+    out = tmp_path / scheme
+    extra = ["--group", str(group)] if scheme == "a16w4" else []
+    result = quantize(tessera_bin, source, out, scheme, *extra, "--report")
+    assert b"model.layers.0.self_attn.q_proj.weight" in result.stdout
+
+    config = json.loads((out / "config.json").read_text())
+    q = config["quantization_config"]
+    assert q["quant_method"] == "tessera" and q["scheme"] == scheme
+    assert q["weights"] == {"bits": bits, "group_size": group, "symmetric": bits == 8}
+    assert (out / "tokenizer.json").read_bytes() == (source / "tokenizer.json").read_bytes()
+
+    original = load_file(source / "model.safetensors")
+    written = load_file(out / "model.safetensors")
+    for name, w in original.items():
+        if any(f"{p}.weight" in name for p in LINEAR):
+            back, steps = dequantize(written, name, bits, group)
+            assert np.all(np.abs(back - w) <= 0.5 * steps * 1.0001 + 1e-7), name
+        elif name != "lm_head.weight":
+            assert np.array_equal(written[name], w), name
+    head_source = original.get("lm_head.weight", original["model.embed_tokens.weight"])
+    head, steps = dequantize(written, "lm_head.weight", 8, 0)
+    assert np.all(np.abs(head - head_source) <= 0.5 * steps * 1.0001 + 1e-7)
+
+    ids = [1, 17, 42, 7, 99, 250, 3, 12]
+    stored = logits(tessera_bin, out, ids, tmp_path / "stored.f32")
+    at_load = logits(tessera_bin, source, ids, tmp_path / "at_load.f32", "--quantize", scheme, *(
+        ["--group-size", str(group)] if scheme == "a16w4" else []))
+    assert np.array_equal(stored, at_load)
+    exact = logits(tessera_bin, source, ids, tmp_path / "exact.f32")
+    assert np.abs(stored - exact).max() < (0.02 if bits == 8 else 0.12) * np.abs(exact).max()
+    assert np.abs(stored - exact).max() > 0  # the weights did change
+
+
+def test_quantized_checkpoint_refuses_a_second_quantization(tessera_bin, tmp_path):
+    out = tmp_path / "q"
+    quantize(tessera_bin, DATA / "hf-tiny" / "llama", out, "a16w8")
+    result = run([tessera_bin, "generate", "-m", out, "-p", "hi", "-n", "1", "--quantize", "a16w4"])
+    assert result.returncode == 1
+    assert b"already quantized" in result.stderr
+
+
+def damaged(tessera_bin, tmp_path, edit_config=None, edit_tensors=None):
+    out = tmp_path / "q"
+    quantize(tessera_bin, DATA / "hf-tiny" / "llama", out, "a16w4", "--group", "32")
+    if edit_config:
+        config = json.loads((out / "config.json").read_text())
+        edit_config(config["quantization_config"])
+        (out / "config.json").write_text(json.dumps(config))
+    if edit_tensors:
+        tensors = load_file(out / "model.safetensors")
+        edit_tensors(tensors)
+        save_file(tensors, out / "model.safetensors")
+    result = run([tessera_bin, "generate", "-m", out, "-p", "hi", "-n", "1"])
+    assert result.returncode == 1
+    return result.stderr.decode()
+
+
+def test_damaged_checkpoints_are_refused_by_name(tessera_bin, tmp_path):
+    name = "model.layers.0.self_attn.q_proj.weight"
+    err = damaged(tessera_bin, tmp_path, edit_config=lambda q: q["weights"].update(bits=8, symmetric=True, group_size=0))
+    assert "holds 4-bit weights but quantization_config says 8" in err
+    shutil.rmtree(tmp_path / "q")
+    err = damaged(tessera_bin, tmp_path, edit_config=lambda q: q["weights"].update(group_size=48))
+    assert "group_size" in err
+    shutil.rmtree(tmp_path / "q")
+    err = damaged(tessera_bin, tmp_path, edit_config=lambda q: q.update(quant_method="awq_marlin"))
+    assert "awq_marlin" in err
+    shutil.rmtree(tmp_path / "q")
+    err = damaged(tessera_bin, tmp_path, edit_tensors=lambda t: t.pop(name + "_scale"))
+    assert f"'{name}_scale' is missing" in err
+    shutil.rmtree(tmp_path / "q")
+    err = damaged(tessera_bin, tmp_path, edit_tensors=lambda t: t.update({name + "_scale": t[name + "_scale"][:, :1].copy()}))
+    assert f"'{name}_scale' has shape" in err
+    shutil.rmtree(tmp_path / "q")
+    err = damaged(tessera_bin, tmp_path, edit_tensors=lambda t: t.update({name: t[name][:, :-1].copy()}))
+    assert f"'{name}' has shape" in err
+    shutil.rmtree(tmp_path / "q")
+
+    def bad_scale(t):
+        t[name + "_scale"][0, 0] = np.nan
+    err = damaged(tessera_bin, tmp_path, edit_tensors=bad_scale)
+    assert "not finite" in err
+
+
+def test_unknown_scheme_is_refused(tessera_bin, tmp_path):
+    result = run([tessera_bin, "quantize", "-m", DATA / "hf-tiny" / "llama", "--scheme", "w3", "-o", tmp_path / "q"])
+    assert result.returncode != 0
+    assert b"w3" in result.stderr
