@@ -70,7 +70,7 @@ void IntLinear::pack_rows(const QuantizedLinear& desc) {
       if (bits_ == 4) {
         const int zero = zeros ? zeros[r * n_groups + g] : 0;
         if (zero < -8 || zero > 7) throw Error("weight '" + desc.name + "': zero point outside [-8, 7]");
-        zeros_[size_t(r * layout_.n_spans + s)] = int16_t(zero + 8);
+        zeros_[size_t(r * layout_.n_spans + s)] = int16_t(zero + 8);  // unsigned-nibble domain
       }
     }
     if (bits_ == 8) {
@@ -90,12 +90,14 @@ void IntLinear::pack_rows(const QuantizedLinear& desc) {
   }
 }
 
-IntRowTask IntLinear::row_task(int64_t row) const {
+IntRowTask IntLinear::row_task(int64_t row, int n_rows) const {
   IntRowTask t{};
   t.w = packed_.data_as<uint8_t>() + size_t(row) * row_bytes_;
+  t.w_stride = row_bytes_;
   t.scales = scales_.data() + row * layout_.n_spans;
   t.zeros = zeros_.empty() ? nullptr : zeros_.data() + row * layout_.n_spans;
-  t.row_sum = row_sums_.empty() ? 0 : row_sums_[size_t(row)];
+  t.row_sums = row_sums_.empty() ? nullptr : row_sums_.data() + row;
+  t.n_rows = n_rows;
   return t;
 }
 
@@ -110,6 +112,8 @@ void quantize_int_activations(std::span<const IntLinear* const> weights, const f
     padded = w->layout().padded_cols;
   }
   out.padded_cols = padded;
+  out.n_tokens = n_tokens;
+  out.sum_span = 0;
   const size_t n = size_t(n_tokens * padded);
   if (need16) {
     out.x16.assign(n, 0);
@@ -141,7 +145,27 @@ void quantize_int_activations(std::span<const IntLinear* const> weights, const f
   }
 }
 
-void int_matmul(const IntLinear& w, const IntActivations& x, int64_t n_tokens, float* y, ThreadPool& pool) {
+namespace {
+
+void compute_span_sums(IntActivations& x, const IntRowLayout& layout) {
+  if (x.sum_span == layout.span) return;
+  x.sum_span = layout.span;
+  x.span_sums.assign(size_t(x.n_tokens * layout.n_spans), 0);
+  for (int64_t t = 0; t < x.n_tokens; ++t) {
+    const int16_t* row = x.x16.data() + t * x.padded_cols;
+    for (int64_t s = 0; s < layout.n_spans; ++s) {
+      const int64_t begin = s * layout.span, end = s + 1 == layout.n_spans ? x.padded_cols : begin + layout.span;
+      int32_t sum = 0;
+      for (int64_t c = begin; c < end; ++c) sum += row[c];
+      x.span_sums[size_t(t * layout.n_spans + s)] = sum;
+    }
+  }
+}
+
+}  // namespace
+
+void int_matmul(const IntLinear& w, IntActivations& x, int64_t n_tokens, float* y, ThreadPool& pool) {
+  if (w.bits() == 4) compute_span_sums(x, w.layout());
   const bool a8 = w.int8_activations();
   const IntRowFn fn = a8 ? w.kernels().a8_w8 : w.bits() == 8 ? w.kernels().a16_w8 : w.kernels().a16_w4;
   const void* xs = a8 ? static_cast<const void*>(x.x8.data()) : static_cast<const void*>(x.x16.data());
@@ -150,17 +174,22 @@ void int_matmul(const IntLinear& w, const IntActivations& x, int64_t n_tokens, f
   // Rows in blocks small enough that a block's weights stay in L1/L2 while
   // every tile of tokens passes over them.
   constexpr int64_t kRowBlock = 16;
+  // With one or two tokens the product streams the weights from memory: one
+  // row at a time keeps the reads sequential, which the prefetchers follow;
+  // interleaving rows pays only where the arithmetic is the limit.
+  const int row_tile = n_tokens <= 2 ? 1 : kIntRowTile;
   pool.parallel_for(rows, kRowBlock, [&](int, int64_t begin, int64_t end) {
     for (int64_t r0 = begin; r0 < end; r0 += kRowBlock) {
       const int64_t r1 = std::min(end, r0 + kRowBlock);
       for (int64_t t0 = 0; t0 < n_tokens; t0 += kIntTokenTile) {
         const int tile = int(std::min<int64_t>(kIntTokenTile, n_tokens - t0));
-        for (int64_t r = r0; r < r1; ++r) {
-          IntRowTask task = w.row_task(r);
+        for (int64_t r = r0; r < r1; r += row_tile) {
+          IntRowTask task = w.row_task(r, int(std::min<int64_t>(row_tile, r1 - r)));
           task.x = a8 ? static_cast<const void*>(static_cast<const int8_t*>(xs) + t0 * padded)
                       : static_cast<const void*>(static_cast<const int16_t*>(xs) + t0 * padded);
           task.x_stride = padded;
           task.x_scales = x_scales + t0;
+          task.x_span_sums = w.bits() == 4 ? x.span_sums.data() + t0 * w.layout().n_spans : nullptr;
           task.n_tokens = tile;
           task.y = y + t0 * rows + r;
           task.y_stride = rows;

@@ -32,21 +32,28 @@ struct IntRowLayout {
   int64_t n_spans;      // spans per row; the last one runs to padded_cols
 };
 
-// One packed weight row against up to kIntTokenTile tokens.
+// Up to kIntRowTile consecutive packed weight rows against up to
+// kIntTokenTile tokens: each weight load serves every token of the tile and
+// each activation load every row, and each (row, token) result is summed
+// exactly as it is in any other tile.
 struct IntRowTask {
-  const uint8_t* w;        // the packed row
-  const float* scales;     // (n_spans)
-  const int16_t* zeros;    // (n_spans) 4 bits: zero point of the unsigned nibbles, [0, 15]
-  int32_t row_sum;         // int8 activations: sum of the row's int8 weights
+  const uint8_t* w;        // the first packed row; the next ones follow at w_stride bytes
+  size_t w_stride;
+  const float* scales;     // (n_rows, n_spans)
+  const int16_t* zeros;    // (n_rows, n_spans) 4 bits: zero point of the unsigned nibbles, [0, 15]
+  const int32_t* row_sums; // (n_rows) int8 activations: sum of each row's int8 weights
+  int n_rows;              // 1 .. kIntRowTile
   const void* x;           // n_tokens rows of padded_cols int16 (A16) or int8 (DA8)
   int64_t x_stride;        // elements from one token's row to the next
   const float* x_scales;   // (n_tokens)
+  const int32_t* x_span_sums;  // 4 bits: (n_tokens, n_spans) sums of each span's int16 activations
   int n_tokens;            // 1 .. kIntTokenTile
-  float* y;                // y[t * y_stride]
+  float* y;                // y[t * y_stride + r]
   int64_t y_stride;
 };
 
-constexpr int kIntTokenTile = 8;
+constexpr int kIntRowTile = 4;
+constexpr int kIntTokenTile = 4;
 
 using IntRowFn = void (*)(const IntRowLayout&, const IntRowTask&);
 
@@ -79,7 +86,8 @@ class IntLinear {
   bool int8_activations() const { return int8_activations_; }
   const IntRowLayout& layout() const { return layout_; }
   const IntLinearKernels& kernels() const { return kernels_; }
-  IntRowTask row_task(int64_t row) const;
+  // A task for rows [row, row + n_rows), activations left to the caller.
+  IntRowTask row_task(int64_t row, int n_rows) const;
 
  private:
   void pack_rows(const QuantizedLinear& desc);
@@ -102,6 +110,11 @@ struct IntActivations {
   std::vector<int8_t> x8;    // (n_tokens, padded_cols), uint8 (x + 128) when offset
   std::vector<float> scales16, scales8;  // (n_tokens)
   int64_t padded_cols = 0;
+  // Sums of the int16 activations over spans of `sum_span` columns, (n_tokens,
+  // spans): 4-bit weights take their zero points off through these.
+  std::vector<int32_t> span_sums;
+  int64_t sum_span = 0;
+  int64_t n_tokens = 0;
 };
 
 // Quantizes x (n_tokens, cols) for every weight in `weights` (all of the
@@ -110,7 +123,8 @@ struct IntActivations {
 void quantize_int_activations(std::span<const IntLinear* const> weights, const float* x, int64_t n_tokens,
                               IntActivations& out);
 
-// y[t][r] = x[t] · W[r] for t < n_tokens, from activations quantized above.
-void int_matmul(const IntLinear& w, const IntActivations& x, int64_t n_tokens, float* y, ThreadPool& pool);
+// y[t][r] = x[t] · W[r] for t < n_tokens, from activations quantized above
+// (which gain the span sums a 4-bit weight needs).
+void int_matmul(const IntLinear& w, IntActivations& x, int64_t n_tokens, float* y, ThreadPool& pool);
 
 }  // namespace tessera::cpu

@@ -1,6 +1,6 @@
 // Integer-linear kernels for AVX2: int16 products with vpmaddwd, int8 ones
 // with vpmaddubsw on |w| and sign(x, w) (exact: no pair exceeds 2 * 127 *
-// 127). One template per kernel serves every tile of tokens.
+// 127). One template per kernel serves every tile of tokens, row by row.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -25,7 +25,9 @@ int32_t reduce_add(__m256i v) {
 __m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 template <int T>
-void a16_w8_tile(const IntRowLayout& l, const IntRowTask& t) {
+void a16_w8_tile(const IntRowLayout& l, const IntRowTask& t, int r) {
+  const uint8_t* w = t.w + size_t(r) * t.w_stride;
+  const float* scales = t.scales + r * l.n_spans;
   const auto* x = static_cast<const int16_t*>(t.x);
   __m256 accf[T];
   for (int k = 0; k < T; ++k) accf[k] = _mm256_setzero_ps();
@@ -34,74 +36,87 @@ void a16_w8_tile(const IntRowLayout& l, const IntRowTask& t) {
     __m256i acci[T];
     for (int k = 0; k < T; ++k) acci[k] = _mm256_setzero_si256();
     for (int64_t c = begin; c < end; c += 16) {
-      const __m256i w = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.w + c)));
-      for (int k = 0; k < T; ++k) acci[k] = _mm256_add_epi32(acci[k], _mm256_madd_epi16(w, load(x + k * t.x_stride + c)));
+      const __m256i wv = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + c)));
+      for (int k = 0; k < T; ++k) acci[k] = _mm256_add_epi32(acci[k], _mm256_madd_epi16(wv, load(x + k * t.x_stride + c)));
     }
-    const __m256 scale = _mm256_set1_ps(t.scales[s]);
+    const __m256 scale = _mm256_set1_ps(scales[s]);
     for (int k = 0; k < T; ++k) accf[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acci[k]), scale, accf[k]);
   }
-  for (int k = 0; k < T; ++k) t.y[k * t.y_stride] = reduce_add(accf[k]) * t.x_scales[k];
+  for (int k = 0; k < T; ++k) t.y[k * t.y_stride + r] = reduce_add(accf[k]) * t.x_scales[k];
 }
 
 // A 64-column chunk is 32 bytes: bytes 0..15 hold columns 0..15 (low
 // nibbles) and 32..47 (high), bytes 16..31 columns 16..31 and 48..63.
 template <int T>
-void a16_w4_tile(const IntRowLayout& l, const IntRowTask& t) {
+void a16_w4_tile(const IntRowLayout& l, const IntRowTask& t, int r) {
+  const uint8_t* w = t.w + size_t(r) * t.w_stride;
+  const float* scales = t.scales + r * l.n_spans;
+  const int16_t* zeros = t.zeros + r * l.n_spans;
   const auto* x = static_cast<const int16_t*>(t.x);
   const __m256i low_mask = _mm256_set1_epi16(0x0F);
   __m256 accf[T];
   for (int k = 0; k < T; ++k) accf[k] = _mm256_setzero_ps();
   for (int64_t s = 0; s < l.n_spans; ++s) {
     const int64_t begin = s * l.span, end = std::min(begin + l.span, l.padded_cols);
-    const __m256i zero = _mm256_set1_epi16(t.zeros[s]);
     __m256i acci[T];
     for (int k = 0; k < T; ++k) acci[k] = _mm256_setzero_si256();
     for (int64_t c = begin; c < end; c += 32) {
       const bool high = (c % 64) != 0;
-      const uint8_t* bytes = t.w + (c / 64) * 32;
+      const uint8_t* bytes = w + (c / 64) * 32;
       for (int half = 0; half < 2; ++half) {
         const __m256i raw = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 16 * half)));
         const __m256i u = high ? _mm256_srli_epi16(raw, 4) : _mm256_and_si256(raw, low_mask);
-        const __m256i w = _mm256_sub_epi16(u, zero);
         for (int k = 0; k < T; ++k) {
-          acci[k] = _mm256_add_epi32(acci[k], _mm256_madd_epi16(w, load(x + k * t.x_stride + c + 16 * half)));
+          acci[k] = _mm256_add_epi32(acci[k], _mm256_madd_epi16(u, load(x + k * t.x_stride + c + 16 * half)));
         }
       }
     }
-    const __m256 scale = _mm256_set1_ps(t.scales[s]);
+    // The products used the unsigned nibbles: zero * (span sum) comes off in lane 0.
+    for (int k = 0; k < T; ++k) {
+      const int32_t offset = int32_t(zeros[s]) * t.x_span_sums[k * l.n_spans + s];
+      acci[k] = _mm256_sub_epi32(acci[k], _mm256_setr_epi32(offset, 0, 0, 0, 0, 0, 0, 0));
+    }
+    const __m256 scale = _mm256_set1_ps(scales[s]);
     for (int k = 0; k < T; ++k) accf[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acci[k]), scale, accf[k]);
   }
-  for (int k = 0; k < T; ++k) t.y[k * t.y_stride] = reduce_add(accf[k]) * t.x_scales[k];
+  for (int k = 0; k < T; ++k) t.y[k * t.y_stride + r] = reduce_add(accf[k]) * t.x_scales[k];
 }
 
 template <int T>
-void a8_w8_tile(const IntRowLayout& l, const IntRowTask& t) {
+void a8_w8_tile(const IntRowLayout& l, const IntRowTask& t, int r) {
+  const uint8_t* w = t.w + size_t(r) * t.w_stride;
   const auto* x = static_cast<const int8_t*>(t.x);
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i acc[T];
   for (int k = 0; k < T; ++k) acc[k] = _mm256_setzero_si256();
   for (int64_t c = 0; c < l.padded_cols; c += 32) {
-    const __m256i w = load(t.w + c);
-    const __m256i w_abs = _mm256_sign_epi8(w, w);
+    const __m256i wv = load(w + c);
+    const __m256i w_abs = _mm256_sign_epi8(wv, wv);
     for (int k = 0; k < T; ++k) {
-      const __m256i x_signed = _mm256_sign_epi8(load(x + k * t.x_stride + c), w);
+      const __m256i x_signed = _mm256_sign_epi8(load(x + k * t.x_stride + c), wv);
       acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs, x_signed), ones));
     }
   }
-  for (int k = 0; k < T; ++k) t.y[k * t.y_stride] = float(reduce_add(acc[k])) * (t.x_scales[k] * t.scales[0]);
+  for (int k = 0; k < T; ++k) t.y[k * t.y_stride + r] = float(reduce_add(acc[k])) * (t.x_scales[k] * t.scales[r * l.n_spans]);
 }
 
 template <int T>
 struct A16W8 {
-  static void run(const IntRowLayout& l, const IntRowTask& t) { a16_w8_tile<T>(l, t); }
+  static void run(const IntRowLayout& l, const IntRowTask& t) {
+    for (int r = 0; r < t.n_rows; ++r) a16_w8_tile<T>(l, t, r);
+  }
 };
 template <int T>
 struct A16W4 {
-  static void run(const IntRowLayout& l, const IntRowTask& t) { a16_w4_tile<T>(l, t); }
+  static void run(const IntRowLayout& l, const IntRowTask& t) {
+    for (int r = 0; r < t.n_rows; ++r) a16_w4_tile<T>(l, t, r);
+  }
 };
 template <int T>
 struct A8W8 {
-  static void run(const IntRowLayout& l, const IntRowTask& t) { a8_w8_tile<T>(l, t); }
+  static void run(const IntRowLayout& l, const IntRowTask& t) {
+    for (int r = 0; r < t.n_rows; ++r) a8_w8_tile<T>(l, t, r);
+  }
 };
 
 template <template <int> class Tile>
@@ -110,11 +125,7 @@ void dispatch(const IntRowLayout& l, const IntRowTask& t) {
     case 1: return Tile<1>::run(l, t);
     case 2: return Tile<2>::run(l, t);
     case 3: return Tile<3>::run(l, t);
-    case 4: return Tile<4>::run(l, t);
-    case 5: return Tile<5>::run(l, t);
-    case 6: return Tile<6>::run(l, t);
-    case 7: return Tile<7>::run(l, t);
-    default: return Tile<8>::run(l, t);
+    default: return Tile<4>::run(l, t);
   }
 }
 

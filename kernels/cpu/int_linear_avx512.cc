@@ -1,7 +1,9 @@
 // Integer-linear kernels for AVX-512 with VNNI: int16 products accumulate
-// with vpdpwssd (32 a step), int8 ones with vpdpbusd (64 a step). One
-// template per kernel serves every tile of tokens, so a token's result does
-// not depend on how many tokens share its tile.
+// with vpdpwssd (32 a step), int8 ones with vpdpbusd (64 a step). A tile of
+// R rows and T tokens keeps R x T accumulators: each widened weight vector
+// serves T tokens and each activation load R rows. Every (row, token)
+// accumulator sees the same operations in the same order whatever the tile,
+// so a token's result does not depend on the batch it came in.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -27,108 +29,165 @@ int32_t reduce_add(__m512i v) {
   return _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1)));
 }
 
-template <int T>
+__m512i load_bytes_as_words(const uint8_t* p, bool sign) {
+  const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return sign ? _mm512_cvtepi8_epi16(bytes) : _mm512_cvtepu8_epi16(bytes);
+}
+
+// Span ends: each accumulator's int32 sum joins its f32 sum with the row's scale.
+template <int R, int T>
+void close_span(__m512i (&acci)[R][T], __m512 (&accf)[R][T], const IntRowLayout& l, const IntRowTask& t, int64_t s) {
+  for (int r = 0; r < R; ++r) {
+    const __m512 scale = _mm512_set1_ps(t.scales[r * l.n_spans + s]);
+    for (int k = 0; k < T; ++k) accf[r][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acci[r][k]), scale, accf[r][k]);
+  }
+}
+
+// 4 bits: the products used the unsigned nibbles; zero * (the span's
+// activation sum) comes off in lane 0, exactly, once per span.
+template <int R, int T>
+void take_zero_points(__m512i (&acci)[R][T], const IntRowLayout& l, const IntRowTask& t, int64_t s) {
+  for (int r = 0; r < R; ++r) {
+    for (int k = 0; k < T; ++k) {
+      const int32_t offset = int32_t(t.zeros[r * l.n_spans + s]) * t.x_span_sums[k * l.n_spans + s];
+      acci[r][k] = _mm512_sub_epi32(acci[r][k], _mm512_maskz_set1_epi32(1, offset));
+    }
+  }
+}
+
+template <int R, int T>
+void store(__m512 (&accf)[R][T], const IntRowTask& t) {
+  for (int r = 0; r < R; ++r) {
+    for (int k = 0; k < T; ++k) t.y[k * t.y_stride + r] = reduce_add(accf[r][k]) * t.x_scales[k];
+  }
+}
+
+template <int R, int T>
 void a16_w8_tile(const IntRowLayout& l, const IntRowTask& t) {
   const auto* x = static_cast<const int16_t*>(t.x);
-  __m512 accf[T];
-  for (int k = 0; k < T; ++k) accf[k] = _mm512_setzero_ps();
+  __m512 accf[R][T];
+  for (auto& row : accf) for (auto& a : row) a = _mm512_setzero_ps();
   for (int64_t s = 0; s < l.n_spans; ++s) {
     const int64_t begin = s * l.span, end = std::min(begin + l.span, l.padded_cols);
-    __m512i acci[T];
-    for (int k = 0; k < T; ++k) acci[k] = _mm512_setzero_si512();
+    __m512i acci[R][T];
+    for (auto& row : acci) for (auto& a : row) a = _mm512_setzero_si512();
     for (int64_t c = begin; c < end; c += 32) {
-      const __m512i w = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.w + c)));
-      for (int k = 0; k < T; ++k) acci[k] = _mm512_dpwssd_epi32(acci[k], w, _mm512_loadu_si512(x + k * t.x_stride + c));
+      __m512i w[R];
+      for (int r = 0; r < R; ++r) w[r] = load_bytes_as_words(t.w + size_t(r) * t.w_stride + c, true);
+      for (int k = 0; k < T; ++k) {
+        const __m512i xv = _mm512_loadu_si512(x + k * t.x_stride + c);
+        for (int r = 0; r < R; ++r) acci[r][k] = _mm512_dpwssd_epi32(acci[r][k], w[r], xv);
+      }
     }
-    const __m512 scale = _mm512_set1_ps(t.scales[s]);
-    for (int k = 0; k < T; ++k) accf[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acci[k]), scale, accf[k]);
+    close_span(acci, accf, l, t, s);
   }
-  for (int k = 0; k < T; ++k) t.y[k * t.y_stride] = reduce_add(accf[k]) * t.x_scales[k];
+  store(accf, t);
 }
 
 // 4-bit rows: a 32-byte load widens to 32 words holding two columns each,
 // the low nibble (columns 0..31 of the chunk) and the high one (32..63).
-template <int T>
+template <int R, int T>
 void a16_w4_tile(const IntRowLayout& l, const IntRowTask& t) {
   const auto* x = static_cast<const int16_t*>(t.x);
   const __m512i low_mask = _mm512_set1_epi16(0x0F);
-  __m512 accf[T];
-  for (int k = 0; k < T; ++k) accf[k] = _mm512_setzero_ps();
+  __m512 accf[R][T];
+  for (auto& row : accf) for (auto& a : row) a = _mm512_setzero_ps();
   const bool whole_chunks = l.span % 64 == 0;
   for (int64_t s = 0; s < l.n_spans; ++s) {
     const int64_t begin = s * l.span, end = std::min(begin + l.span, l.padded_cols);
-    const __m512i zero = _mm512_set1_epi16(t.zeros[s]);
-    __m512i acci[T];
-    for (int k = 0; k < T; ++k) acci[k] = _mm512_setzero_si512();
+    __m512i acci[R][T];
+    for (auto& row : acci) for (auto& a : row) a = _mm512_setzero_si512();
     if (whole_chunks) {
       for (int64_t c = begin; c < end; c += 64) {
-        const __m512i raw = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.w + c / 2)));
-        const __m512i lo = _mm512_sub_epi16(_mm512_and_si512(raw, low_mask), zero);
-        const __m512i hi = _mm512_sub_epi16(_mm512_srli_epi16(raw, 4), zero);
+        __m512i lo[R], hi[R];
+        for (int r = 0; r < R; ++r) {
+          const __m512i raw = load_bytes_as_words(t.w + size_t(r) * t.w_stride + c / 2, false);
+          lo[r] = _mm512_and_si512(raw, low_mask);
+          hi[r] = _mm512_srli_epi16(raw, 4);
+        }
         for (int k = 0; k < T; ++k) {
-          const int16_t* xk = x + k * t.x_stride + c;
-          acci[k] = _mm512_dpwssd_epi32(acci[k], lo, _mm512_loadu_si512(xk));
-          acci[k] = _mm512_dpwssd_epi32(acci[k], hi, _mm512_loadu_si512(xk + 32));
+          const __m512i xlo = _mm512_loadu_si512(x + k * t.x_stride + c);
+          const __m512i xhi = _mm512_loadu_si512(x + k * t.x_stride + c + 32);
+          for (int r = 0; r < R; ++r) {
+            acci[r][k] = _mm512_dpwssd_epi32(acci[r][k], lo[r], xlo);
+            acci[r][k] = _mm512_dpwssd_epi32(acci[r][k], hi[r], xhi);
+          }
         }
       }
     } else {
       for (int64_t c = begin; c < end; c += 32) {
-        const __m512i raw =
-            _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.w + (c / 64) * 32)));
-        const __m512i u = (c % 64) == 0 ? _mm512_and_si512(raw, low_mask) : _mm512_srli_epi16(raw, 4);
-        const __m512i w = _mm512_sub_epi16(u, zero);
-        for (int k = 0; k < T; ++k) acci[k] = _mm512_dpwssd_epi32(acci[k], w, _mm512_loadu_si512(x + k * t.x_stride + c));
+        __m512i w[R];
+        for (int r = 0; r < R; ++r) {
+          const __m512i raw = load_bytes_as_words(t.w + size_t(r) * t.w_stride + (c / 64) * 32, false);
+          w[r] = (c % 64) == 0 ? _mm512_and_si512(raw, low_mask) : _mm512_srli_epi16(raw, 4);
+        }
+        for (int k = 0; k < T; ++k) {
+          const __m512i xv = _mm512_loadu_si512(x + k * t.x_stride + c);
+          for (int r = 0; r < R; ++r) acci[r][k] = _mm512_dpwssd_epi32(acci[r][k], w[r], xv);
+        }
       }
     }
-    const __m512 scale = _mm512_set1_ps(t.scales[s]);
-    for (int k = 0; k < T; ++k) accf[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acci[k]), scale, accf[k]);
+    take_zero_points(acci, l, t, s);
+    close_span(acci, accf, l, t, s);
   }
-  for (int k = 0; k < T; ++k) t.y[k * t.y_stride] = reduce_add(accf[k]) * t.x_scales[k];
+  store(accf, t);
 }
 
 // Activations arrive as uint8 (x + 128): vpdpbusd multiplies unsigned by
 // signed bytes, and the offset is taken back with the row's weight sum.
-template <int T>
+template <int R, int T>
 void a8_w8_tile(const IntRowLayout& l, const IntRowTask& t) {
   const auto* x = static_cast<const uint8_t*>(t.x);
-  __m512i acc[T];
-  for (int k = 0; k < T; ++k) acc[k] = _mm512_setzero_si512();
+  __m512i acc[R][T];
+  for (auto& row : acc) for (auto& a : row) a = _mm512_setzero_si512();
   for (int64_t c = 0; c < l.padded_cols; c += 64) {
-    const __m512i w = _mm512_loadu_si512(t.w + c);
-    for (int k = 0; k < T; ++k) acc[k] = _mm512_dpbusd_epi32(acc[k], _mm512_loadu_si512(x + k * t.x_stride + c), w);
+    __m512i w[R];
+    for (int r = 0; r < R; ++r) w[r] = _mm512_loadu_si512(t.w + size_t(r) * t.w_stride + c);
+    for (int k = 0; k < T; ++k) {
+      const __m512i xv = _mm512_loadu_si512(x + k * t.x_stride + c);
+      for (int r = 0; r < R; ++r) acc[r][k] = _mm512_dpbusd_epi32(acc[r][k], xv, w[r]);
+    }
   }
-  for (int k = 0; k < T; ++k) {
-    const int32_t sum = reduce_add(acc[k]) - 128 * t.row_sum;
-    t.y[k * t.y_stride] = float(sum) * (t.x_scales[k] * t.scales[0]);
-  }
-}
-
-template <template <int> class Tile>
-void dispatch(const IntRowLayout& l, const IntRowTask& t) {
-  switch (t.n_tokens) {
-    case 1: return Tile<1>::run(l, t);
-    case 2: return Tile<2>::run(l, t);
-    case 3: return Tile<3>::run(l, t);
-    case 4: return Tile<4>::run(l, t);
-    case 5: return Tile<5>::run(l, t);
-    case 6: return Tile<6>::run(l, t);
-    case 7: return Tile<7>::run(l, t);
-    default: return Tile<8>::run(l, t);
+  for (int r = 0; r < R; ++r) {
+    for (int k = 0; k < T; ++k) {
+      const int32_t sum = reduce_add(acc[r][k]) - 128 * t.row_sums[r];
+      t.y[k * t.y_stride + r] = float(sum) * (t.x_scales[k] * t.scales[r * l.n_spans]);
+    }
   }
 }
 
-template <int T>
+template <int R, int T>
 struct A16W8 {
-  static void run(const IntRowLayout& l, const IntRowTask& t) { a16_w8_tile<T>(l, t); }
+  static void run(const IntRowLayout& l, const IntRowTask& t) { a16_w8_tile<R, T>(l, t); }
 };
-template <int T>
+template <int R, int T>
 struct A16W4 {
-  static void run(const IntRowLayout& l, const IntRowTask& t) { a16_w4_tile<T>(l, t); }
+  static void run(const IntRowLayout& l, const IntRowTask& t) { a16_w4_tile<R, T>(l, t); }
 };
-template <int T>
+template <int R, int T>
 struct A8W8 {
-  static void run(const IntRowLayout& l, const IntRowTask& t) { a8_w8_tile<T>(l, t); }
+  static void run(const IntRowLayout& l, const IntRowTask& t) { a8_w8_tile<R, T>(l, t); }
 };
+
+template <template <int, int> class Tile, int R>
+void dispatch_tokens(const IntRowLayout& l, const IntRowTask& t) {
+  switch (t.n_tokens) {
+    case 1: return Tile<R, 1>::run(l, t);
+    case 2: return Tile<R, 2>::run(l, t);
+    case 3: return Tile<R, 3>::run(l, t);
+    default: return Tile<R, 4>::run(l, t);
+  }
+}
+
+template <template <int, int> class Tile>
+void dispatch(const IntRowLayout& l, const IntRowTask& t) {
+  switch (t.n_rows) {
+    case 1: return dispatch_tokens<Tile, 1>(l, t);
+    case 2: return dispatch_tokens<Tile, 2>(l, t);
+    case 3: return dispatch_tokens<Tile, 3>(l, t);
+    default: return dispatch_tokens<Tile, 4>(l, t);
+  }
+}
 
 }  // namespace
 

@@ -12,34 +12,42 @@ int unsigned_nibble(const uint8_t* w, int64_t c) {
 }
 
 template <int Bits>
-void a16_row(const IntRowLayout& l, const IntRowTask& t) {
-  for (int k = 0; k < t.n_tokens; ++k) {
-    const int16_t* x = static_cast<const int16_t*>(t.x) + k * t.x_stride;
-    float acc = 0.0f;
-    for (int64_t s = 0; s < l.n_spans; ++s) {
-      const int64_t begin = s * l.span, end = std::min(begin + l.span, l.padded_cols);
-      int64_t sum = 0;
-      for (int64_t c = begin; c < end; ++c) {
-        const int w = Bits == 8 ? int(int8_t(t.w[c])) : unsigned_nibble(t.w, c) - t.zeros[s];
-        sum += int64_t(w) * x[c];
+void a16_rows(const IntRowLayout& l, const IntRowTask& t) {
+  for (int r = 0; r < t.n_rows; ++r) {
+    const uint8_t* w = t.w + size_t(r) * t.w_stride;
+    const float* scales = t.scales + r * l.n_spans;
+    const int16_t* zeros = t.zeros ? t.zeros + r * l.n_spans : nullptr;
+    for (int k = 0; k < t.n_tokens; ++k) {
+      const int16_t* x = static_cast<const int16_t*>(t.x) + k * t.x_stride;
+      float acc = 0.0f;
+      for (int64_t s = 0; s < l.n_spans; ++s) {
+        const int64_t begin = s * l.span, end = std::min(begin + l.span, l.padded_cols);
+        int64_t sum = 0;
+        for (int64_t c = begin; c < end; ++c) {
+          const int v = Bits == 8 ? int(int8_t(w[c])) : unsigned_nibble(w, c) - zeros[s];
+          sum += int64_t(v) * x[c];
+        }
+        acc += float(sum) * scales[s];
       }
-      acc += float(sum) * t.scales[s];
+      t.y[k * t.y_stride + r] = acc * t.x_scales[k];
     }
-    t.y[k * t.y_stride] = acc * t.x_scales[k];
   }
 }
 
-void a8_w8_row(const IntRowLayout& l, const IntRowTask& t) {
-  for (int k = 0; k < t.n_tokens; ++k) {
-    const int8_t* x = static_cast<const int8_t*>(t.x) + k * t.x_stride;
-    int32_t sum = 0;
-    for (int64_t c = 0; c < l.padded_cols; ++c) sum += int32_t(int8_t(t.w[c])) * x[c];
-    t.y[k * t.y_stride] = float(sum) * (t.x_scales[k] * t.scales[0]);
+void a8_w8_rows(const IntRowLayout& l, const IntRowTask& t) {
+  for (int r = 0; r < t.n_rows; ++r) {
+    const uint8_t* w = t.w + size_t(r) * t.w_stride;
+    for (int k = 0; k < t.n_tokens; ++k) {
+      const int8_t* x = static_cast<const int8_t*>(t.x) + k * t.x_stride;
+      int32_t sum = 0;
+      for (int64_t c = 0; c < l.padded_cols; ++c) sum += int32_t(int8_t(w[c])) * x[c];
+      t.y[k * t.y_stride + r] = float(sum) * (t.x_scales[k] * t.scales[r * l.n_spans]);
+    }
   }
 }
 
 }  // namespace
 
-IntLinearKernels scalar_int_kernels() { return {a16_row<8>, a16_row<4>, a8_w8_row, false}; }
+IntLinearKernels scalar_int_kernels() { return {a16_rows<8>, a16_rows<4>, a8_w8_rows, false}; }
 
 }  // namespace tessera::cpu

@@ -1,0 +1,66 @@
+// The integer schemes' products (A16W8, A16W4 g128, DA8W8) on the real layer
+// shapes: weight bytes streamed per second at one token (decode, compare with
+// BM_ReadBandwidth) and multiply-accumulates per second at 512 (prefill).
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/int_linear.h"
+#include "quant/int_weights.h"
+
+namespace tessera::cpu {
+namespace {
+
+constexpr int kThreads = 2;
+
+quant::IntQuantConfig scheme(int64_t id) {
+  if (id == 0) return {8, 0, true, ActivationPolicy::kNone};
+  if (id == 1) return {4, 128, false, ActivationPolicy::kNone};
+  return {8, 0, true, ActivationPolicy::kDynamicInt8Token};
+}
+
+const char* scheme_name(int64_t id) { return id == 0 ? "a16w8" : id == 1 ? "a16w4/g128" : "da8w8"; }
+
+// args: scheme, rows, cols, tokens, isa level (0 AVX2, 1 AVX-512)
+void BM_IntMatmul(benchmark::State& state) {
+  const int64_t rows = state.range(1), cols = state.range(2), tokens = state.range(3);
+  IsaFeatures isa = detect_isa();
+  if (state.range(4) == 0) isa.avx512f = isa.avx512bw = isa.avx512vl = isa.avx512_vnni = false;
+  else if (!isa.avx512_vnni) return state.SkipWithError("no AVX-512 VNNI");
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist;
+  std::vector<float> w(size_t(rows * cols)), x(size_t(tokens * cols)), y(size_t(tokens * rows));
+  for (float& v : w) v = dist(rng);
+  for (float& v : x) v = dist(rng);
+  const quant::IntMatrix m = quant::quantize_rtn("bench", w.data(), rows, cols, scheme(state.range(0)));
+  const IntLinear weight(m.view("bench"), isa);
+  const IntLinear* weights[] = {&weight};
+  IntActivations acts;
+  ThreadPool pool(kThreads);
+  for (auto _ : state) {
+    quantize_int_activations(weights, x.data(), tokens, acts);
+    int_matmul(weight, acts, tokens, y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  const size_t bytes = m.data.size() + m.scales.size() * sizeof(float) + m.zeros.size();
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(bytes));
+  state.counters["MAC/s"] = benchmark::Counter(double(state.iterations()) * double(rows * cols * tokens), benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(scheme_name(state.range(0))) + (state.range(4) ? " avx512" : " avx2"));
+}
+
+// Qwen2.5-0.5B's ffn_up, ffn_down and output head; SmolLM2's ffn_up.
+void shapes(benchmark::internal::Benchmark* b, int64_t tokens) {
+  const std::vector<std::pair<int64_t, int64_t>> layers = {{4864, 896}, {896, 4864}, {151936, 896}, {1536, 576}};
+  for (int64_t s = 0; s < 3; ++s) {
+    for (const auto& [rows, cols] : layers) {
+      if (tokens > 1 && rows > 100000) continue;  // the head runs for one token per sequence
+      for (int64_t isa : {0, 1}) b->Args({s, rows, cols, tokens, isa});
+    }
+  }
+}
+BENCHMARK(BM_IntMatmul)->Apply([](benchmark::internal::Benchmark* b) { shapes(b, 1); })->UseRealTime();
+BENCHMARK(BM_IntMatmul)->Apply([](benchmark::internal::Benchmark* b) { shapes(b, 512); })->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace tessera::cpu
