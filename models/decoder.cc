@@ -158,6 +158,7 @@ void Decoder::ffn_block(const Pass& pass, int layer, int n) {
   float *x = act_.x, *h = act_.h, *gate = act_.gate, *up = act_.up, *proj = act_.proj;
   const float offset = spec_.norm_weight_offset, eps = spec_.norm_eps;
   timed(pass, "ffn_norm", [&] { pass.ops.rms_norm({x, lw.ffn_norm, offset, eps, n, spec_.d_model, h}, pass.stream); });
+  observe(pass, "ffn_norm", layer, h, n, spec_.d_model);
   const LinearOutput gate_up[] = {{lw.gate.get(), gate}, {lw.up.get(), up}};
   linear(pass, "gate_up", {h, n, gate_up, 2});
   observe(pass, "ffn_gate", layer, gate, n, spec_.ffn_dim);

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "engine/error.h"
+#include "models/activation_scaling.h"
 #include "models/architecture.h"
 #include "models/hf/hf_model_dir.h"
 #include "models/safetensors/safetensors_writer.h"
@@ -31,10 +32,15 @@ std::set<std::string> linear_names(const WeightNames& names, int n_layers) {
 
 std::vector<float> to_f32(const std::string& name, const SourceTensor& t) {
   if (t.shape.size() != 2) throw Error("tensor '" + name + "' is not a matrix");
-  if (!can_dequantize(t.dtype)) throw Error("tensor '" + name + "': format " + std::string(dtype_name(t.dtype)) + " is not supported");
-  std::vector<float> v(static_cast<size_t>(t.shape[0] * t.shape[1]));
-  dequantize_row(t.dtype, t.data, v.data(), t.shape[0] * t.shape[1]);
-  return v;
+  return tensor_as_f32(name, t);
+}
+
+// Divides row r of `v` (rows of `width`) by d[r].
+void divide_rows(std::vector<float>& v, const std::vector<float>& d) {
+  const size_t width = v.size() / d.size();
+  for (size_t r = 0; r < d.size(); ++r) {
+    for (size_t c = 0; c < width; ++c) v[r * width + c] /= d[r];
+  }
 }
 
 double relative_error(const float* w, const quant::IntMatrix& m) {
@@ -64,6 +70,11 @@ class CheckpointQuantizer {
     DecoderSpec spec;
     arch.spec_from_hf(dir_.config(), &spec);
     const std::set<std::string> linears = linear_names(arch.hf_names, spec.n_layers);
+    if (job_.calibration) {
+      plan_ = plan_activation_scaling(spec, arch.hf_names, source_, job_.scheme, *job_.calibration);
+      if (job_.scaled_inputs) *job_.scaled_inputs = plan_.reports;
+    }
+    norm_offset_ = spec.norm_weight_offset;
     const std::vector<std::string> names = source_.names();
     const bool has_head = source_.find(arch.hf_names.output).has_value();
     const size_t total = names.size() + (has_head ? 0 : 1);
@@ -72,6 +83,7 @@ class CheckpointQuantizer {
       const SourceTensor t = *source_.find(name);
       if (linears.count(name)) add_quantized(name, t, job_.scheme.layers);
       else if (name == arch.hf_names.output) add_quantized(name, t, job_.scheme.output_head);
+      else if (plan_.norm_divisors.count(name) || plan_.row_divisors.count(name)) add_rescaled(name, t);
       else writer_.add(name, t.dtype, t.shape, t.data, t.n_bytes);
       if (job_.progress) job_.progress(++done, total, name);
     }
@@ -85,8 +97,26 @@ class CheckpointQuantizer {
   }
 
  private:
+  // A norm or bias that takes an input scale's inverse, written as f32.
+  void add_rescaled(const std::string& name, const SourceTensor& t) {
+    std::vector<float>& v = floats_.emplace_back(tensor_as_f32(name, t));
+    if (const auto norm = plan_.norm_divisors.find(name); norm != plan_.norm_divisors.end()) {
+      if (v.size() != norm->second.size()) throw Error("tensor '" + name + "' does not match its input's width");
+      for (size_t i = 0; i < v.size(); ++i) v[i] = (v[i] + norm_offset_) / norm->second[i] - norm_offset_;
+    } else {
+      divide_rows(v, plan_.row_divisors.at(name));
+    }
+    writer_.add(name, DType::kF32, t.shape, v.data(), v.size() * sizeof(float));
+  }
+
   void add_quantized(const std::string& name, const SourceTensor& t, const quant::IntQuantConfig& config) {
-    const std::vector<float> w = to_f32(name, t);
+    std::vector<float> w = to_f32(name, t);
+    if (const auto rows = plan_.row_divisors.find(name); rows != plan_.row_divisors.end()) divide_rows(w, rows->second);
+    // Scaled inputs: the matrix stored is W diag(s); its input arrives as x / s.
+    if (const auto columns = plan_.column_scales.find(name); columns != plan_.column_scales.end()) {
+      const std::vector<float>& s = columns->second;
+      for (size_t i = 0; i < w.size(); ++i) w[i] *= s[i % s.size()];
+    }
     quant::IntMatrix& m = matrices_.emplace_back(quant::quantize_rtn(name, w.data(), t.shape[0], t.shape[1], config));
     const int64_t groups = m.n_groups();
     const bool four = config.bits == 4;
@@ -115,6 +145,9 @@ class CheckpointQuantizer {
   }
 
   const QuantizeCheckpointJob& job_;
+  ScalingPlan plan_;
+  float norm_offset_ = 0;
+  std::deque<std::vector<float>> floats_;
   hf::ModelDir dir_;
   HfTensorSource source_;
   safetensors::Writer writer_;

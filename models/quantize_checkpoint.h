@@ -9,9 +9,11 @@
 //   NAME_scale       F32 (rows, groups)
 //   NAME_zero_point  I8 (rows, groups), asymmetric 4 bits only
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "quant/activation_aware.h"
 #include "quant/schemes.h"
 
 namespace tessera {
@@ -23,12 +25,32 @@ struct QuantizedTensorReport {
   double relative_error = 0;  // ||W - dequant(Q)|| / ||W||, Frobenius
 };
 
+// Calibration activations for activation-aware scaling, keyed by the decoder's
+// observation point and layer: "attn_norm/L" (q, k, v), "attention/L" (o),
+// "ffn_norm/L" (gate, up), "ffn_act/L" (down).
+struct QuantizeCalibration {
+  std::map<std::string, quant::ChannelStats> inputs;
+  quant::MatmulFn matmul;
+};
+
+// One group's activation-aware choice, for the report.
+struct ScaledInputReport {
+  std::string input;  // "attn_norm/3" …
+  float alpha = 0;
+  double error = 0, plain_error = 0;
+};
+
 struct QuantizeCheckpointJob {
   std::string model_dir;
   std::string out_dir;
   quant::SchemeChoice scheme;
   // Called after each tensor: done, total, the tensor's name.
   std::function<void(size_t, size_t, const std::string&)> progress;
+  // Set: activation-aware scaling (AWQ; SmoothQuant-style for int8
+  // activations) folded into the norms and the up (and, without grouped
+  // queries, v) projections that feed the scaled inputs.
+  const QuantizeCalibration* calibration = nullptr;
+  std::vector<ScaledInputReport>* scaled_inputs = nullptr;  // filled when set
 };
 
 // Throws tessera::Error naming the file or tensor at fault; nothing is left

@@ -3,15 +3,15 @@
 bf16 directory (config.json, tokenizer files, model.safetensors) written by
 transformers' own GGUF loader (weights dequantized by gguf-py, Llama's
 Q/K rows un-permuted, the tokenizer rebuilt), and optionally the llama.cpp
-peers of the same bf16 weights: a bf16 GGUF from llama.cpp's
-convert_hf_to_gguf.py, quantized by llama-quantize to Q8_0 and Q4_0.
+peers of the same bf16 weights: the GGUF requantized to BF16 by
+llama-quantize, and that quantized by it to Q8_0 and Q4_0.
 
 Needs torch, transformers and gguf (not in the test venv):
   /tmp/hfvenv/bin/python scripts/make_hf_models.py [--llama-cpp DIR]
 
 Writes under $TESSERA_MODEL_DIR/hf (default ~/.cache/tessera/models/hf):
   <name>-bf16/             the Hugging Face directory
-  <name>-bf16.gguf         with --llama-cpp: llama.cpp's conversion of it
+  <name>-bf16.gguf         with --llama-cpp: llama.cpp's bf16 of the same weights
   <name>-q8_0.gguf, <name>-q4_0.gguf
   versions.json            the library versions that made them
 """
@@ -48,15 +48,16 @@ def make_hf(gguf_path, out):
         spm.unlink()
 
 
-def make_llama_cpp_peers(hf_dir, base, llama_cpp):
-    llama_cpp = pathlib.Path(llama_cpp)
+def make_llama_cpp_peers(gguf_path, base, llama_cpp):
+    """llama.cpp's own route to the same bf16 weights: requantize the GGUF to
+    BF16 (dequantized values rounded to bf16, as transformers' cast does; the
+    vocabulary metadata untouched), then Q8_0 and Q4_0 from that."""
+    quantize = pathlib.Path(llama_cpp) / "build" / "bin" / "llama-quantize"
     bf16 = base.with_name(base.name + "-bf16.gguf")
-    subprocess.run([sys.executable, str(llama_cpp / "convert_hf_to_gguf.py"), str(hf_dir), "--outtype", "bf16",
-                    "--outfile", str(bf16)], check=True)
+    subprocess.run([str(quantize), "--allow-requantize", str(gguf_path), str(bf16), "BF16"], check=True)
     for scheme in ("q8_0", "q4_0"):
         out = base.with_name(f"{base.name}-{scheme}.gguf")
-        subprocess.run([str(llama_cpp / "build" / "bin" / "llama-quantize"), str(bf16), str(out), scheme.upper()],
-                       check=True)
+        subprocess.run([str(quantize), str(bf16), str(out), scheme.upper()], check=True)
 
 
 def main():
@@ -73,7 +74,7 @@ def main():
         if not (hf_dir / "model.safetensors").exists():
             make_hf(model_dir() / gguf_name, hf_dir)
         if args.llama_cpp:
-            make_llama_cpp_peers(hf_dir, out_root / name, args.llama_cpp)
+            make_llama_cpp_peers(model_dir() / gguf_name, out_root / name, args.llama_cpp)
     versions = {p: metadata.version(p) for p in ("torch", "transformers", "gguf", "safetensors")}
     (out_root / "versions.json").write_text(json.dumps(versions, indent=2) + "\n")
     print(json.dumps(versions))

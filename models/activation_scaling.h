@@ -1,0 +1,34 @@
+#pragma once
+// Plans activation-aware scaling for a checkpoint: for each layer, the scale
+// of each scaled input (quant/activation_aware.h), and where its inverse is
+// folded: the norm before q/k/v and before gate/up (weight g becomes
+// (g + offset) / s - offset, offset 1 for Gemma's (1 + g) norms), the up
+// projection's rows before down, and v's rows (and bias) before o where
+// every query head has its own value head (with grouped queries the o input
+// is left unscaled: one v row feeds several heads' channels).
+#include <map>
+#include <string>
+#include <vector>
+
+#include "models/architecture.h"
+#include "models/quantize_checkpoint.h"
+#include "models/tensor_source.h"
+
+namespace tessera {
+
+struct ScalingPlan {
+  std::map<std::string, std::vector<float>> column_scales;  // linear -> s (cols): quantize W diag(s)
+  std::map<std::string, std::vector<float>> row_divisors;   // tensor -> d (rows): row r divided by d[r]
+  std::map<std::string, std::vector<float>> norm_divisors;  // norm -> s: (g + offset) / s - offset
+  std::vector<ScaledInputReport> reports;
+};
+
+// Throws tessera::Error for architectures with fused q/k/v or gate/up, or
+// calibration that misses an input.
+ScalingPlan plan_activation_scaling(const DecoderSpec& spec, const WeightNames& names, const TensorSource& source,
+                                    const quant::SchemeChoice& scheme, const QuantizeCalibration& calibration);
+
+// A float tensor as f32 (any stored float type).
+std::vector<float> tensor_as_f32(const std::string& name, const SourceTensor& t);
+
+}  // namespace tessera

@@ -1,0 +1,113 @@
+#include "quant/activation_aware.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/error.h"
+
+namespace tessera::quant {
+namespace {
+
+constexpr int kGrid = 20;
+
+// Round-trips each row through int8 with one scale per row, as DA8W8's
+// kernels quantize activations per token.
+void round_rows_to_int8(std::vector<float>& x, int64_t width) {
+  for (size_t r = 0; r < x.size() / size_t(width); ++r) {
+    float* row = x.data() + r * size_t(width);
+    float amax = 0;
+    for (int64_t c = 0; c < width; ++c) amax = std::max(amax, std::fabs(row[c]));
+    if (amax == 0) continue;
+    const float step = amax / 127.0f;
+    for (int64_t c = 0; c < width; ++c) row[c] = std::nearbyint(row[c] / step) * step;
+  }
+}
+
+// Candidate scales for grid point alpha: AWQ's mean|x|^alpha for 16-bit
+// activations, SmoothQuant's max|x|^alpha / max|w|^(1 - alpha) for int8 ones;
+// normalized to a geometric mean range around 1.
+std::vector<float> candidate(float alpha, const ChannelStats& stats, const std::vector<float>& weight_max, bool int8_acts) {
+  const std::vector<float> act = int8_acts ? stats.max_abs() : stats.mean_abs();
+  std::vector<float> s(act.size());
+  float lo = INFINITY, hi = 0;
+  for (size_t j = 0; j < s.size(); ++j) {
+    double v = std::pow(std::max(double(act[j]), 1e-6), double(alpha));
+    if (int8_acts) v /= std::pow(std::max(double(weight_max[j]), 1e-6), 1.0 - double(alpha));
+    s[j] = float(std::max(v, 1e-6));
+    lo = std::min(lo, s[j]);
+    hi = std::max(hi, s[j]);
+  }
+  const float mid = std::sqrt(lo * hi);
+  for (float& v : s) v /= mid;
+  return s;
+}
+
+}  // namespace
+
+ChannelStats::ChannelStats(int64_t width, int64_t sample_stride, int64_t max_samples)
+    : width_(width), stride_(std::max<int64_t>(sample_stride, 1)), max_samples_(max_samples), abs_sum_(size_t(width)),
+      max_abs_(size_t(width)) {}
+
+void ChannelStats::add(const float* x, int64_t n_tokens) {
+  for (int64_t t = 0; t < n_tokens; ++t, ++tokens_) {
+    const float* row = x + t * width_;
+    for (int64_t c = 0; c < width_; ++c) {
+      abs_sum_[size_t(c)] += std::fabs(row[c]);
+      max_abs_[size_t(c)] = std::max(max_abs_[size_t(c)], std::fabs(row[c]));
+    }
+    if (tokens_ % stride_ == 0 && sample_rows() < max_samples_) samples_.insert(samples_.end(), row, row + width_);
+  }
+}
+
+std::vector<float> ChannelStats::mean_abs() const {
+  std::vector<float> m(static_cast<size_t>(width_));
+  for (size_t c = 0; c < m.size(); ++c) m[c] = tokens_ ? float(abs_sum_[c] / double(tokens_)) : 0.0f;
+  return m;
+}
+
+ScaleSearch search_input_scales(std::span<const std::pair<const float*, int64_t>> weights, const ChannelStats& stats,
+                                const IntQuantConfig& config, const MatmulFn& matmul) {
+  const int64_t cols = stats.width(), n = stats.sample_rows();
+  if (n == 0) throw Error("activation-aware scaling: no calibration activations");
+  const bool int8_acts = config.activation == ActivationPolicy::kDynamicInt8Token;
+  std::vector<float> weight_max(size_t(cols), 0.0f);
+  std::vector<std::vector<float>> reference;
+  for (const auto& [w, rows] : weights) {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) weight_max[size_t(c)] = std::max(weight_max[size_t(c)], std::fabs(w[r * cols + c]));
+    }
+    reference.emplace_back(size_t(n * rows));
+    matmul(w, rows, cols, stats.samples().data(), n, reference.back().data());
+  }
+  ScaleSearch best;
+  std::vector<float> x(stats.samples().size()), deq, y;
+  for (int k = 0; k < kGrid; ++k) {
+    const float alpha = float(k) / kGrid;
+    const std::vector<float> s = k == 0 ? std::vector<float>(size_t(cols), 1.0f) : candidate(alpha, stats, weight_max, int8_acts);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = stats.samples()[i] / s[i % size_t(cols)];
+    if (int8_acts) round_rows_to_int8(x, cols);
+    double error = 0;
+    for (size_t wi = 0; wi < weights.size(); ++wi) {
+      const auto& [w, rows] = weights[wi];
+      const IntMatrix q = quantize_rtn("search", w, rows, cols, config, s.data());
+      deq.resize(size_t(rows * cols));
+      const QuantizedLinear view = q.view("search");
+      for (int64_t r = 0; r < rows; ++r) dequantize_int_row(view, r, deq.data() + r * cols);
+      y.resize(size_t(n * rows));
+      matmul(deq.data(), rows, cols, x.data(), n, y.data());
+      for (size_t i = 0; i < y.size(); ++i) {
+        const double d = double(y[i]) - reference[wi][i];
+        error += d * d;
+      }
+    }
+    if (k == 0) best.plain_error = error;
+    if (k == 0 || error < best.error) {
+      best.error = error;
+      best.alpha = alpha;
+      best.scales = s;
+    }
+  }
+  return best;
+}
+
+}  // namespace tessera::quant

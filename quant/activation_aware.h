@@ -1,0 +1,55 @@
+#pragma once
+// Activation-aware scaling (AWQ; SmoothQuant's migration for int8
+// activations): the input channels of the weights that share one input are
+// scaled by s before quantizing, W' = W diag(s), and the input by 1/s (folded
+// into the operation that produces it), so that the channels the
+// activations stress most keep more precision. s is chosen on a grid, per
+// group of weights, by the error of the quantized product on calibration
+// activations.
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "quant/int_weights.h"
+
+namespace tessera::quant {
+
+// What calibration saw at one input: per-channel magnitudes over every token,
+// and an even sample of the rows themselves.
+class ChannelStats {
+ public:
+  ChannelStats(int64_t width, int64_t sample_stride, int64_t max_samples);
+  // x is (n_tokens, width).
+  void add(const float* x, int64_t n_tokens);
+
+  int64_t width() const { return width_; }
+  int64_t tokens() const { return tokens_; }
+  std::vector<float> mean_abs() const;
+  const std::vector<float>& max_abs() const { return max_abs_; }
+  const std::vector<float>& samples() const { return samples_; }  // (sample_rows, width)
+  int64_t sample_rows() const { return int64_t(samples_.size()) / width_; }
+
+ private:
+  int64_t width_, stride_, max_samples_, tokens_ = 0;
+  std::vector<double> abs_sum_;
+  std::vector<float> max_abs_, samples_;
+};
+
+// y = x · wᵀ: x (n, cols), w (rows, cols), y (n, rows), all f32.
+using MatmulFn = std::function<void(const float* w, int64_t rows, int64_t cols, const float* x, int64_t n, float* y)>;
+
+struct ScaleSearch {
+  std::vector<float> scales;  // (cols); all ones when no scaling helped
+  float alpha = 0;            // the grid point chosen
+  double error = 0;           // squared output error with those scales
+  double plain_error = 0;     // with no scaling (round to nearest)
+};
+
+// `weights`: the (rows_i, cols) f32 matrices that read the input `stats`
+// describes. The error includes the activations' own int8 rounding when the
+// config quantizes activations.
+ScaleSearch search_input_scales(std::span<const std::pair<const float*, int64_t>> weights, const ChannelStats& stats,
+                                const IntQuantConfig& config, const MatmulFn& matmul);
+
+}  // namespace tessera::quant
