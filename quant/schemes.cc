@@ -1,5 +1,7 @@
 #include "quant/schemes.h"
 
+#include <cstdint>
+
 #include "engine/error.h"
 
 namespace tessera::quant {
@@ -17,8 +19,10 @@ IntQuantConfig weights_from_json(const nlohmann::json& j, const std::string& whe
     if (!j.contains(key) || !j[key].is_number_integer()) throw Error(where + "." + key + ": must be an integer");
   }
   if (!j.contains("symmetric") || !j["symmetric"].is_boolean()) throw Error(where + ".symmetric: must be true or false");
-  IntQuantConfig c{j["bits"].get<int>(), j["group_size"].get<int64_t>(), j["symmetric"].get<bool>(), activation};
-  if (c.bits != 8 && c.bits != 4) throw Error(where + ".bits: " + std::to_string(c.bits) + " is not supported (8 or 4)");
+  const int64_t bits = j["bits"].is_number_unsigned() && j["bits"].get<uint64_t>() > uint64_t(INT64_MAX) ? -1 : j["bits"].get<int64_t>();
+  if (bits != 8 && bits != 4) throw Error(where + ".bits: " + j["bits"].dump() + " is not supported (8 or 4)");
+  const int64_t group = j["group_size"].is_number_unsigned() && j["group_size"].get<uint64_t>() > 4096 ? -1 : j["group_size"].get<int64_t>();
+  IntQuantConfig c{int(bits), group, j["symmetric"].get<bool>(), activation};
   if (c.group_size < 0 || c.group_size % 32 != 0 || c.group_size > 4096) {
     throw Error(where + ".group_size: must be 0 (per channel) or a multiple of 32 up to 4096");
   }

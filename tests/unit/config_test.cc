@@ -98,6 +98,21 @@ TEST(Config, SpeculativeDecoding) {
             std::string::npos);
 }
 
+TEST(Config, QuantizationAtLoad) {
+  const auto model = [](const std::string& yaml) { return parse_config("models: [{name: a, path: x" + yaml + "}]\n", "t.yaml").models[0]; };
+  EXPECT_TRUE(model("").quantization.scheme.empty());
+  const QuantizationConfig q = model(", quantization: {scheme: a16w4, group_size: 64}").quantization;
+  EXPECT_EQ(q.scheme, "a16w4");
+  EXPECT_EQ(q.group_size, 64);
+  EXPECT_NE(error_of("models: [{name: a, path: x, quantization: {scheme: w3}}]\n").find("'w3' is not one of a16w8, a16w4, da8w8"),
+            std::string::npos);
+  EXPECT_NE(error_of("models: [{name: a, path: x, quantization: {scheme: a16w8, group_size: 64}}]\n").find("per output channel"),
+            std::string::npos);
+  EXPECT_NE(error_of("models: [{name: a, path: x, quantization: {scheme: a16w4, group_size: 96}}]\n").find("32, 64 or 128"),
+            std::string::npos);
+  EXPECT_NE(error_of("models: [{name: a, path: x, quantization: {group_size: 64}}]\n").find("quantization"), std::string::npos);
+}
+
 TEST(Config, PageSizeAlsoReadsAsVllmsBlockSize) {
   EXPECT_EQ(parse_config("models: [{name: a, path: x, kv_cache: {page_size: 32}}]\n", "t.yaml").models[0].kv_cache.page_size, 32);
   EXPECT_EQ(parse_config("models: [{name: a, path: x, kv_cache: {block_size: 8}}]\n", "t.yaml").models[0].kv_cache.page_size, 8);
