@@ -59,6 +59,7 @@ ScalingPlan plan_activation_scaling(const DecoderSpec& spec, const WeightNames& 
       }
       const quant::ScaleSearch found = quant::search_input_scales(weights, stats->second, scheme.layers, calibration.matmul);
       plan.reports.push_back({key, found.alpha, found.error, found.plain_error});
+      for (size_t i = 0; i < g.weights.size(); ++i) plan.clips[g.weights[i]] = found.clips[i];
       if (found.alpha == 0) continue;
       for (const std::string& name : g.weights) plan.column_scales[name] = found.scales;
       if (!g.norm.empty()) plan.norm_divisors[g.norm] = found.scales;

@@ -117,7 +117,9 @@ class CheckpointQuantizer {
       const std::vector<float>& s = columns->second;
       for (size_t i = 0; i < w.size(); ++i) w[i] *= s[i % s.size()];
     }
-    quant::IntMatrix& m = matrices_.emplace_back(quant::quantize_rtn(name, w.data(), t.shape[0], t.shape[1], config));
+    quant::IntQuantConfig c = config;
+    if (const auto clip = plan_.clips.find(name); clip != plan_.clips.end()) c.clip = clip->second;
+    quant::IntMatrix& m = matrices_.emplace_back(quant::quantize_rtn(name, w.data(), t.shape[0], t.shape[1], c));
     const int64_t groups = m.n_groups();
     const bool four = config.bits == 4;
     writer_.add(name, four ? DType::kU8 : DType::kI8, {m.rows, four ? m.cols / 2 : m.cols}, m.data.data(), m.data.size());

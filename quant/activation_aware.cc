@@ -42,6 +42,48 @@ std::vector<float> candidate(float alpha, const ChannelStats& stats, const std::
   return s;
 }
 
+// The product's error for one weight quantized with `config`, input x (n, cols)
+// already divided by the scales.
+double weight_error(const float* w, int64_t rows, int64_t cols, const std::vector<float>& s, const std::vector<float>& x,
+                    int64_t n, const IntQuantConfig& config, const MatmulFn& matmul, const std::vector<float>& reference) {
+  const IntMatrix q = quantize_rtn("search", w, rows, cols, config, s.data());
+  std::vector<float> deq(size_t(rows * cols)), y(size_t(n * rows));
+  const QuantizedLinear view = q.view("search");
+  for (int64_t r = 0; r < rows; ++r) dequantize_int_row(view, r, deq.data() + r * cols);
+  matmul(deq.data(), rows, cols, x.data(), n, y.data());
+  double error = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    const double d = double(y[i]) - reference[i];
+    error += d * d;
+  }
+  return error;
+}
+
+// Then each weight's group ranges shrunk, while that lowers its error.
+void search_clips(std::span<const std::pair<const float*, int64_t>> weights, const ChannelStats& stats,
+                  const IntQuantConfig& config, const MatmulFn& matmul, const std::vector<std::vector<float>>& reference,
+                  ScaleSearch& found) {
+  const int64_t cols = stats.width(), n = stats.sample_rows();
+  std::vector<float> x(stats.samples().size());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = stats.samples()[i] / found.scales[i % size_t(cols)];
+  if (config.activation == ActivationPolicy::kDynamicInt8Token) round_rows_to_int8(x, cols);
+  found.clips.assign(weights.size(), 1.0f);
+  found.error = 0;
+  for (size_t wi = 0; wi < weights.size(); ++wi) {
+    const auto& [w, rows] = weights[wi];
+    double best = weight_error(w, rows, cols, found.scales, x, n, config, matmul, reference[wi]);
+    for (float clip : {0.95f, 0.9f, 0.85f, 0.8f, 0.75f}) {
+      IntQuantConfig clipped = config;
+      clipped.clip = clip;
+      const double e = weight_error(w, rows, cols, found.scales, x, n, clipped, matmul, reference[wi]);
+      if (e >= best) break;
+      best = e;
+      found.clips[wi] = clip;
+    }
+    found.error += best;
+  }
+}
+
 }  // namespace
 
 ChannelStats::ChannelStats(int64_t width, int64_t sample_stride, int64_t max_samples)
@@ -107,6 +149,7 @@ ScaleSearch search_input_scales(std::span<const std::pair<const float*, int64_t>
       best.scales = s;
     }
   }
+  search_clips(weights, stats, config, matmul, reference, best);
   return best;
 }
 

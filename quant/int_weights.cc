@@ -25,7 +25,8 @@ struct GroupCode {
   int zero;  // signed domain, [-8, 7]
 };
 
-// One group's scale (and zero point) by round to nearest over its range.
+// One group's scale (and zero point) by round to nearest over its range,
+// shrunk by config.clip (values beyond it clip to its ends).
 GroupCode group_code(const float* w, int64_t n, const IntQuantConfig& c) {
   float lo = 0.0f, hi = 0.0f, amax = 0.0f;
   for (int64_t i = 0; i < n; ++i) {
@@ -33,6 +34,9 @@ GroupCode group_code(const float* w, int64_t n, const IntQuantConfig& c) {
     hi = std::max(hi, w[i]);
     amax = std::max(amax, std::fabs(w[i]));
   }
+  lo *= c.clip;
+  hi *= c.clip;
+  amax *= c.clip;
   if (c.bits == 8) return {amax / 127.0f, 0};
   if (c.symmetric) return {amax / 7.0f, 0};
   const float scale = std::max(hi - lo, 1e-8f) / 15.0f;

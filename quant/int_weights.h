@@ -24,6 +24,7 @@ struct IntQuantConfig {
   int64_t group_size = 0;   // columns per scale; 0: one per output channel
   bool symmetric = true;    // 4 bits only; 8 bits is always symmetric
   ActivationPolicy activation = ActivationPolicy::kNone;
+  float clip = 1.0f;        // each group's range shrunk to this fraction (activation-aware search)
 };
 
 inline int64_t group_count(int64_t cols, int64_t group_size) { return (cols + group_size - 1) / group_size; }

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Perplexity of the quantized schemes against the bf16 model they came
+from, and of llama.cpp's Q8_0/Q4_0 against its own bf16 of the same weights
+(llama-perplexity), on tests/data/perplexity (ctx 512). Each side is compared
+with its own bf16 run, so the two tokenizers' small differences cancel.
+
+Inputs: scripts/make_hf_models.py --llama-cpp. AWQ calibrates on
+tests/data/calibration/apache-2.0.txt.
+
+  python tests/bench/quant_accuracy.py [--llama-perplexity PATH] [--models smollm2-135m ...]
+"""
+import argparse
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TEXT = ROOT / "tests" / "data" / "perplexity" / "gpl-3.0.txt"
+CALIB = ROOT / "tests" / "data" / "calibration" / "apache-2.0.txt"
+MODELS = ("smollm2-135m", "qwen2.5-coder-0.5b")
+SCHEMES = (("a16w8", "q8_0"), ("da8w8", "q8_0"), ("a16w4", "q4_0"))
+PPL = re.compile(rb"Final estimate: PPL = ([0-9.]+)")
+
+
+def tessera_ppl(binary, model, threads):
+    out = subprocess.run([binary, "perplexity", "-m", model, "-f", TEXT, "-c", "512", "-t", str(threads)],
+                         capture_output=True, check=True)
+    return float(PPL.search(out.stdout + out.stderr).group(1))
+
+
+def llama_ppl(tool, model, threads):
+    out = subprocess.run([tool, "-m", model, "-f", TEXT, "-c", "512", "-t", str(threads)], capture_output=True, check=True)
+    return float(PPL.search(out.stdout + out.stderr).group(1))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--binary", default=str(ROOT / "build" / "tessera"))
+    ap.add_argument("--llama-perplexity", default=None)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--models", nargs="*", default=list(MODELS))
+    ap.add_argument("--model-dir", default=os.environ.get("TESSERA_MODEL_DIR", str(pathlib.Path.home() / ".cache/tessera/models")))
+    args = ap.parse_args()
+    hf = pathlib.Path(args.model_dir) / "hf"
+    work = pathlib.Path(tempfile.mkdtemp(prefix="tessera-quant-"))
+    rows = []
+    try:
+        for model in args.models:
+            source = hf / f"{model}-bf16"
+            base = tessera_ppl(args.binary, source, args.threads)
+            theirs = {}
+            if args.llama_perplexity:
+                for peer in ("bf16", "q8_0", "q4_0"):
+                    theirs[peer] = llama_ppl(args.llama_perplexity, hf / f"{model}-{peer}.gguf", args.threads)
+            for scheme, peer in SCHEMES:
+                for method in ("rtn", "awq"):
+                    out = work / f"{model}-{scheme}-{method}"
+                    cmd = [args.binary, "quantize", "-m", source, "--scheme", scheme, "--method", method, "-o", out,
+                           "-t", str(args.threads)]
+                    if method == "awq":
+                        cmd += ["--calib", CALIB]
+                    subprocess.run(cmd, capture_output=True, check=True)
+                    ppl = tessera_ppl(args.binary, out, args.threads)
+                    shutil.rmtree(out)
+                    peer_text = ""
+                    if theirs:
+                        peer_text = f"{peer} {theirs[peer]:.4f} ({100 * (theirs[peer] / theirs['bf16'] - 1):+.2f}%)"
+                    rows.append(f"| {model} | {scheme} {method} | {base:.4f} | {ppl:.4f} ({100 * (ppl / base - 1):+.2f}%) | "
+                                f"{theirs.get('bf16', float('nan')):.4f} | {peer_text} |")
+                    print(rows[-1], flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("| model | scheme | tessera bf16 | tessera quantized | llama.cpp bf16 | llama.cpp peer |")
+    print("|---|---|---|---|---|---|")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()
