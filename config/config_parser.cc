@@ -206,7 +206,7 @@ class Parser {
       text(s, "policy", p, &m.scheduler.policy, {"fcfs", "priority"});
     }
     if (const YAML::Node s = n["speculative"]) parse_speculative(s, path + ".speculative", &m.scheduler.speculative);
-    if (const YAML::Node q = n["quantization"]) {
+    if (const YAML::Node q = n["quantization"]; q && !q.IsNull()) {
       const std::string p = path + ".quantization";
       require_map(q, p);
       check_keys(q, p, {"scheme", "group_size"});
