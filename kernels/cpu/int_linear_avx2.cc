@@ -24,25 +24,34 @@ int32_t reduce_add(__m256i v) {
 
 __m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
-template <int T>
-void a16_w8_tile(const IntRowLayout& l, const IntRowTask& t, int r) {
-  const uint8_t* w = t.w + size_t(r) * t.w_stride;
+// The frame both 16-bit kernels share: per span, `products` adds the span's
+// int32 products into one accumulator per token; the span then joins the
+// f32 sums with its scale.
+template <int T, class Products>
+void a16_frame(const IntRowLayout& l, const IntRowTask& t, int r, const Products& products) {
   const float* scales = t.scales + r * l.n_spans;
-  const auto* x = static_cast<const int16_t*>(t.x);
   __m256 accf[T];
   for (int k = 0; k < T; ++k) accf[k] = _mm256_setzero_ps();
   for (int64_t s = 0; s < l.n_spans; ++s) {
-    const int64_t begin = s * l.span, end = std::min(begin + l.span, l.padded_cols);
     __m256i acci[T];
     for (int k = 0; k < T; ++k) acci[k] = _mm256_setzero_si256();
-    for (int64_t c = begin; c < end; c += 16) {
-      const __m256i wv = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + c)));
-      for (int k = 0; k < T; ++k) acci[k] = _mm256_add_epi32(acci[k], _mm256_madd_epi16(wv, load(x + k * t.x_stride + c)));
-    }
+    products(s * l.span, std::min((s + 1) * l.span, l.padded_cols), s, acci);
     const __m256 scale = _mm256_set1_ps(scales[s]);
     for (int k = 0; k < T; ++k) accf[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acci[k]), scale, accf[k]);
   }
   for (int k = 0; k < T; ++k) t.y[k * t.y_stride + r] = reduce_add(accf[k]) * t.x_scales[k];
+}
+
+template <int T>
+void a16_w8_tile(const IntRowLayout& l, const IntRowTask& t, int r) {
+  const uint8_t* w = t.w + size_t(r) * t.w_stride;
+  const auto* x = static_cast<const int16_t*>(t.x);
+  a16_frame<T>(l, t, r, [&](int64_t begin, int64_t end, int64_t, __m256i (&acci)[T]) {
+    for (int64_t c = begin; c < end; c += 16) {
+      const __m256i wv = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + c)));
+      for (int k = 0; k < T; ++k) acci[k] = _mm256_add_epi32(acci[k], _mm256_madd_epi16(wv, load(x + k * t.x_stride + c)));
+    }
+  });
 }
 
 // A 64-column chunk is 32 bytes: bytes 0..15 hold columns 0..15 (low
@@ -50,16 +59,10 @@ void a16_w8_tile(const IntRowLayout& l, const IntRowTask& t, int r) {
 template <int T>
 void a16_w4_tile(const IntRowLayout& l, const IntRowTask& t, int r) {
   const uint8_t* w = t.w + size_t(r) * t.w_stride;
-  const float* scales = t.scales + r * l.n_spans;
   const int16_t* zeros = t.zeros + r * l.n_spans;
   const auto* x = static_cast<const int16_t*>(t.x);
   const __m256i low_mask = _mm256_set1_epi16(0x0F);
-  __m256 accf[T];
-  for (int k = 0; k < T; ++k) accf[k] = _mm256_setzero_ps();
-  for (int64_t s = 0; s < l.n_spans; ++s) {
-    const int64_t begin = s * l.span, end = std::min(begin + l.span, l.padded_cols);
-    __m256i acci[T];
-    for (int k = 0; k < T; ++k) acci[k] = _mm256_setzero_si256();
+  a16_frame<T>(l, t, r, [&](int64_t begin, int64_t end, int64_t s, __m256i (&acci)[T]) {
     for (int64_t c = begin; c < end; c += 32) {
       const bool high = (c % 64) != 0;
       const uint8_t* bytes = w + (c / 64) * 32;
@@ -76,10 +79,7 @@ void a16_w4_tile(const IntRowLayout& l, const IntRowTask& t, int r) {
       const int32_t offset = int32_t(zeros[s]) * t.x_span_sums[k * l.n_spans + s];
       acci[k] = _mm256_sub_epi32(acci[k], _mm256_setr_epi32(offset, 0, 0, 0, 0, 0, 0, 0));
     }
-    const __m256 scale = _mm256_set1_ps(scales[s]);
-    for (int k = 0; k < T; ++k) accf[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acci[k]), scale, accf[k]);
-  }
-  for (int k = 0; k < T; ++k) t.y[k * t.y_stride + r] = reduce_add(accf[k]) * t.x_scales[k];
+  });
 }
 
 template <int T>
