@@ -5,6 +5,7 @@
 
 #include "engine/error.h"
 #include "quant/dequantize.h"
+#include "quant/published_formats.h"
 
 namespace tessera {
 namespace {
@@ -56,7 +57,9 @@ class Binder {
   // else converted to f32 once. `head`: the output head, whose scheme may
   // differ from the layers'.
   QuantizedLinear linear(const std::string& name, int64_t rows, int64_t cols, bool head = false) {
-    if (quantization_.stored) {
+    if (quantization_.stored && quantization_.stored->format != quant::CheckpointFormat::kTessera) {
+      if (auto stored = published_int_linear(name, rows, cols)) return *stored;
+    } else if (quantization_.stored) {
       if (auto stored = stored_int_linear(name, rows, cols, head ? quantization_.stored->output_head : quantization_.stored->layers)) {
         return *stored;
       }
@@ -116,6 +119,46 @@ class Binder {
       w.zero_points = zeros.data;
     }
     return w;
+  }
+
+  // An AutoAWQ (GEMM) or AutoGPTQ linear: PREFIX.qweight, .qzeros, .scales
+  // (and GPTQ's .g_idx) for NAME = PREFIX.weight, unpacked into the integer
+  // layout; nullopt when the layer is stored in floating point.
+  std::optional<QuantizedLinear> published_int_linear(const std::string& name, int64_t rows, int64_t cols) {
+    const std::string suffix = ".weight";
+    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) return std::nullopt;
+    const std::string prefix = name.substr(0, name.size() - suffix.size());
+    if (!find(prefix + ".qweight")) return std::nullopt;
+    const quant::SchemeChoice& s = *quantization_.stored;
+    const bool awq = s.format == quant::CheckpointFormat::kAwq;
+    const int64_t group = s.layers.group_size == 0 ? cols : s.layers.group_size;
+    if (rows % 8 != 0 || cols % group != 0 || (!awq && cols % 8 != 0)) {
+      throw Error(source_.name() + ": tensor '" + prefix + ".qweight': " + std::to_string(rows) + "x" + std::to_string(cols) +
+                  " does not pack into 32-bit words in groups of " + std::to_string(group));
+    }
+    const int64_t groups = cols / group;
+    quant::PackedLinear packed{};
+    packed.qweight = int32_tensor(prefix + ".qweight", awq ? std::vector<int64_t>{cols, rows / 8} : std::vector<int64_t>{cols / 8, rows});
+    packed.qzeros = int32_tensor(prefix + ".qzeros", {groups, rows / 8});
+    const SourceTensor scales = require(prefix + ".scales", {groups, rows});
+    packed.scales = scales.dtype == DType::kF32 ? static_cast<const float*>(scales.data) : converted(prefix + ".scales", scales);
+    if (!awq && find(prefix + ".g_idx")) packed.g_idx = int32_tensor(prefix + ".g_idx", {cols});
+    quant::UnpackedLinear u;
+    try {
+      u = awq ? quant::unpack_awq(name, packed, rows, cols, group) : quant::unpack_gptq(name, packed, rows, cols, group, s.gptq_zero_offset);
+    } catch (const Error& e) {
+      throw Error(source_.name() + ": " + e.what());
+    }
+    out_.quantized.push_back(std::move(u.matrix));
+    QuantizedLinear w = out_.quantized.back().view(name);
+    if (!u.input_order.empty()) w.input_order = out_.input_orders.emplace_back(std::move(u.input_order)).data();
+    return w;
+  }
+
+  const int32_t* int32_tensor(const std::string& name, const std::vector<int64_t>& shape) {
+    const SourceTensor t = require(name, shape);
+    if (t.dtype != DType::kI32) throw Error(source_.name() + ": tensor '" + name + "' must be I32");
+    return static_cast<const int32_t*>(t.data);
   }
 
   QuantizedLinear quantize_now(const std::string& name, const SourceTensor& t, int64_t rows, int64_t cols,

@@ -42,7 +42,8 @@ struct DecoderWeights {
   std::unique_ptr<PreparedLinear> output;    // (vocab, d_model)
   std::vector<LayerWeights> layers;
   std::deque<std::vector<uint8_t>> converted;       // host copies converted to f32; addresses stay stable
-  std::deque<quant::IntMatrix> quantized;           // linears quantized as they loaded
+  std::deque<quant::IntMatrix> quantized;           // linears quantized as they loaded, or unpacked
+  std::deque<std::vector<int32_t>> input_orders;    // GPTQ act-order: each unpacked linear's input order
   std::vector<std::shared_ptr<const void>> resident;  // device placements of the tensors above
 };
 

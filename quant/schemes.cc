@@ -30,6 +30,53 @@ IntQuantConfig weights_from_json(const nlohmann::json& j, const std::string& whe
   return c;
 }
 
+int64_t integer_field(const nlohmann::json& q, const std::string& p, const char* key) {
+  if (!q.contains(key) || !q[key].is_number_integer()) throw Error(p + "." + key + ": must be an integer");
+  if (q[key].is_number_unsigned() && q[key].get<uint64_t>() > uint64_t(INT64_MAX)) throw Error(p + "." + key + ": out of range");
+  return q[key].get<int64_t>();
+}
+
+std::string string_field(const nlohmann::json& q, const std::string& p, const char* key, const char* fallback) {
+  if (!q.contains(key) || q[key].is_null()) return fallback;
+  if (!q[key].is_string()) throw Error(p + "." + key + ": must be a string");
+  return q[key].get<std::string>();
+}
+
+bool boolean_field(const nlohmann::json& q, const std::string& p, const char* key, bool fallback) {
+  if (!q.contains(key) || q[key].is_null()) return fallback;
+  if (!q[key].is_boolean()) throw Error(p + "." + key + ": must be true or false");
+  return q[key].get<bool>();
+}
+
+// AutoAWQ's GEMM and AutoGPTQ's 4-bit formats: every decoder linear 4 bits
+// per group of inputs; the output head stays in floating point.
+SchemeChoice read_published_config(const nlohmann::json& q, const std::string& p, const std::string& method) {
+  SchemeChoice s;
+  s.name = method;
+  s.method = method;
+  s.format = method == "awq" ? CheckpointFormat::kAwq : CheckpointFormat::kGptq;
+  const int64_t bits = integer_field(q, p, q.contains("bits") ? "bits" : "w_bit");
+  if (bits != 4) throw Error(p + ".bits: " + std::to_string(bits) + "-bit " + method + " checkpoints are not supported (4)");
+  const int64_t group = integer_field(q, p, q.contains("group_size") ? "group_size" : "q_group_size");
+  if (group != -1 && (group < 32 || group % 32 != 0 || group > 4096)) {
+    throw Error(p + ".group_size: " + std::to_string(group) + " is not supported (-1 or a multiple of 32 up to 4096)");
+  }
+  bool symmetric = true;
+  if (s.format == CheckpointFormat::kAwq) {
+    const std::string version = string_field(q, p, "version", "gemm");
+    if (version != "gemm" && version != "GEMM") throw Error(p + ".version: '" + version + "' packing is not supported (gemm)");
+    symmetric = !boolean_field(q, p, "zero_point", true);
+  } else {
+    symmetric = boolean_field(q, p, "sym", true);
+    const std::string format = string_field(q, p, "checkpoint_format", "gptq");
+    if (format != "gptq" && format != "gptq_v2") throw Error(p + ".checkpoint_format: '" + format + "' is not supported (gptq, gptq_v2)");
+    s.gptq_zero_offset = format == "gptq";
+  }
+  s.layers = {4, group == -1 ? 0 : group, symmetric, ActivationPolicy::kNone};
+  s.output_head = s.layers;
+  return s;
+}
+
 }  // namespace
 
 SchemeChoice scheme_choice(std::string_view name, int64_t group_size) {
@@ -73,8 +120,9 @@ std::optional<SchemeChoice> read_quantization_config(const nlohmann::json& confi
     return q[key].get<std::string>();
   };
   const std::string method = text("quant_method");
+  if (method == "awq" || method == "gptq") return read_published_config(q, p, method);
   if (method != "tessera") {
-    throw Error(p + ".quant_method: '" + method + "' checkpoints are not supported (tessera)");
+    throw Error(p + ".quant_method: '" + method + "' checkpoints are not supported (tessera, awq, gptq)");
   }
   SchemeChoice s;
   s.name = text("scheme");

@@ -21,11 +21,17 @@
 
 namespace tessera::quant {
 
+// How a checkpoint packs its quantized linears: this project's layout
+// (quant/int_weights.h), AutoAWQ's GEMM format or AutoGPTQ's.
+enum class CheckpointFormat : uint8_t { kTessera, kAwq, kGptq };
+
 struct SchemeChoice {
-  std::string name;            // a16w8, a16w4, da8w8
+  std::string name;            // a16w8, a16w4, da8w8; awq, gptq for published checkpoints
   IntQuantConfig layers;       // every linear of the decoder layers
   IntQuantConfig output_head;  // lm_head
   std::string method = "rtn";  // rtn or awq
+  CheckpointFormat format = CheckpointFormat::kTessera;
+  bool gptq_zero_offset = true;  // GPTQ checkpoint_format "gptq" stores each zero point minus one ("gptq_v2" does not)
 };
 
 // Throws tessera::Error listing the schemes for an unknown name, or when the
@@ -35,9 +41,10 @@ SchemeChoice scheme_choice(std::string_view name, int64_t group_size = 0);
 // config.json's quantization_config for a checkpoint written with `choice`.
 nlohmann::json quantization_config_json(const SchemeChoice& choice);
 
-// The scheme of a checkpoint written by `tessera quantize`, from its
-// quantization_config; nullopt when the config has none. Throws
-// tessera::Error naming `where` for a malformed or unsupported one.
+// The scheme of a quantized checkpoint, from its quantization_config:
+// written by `tessera quantize`, by AutoAWQ (quant_method awq, version gemm)
+// or by AutoGPTQ (quant_method gptq, 4 bits). nullopt when the config has
+// none. Throws tessera::Error naming `where` for a malformed or unsupported one.
 std::optional<SchemeChoice> read_quantization_config(const nlohmann::json& config, const std::string& where);
 
 }  // namespace tessera::quant

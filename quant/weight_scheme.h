@@ -42,6 +42,9 @@ struct QuantizedLinear {
   const void* scales = nullptr;       // (rows, cols / group_size) when not in the blocks
   const void* zero_points = nullptr;  // the same shape, when has_zero_points
   const float* bias = nullptr;        // (rows), or null
+  // (cols), or null: stored column c multiplies input channel input_order[c]
+  // (GPTQ's act-order checkpoints, regrouped so each group is contiguous).
+  const int32_t* input_order = nullptr;
 
   // Rows [first, first + count) as a linear of their own: a fused QKV or
   // gate-up matrix splits into its parts without copying.

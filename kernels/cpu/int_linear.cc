@@ -45,6 +45,14 @@ IntLinear::IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa)
   layout_.padded_cols = round_up(cols_, 64);
   layout_.span = per_channel ? std::min(cols_, kMaxSpan) : group;
   layout_.n_spans = quant::group_count(cols_, layout_.span);
+  if (desc.input_order) {
+    input_order_.assign(desc.input_order, desc.input_order + cols_);
+    std::vector<bool> seen(size_t(cols_), false);
+    for (int32_t i : input_order_) {
+      if (i < 0 || i >= cols_ || seen[size_t(i)]) throw Error("weight '" + desc.name + "': input order is not a permutation");
+      seen[size_t(i)] = true;
+    }
+  }
   pack_rows(desc);
 }
 
@@ -69,7 +77,8 @@ void IntLinear::pack_rows(const QuantizedLinear& desc) {
       scales_[size_t(r * layout_.n_spans + s)] = scale;
       if (bits_ == 4) {
         const int zero = zeros ? zeros[r * n_groups + g] : 0;
-        if (zero < -8 || zero > 7) throw Error("weight '" + desc.name + "': zero point outside [-8, 7]");
+        // [-8, 7] from 4-bit codes; GPTQ's stored zero plus one reaches 8.
+        if (zero < -8 || zero > 8) throw Error("weight '" + desc.name + "': zero point outside [-8, 8]");
         zeros_[size_t(r * layout_.n_spans + s)] = int16_t(zero + 8);  // unsigned-nibble domain
       }
     }
@@ -162,9 +171,36 @@ void compute_span_sums(IntActivations& x, const IntRowLayout& layout) {
   }
 }
 
+void int_matmul_in_order(const IntLinear& w, IntActivations& x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+// The activations with their columns in the weight's stored order.
+IntActivations reorder_inputs(const IntActivations& x, const std::vector<int32_t>& order, int64_t n_tokens) {
+  IntActivations out;
+  out.padded_cols = x.padded_cols;
+  out.n_tokens = n_tokens;
+  out.scales16 = x.scales16;
+  out.x16.assign(x.x16.size(), 0);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const int16_t* src = x.x16.data() + t * x.padded_cols;
+    int16_t* dst = out.x16.data() + t * x.padded_cols;
+    for (size_t c = 0; c < order.size(); ++c) dst[c] = src[order[c]];
+  }
+  return out;
+}
+
 }  // namespace
 
 void int_matmul(const IntLinear& w, IntActivations& x, int64_t n_tokens, float* y, ThreadPool& pool) {
+  if (!w.input_order().empty()) {
+    IntActivations reordered = reorder_inputs(x, w.input_order(), n_tokens);
+    return int_matmul_in_order(w, reordered, n_tokens, y, pool);
+  }
+  int_matmul_in_order(w, x, n_tokens, y, pool);
+}
+
+namespace {
+
+void int_matmul_in_order(const IntLinear& w, IntActivations& x, int64_t n_tokens, float* y, ThreadPool& pool) {
   if (w.bits() == 4) compute_span_sums(x, w.layout());
   const bool a8 = w.int8_activations();
   const IntRowFn fn = a8 ? w.kernels().a8_w8 : w.bits() == 8 ? w.kernels().a16_w8 : w.kernels().a16_w4;
@@ -199,5 +235,7 @@ void int_matmul(const IntLinear& w, IntActivations& x, int64_t n_tokens, float* 
     }
   });
 }
+
+}  // namespace
 
 }  // namespace tessera::cpu

@@ -86,6 +86,8 @@ class IntLinear {
   bool int8_activations() const { return int8_activations_; }
   const IntRowLayout& layout() const { return layout_; }
   const IntLinearKernels& kernels() const { return kernels_; }
+  // Empty, or (cols): stored column c multiplies input channel input_order()[c].
+  const std::vector<int32_t>& input_order() const { return input_order_; }
   // A task for rows [row, row + n_rows), activations left to the caller.
   IntRowTask row_task(int64_t row, int n_rows) const;
 
@@ -102,6 +104,7 @@ class IntLinear {
   std::vector<float> scales_;     // (rows, n_spans)
   std::vector<int16_t> zeros_;    // (rows, n_spans), 4 bits
   std::vector<int32_t> row_sums_; // (rows), int8 activations
+  std::vector<int32_t> input_order_;
 };
 
 // One call's activations, quantized per token for the integer kernels.

@@ -137,3 +137,37 @@ def test_unknown_scheme_is_refused(tessera_bin, tmp_path):
     result = run([tessera_bin, "quantize", "-m", DATA / "hf-tiny" / "llama", "--scheme", "w3", "-o", tmp_path / "q"])
     assert result.returncode != 0
     assert b"w3" in result.stderr
+
+
+@pytest.mark.parametrize("name", ["awq", "gptq", "gptq-actorder"])
+def test_published_checkpoints_compute_with_their_defined_weights(tessera_bin, tmp_path, name):
+    """AutoAWQ / AutoGPTQ checkpoints (scripts/gen_awq_gptq_fixtures.py) give the logits of the float model
+    holding the weights their format defines, up to the 16-bit rounding of the activations."""
+    packed = DATA / "hf-quant" / name
+    reference = tmp_path / "reference"
+    shutil.copytree(DATA / "hf-tiny" / "llama", reference)
+    tensors = load_file(reference / "model.safetensors")
+    tensors.update(load_file(packed / "expected.safetensors"))
+    save_file(tensors, reference / "model.safetensors")
+    ids = [1, 17, 42, 7, 99, 250, 3, 12, 5, 300]
+    got = logits(tessera_bin, packed, ids, tmp_path / "packed.f32")
+    want = logits(tessera_bin, reference, ids, tmp_path / "reference.f32")
+    assert np.abs(got - want).max() < 1e-3 * np.abs(want).max()
+
+
+def test_published_checkpoint_damage_is_named(tessera_bin, tmp_path):
+    model = tmp_path / "gptq"
+    shutil.copytree(DATA / "hf-quant" / "gptq-actorder", model)
+    tensors = load_file(model / "model.safetensors")
+    g_idx = tensors["model.layers.1.mlp.down_proj.g_idx"]
+    g_idx[:] = 0
+    save_file(tensors, model / "model.safetensors")
+    result = run([tessera_bin, "generate", "-m", model, "-p", "hi", "-n", "1"])
+    assert result.returncode == 1
+    assert b"model.layers.1.mlp.down_proj.weight': g_idx does not give every group 32 inputs" in result.stderr
+    config = json.loads((model / "config.json").read_text())
+    config["quantization_config"]["bits"] = 3
+    (model / "config.json").write_text(json.dumps(config))
+    result = run([tessera_bin, "generate", "-m", model, "-p", "hi", "-n", "1"])
+    assert result.returncode == 1
+    assert b"3-bit gptq checkpoints are not supported" in result.stderr
