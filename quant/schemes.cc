@@ -55,9 +55,9 @@ SchemeChoice read_published_config(const nlohmann::json& q, const std::string& p
   s.name = method;
   s.method = method;
   s.format = method == "awq" ? CheckpointFormat::kAwq : CheckpointFormat::kGptq;
-  const int64_t bits = integer_field(q, p, q.contains("bits") ? "bits" : "w_bit");
+  const int64_t bits = integer_field(q, p, q.contains("w_bit") ? "w_bit" : "bits");
   if (bits != 4) throw Error(p + ".bits: " + std::to_string(bits) + "-bit " + method + " checkpoints are not supported (4)");
-  const int64_t group = integer_field(q, p, q.contains("group_size") ? "group_size" : "q_group_size");
+  const int64_t group = integer_field(q, p, q.contains("q_group_size") ? "q_group_size" : "group_size");
   if (group != -1 && (group < 32 || group % 32 != 0 || group > 4096)) {
     throw Error(p + ".group_size: " + std::to_string(group) + " is not supported (-1 or a multiple of 32 up to 4096)");
   }
