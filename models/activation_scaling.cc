@@ -1,7 +1,6 @@
 #include "models/activation_scaling.h"
 
 #include "engine/error.h"
-#include "quant/dequantize.h"
 
 namespace tessera {
 namespace {
@@ -28,15 +27,6 @@ std::vector<InputGroup> layer_groups(const DecoderSpec& spec, const WeightNames&
 }
 
 }  // namespace
-
-std::vector<float> tensor_as_f32(const std::string& name, const SourceTensor& t) {
-  if (!can_dequantize(t.dtype)) throw Error("tensor '" + name + "': format " + std::string(dtype_name(t.dtype)) + " is not supported");
-  int64_t n = 1;
-  for (int64_t d : t.shape) n *= d;
-  std::vector<float> v(static_cast<size_t>(n));
-  dequantize_row(t.dtype, t.data, v.data(), n);
-  return v;
-}
 
 ScalingPlan plan_activation_scaling(const DecoderSpec& spec, const WeightNames& names, const TensorSource& source,
                                     const quant::SchemeChoice& scheme, const QuantizeCalibration& calibration) {

@@ -29,7 +29,4 @@ struct ScalingPlan {
 ScalingPlan plan_activation_scaling(const DecoderSpec& spec, const WeightNames& names, const TensorSource& source,
                                     const quant::SchemeChoice& scheme, const QuantizeCalibration& calibration);
 
-// A float tensor as f32 (any stored float type).
-std::vector<float> tensor_as_f32(const std::string& name, const SourceTensor& t);
-
 }  // namespace tessera

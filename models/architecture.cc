@@ -197,14 +197,6 @@ void refuse_unhonoured_hf_flags(const nlohmann::json& config, const DecoderSpec&
       throw Error(std::string("config.json: '") + key + "': " + name + " is not supported for " + spec.architecture);
     }
   }
-  if (config.contains("quantization_config") && !config["quantization_config"].is_null()) {
-    const auto& q = config["quantization_config"];
-    const std::string method = q.is_object() ? q.value("quant_method", "unknown") : "unknown";
-    if (method != "tessera" && method != "awq" && method != "gptq") {
-      throw Error("config.json: 'quantization_config': quantised checkpoints (" + method +
-                  ") are not supported (tessera, awq, gptq)");
-    }
-  }
   if (config.value("attention_bias", false) && !(spec.qkv_bias && spec.o_bias)) {
     throw Error("config.json: 'attention_bias' is not supported for " + spec.architecture);
   }

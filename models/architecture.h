@@ -60,7 +60,8 @@ void fill_common_gguf(const gguf::File& file, const std::string& arch, DecoderSp
 void fill_common_hf(const nlohmann::json& config, DecoderSpec* spec);
 // After the architecture has filled the spec: refuses config.json flags that
 // would change the computation in a way the spec does not follow
-// (hidden_act, quantization_config …), naming the flag.
+// (hidden_act, rope_scaling …), naming the flag. quantization_config is
+// quant/schemes.h's to read.
 void refuse_unhonoured_hf_flags(const nlohmann::json& config, const DecoderSpec& spec);
 
 }  // namespace tessera

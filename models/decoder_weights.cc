@@ -163,12 +163,8 @@ class Binder {
 
   QuantizedLinear quantize_now(const std::string& name, const SourceTensor& t, int64_t rows, int64_t cols,
                                const quant::IntQuantConfig& config) {
-    if (!can_dequantize(t.dtype)) {
-      throw Error(source_.name() + ": tensor '" + name + "': format " + std::string(dtype_name(t.dtype)) + " is not supported");
-    }
-    std::vector<float> values(static_cast<size_t>(rows * cols));
-    dequantize_row(t.dtype, t.data, values.data(), rows * cols);
     try {
+      const std::vector<float> values = tensor_as_f32(name, t);
       out_.quantized.push_back(quant::quantize_rtn(name, values.data(), rows, cols, config));
     } catch (const Error& e) {
       throw Error(source_.name() + ": " + e.what());

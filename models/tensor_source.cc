@@ -2,10 +2,21 @@
 
 #include <algorithm>
 
+#include "engine/error.h"
 #include "models/gguf/gguf_file.h"
 #include "models/hf/hf_model_dir.h"
+#include "quant/dequantize.h"
 
 namespace tessera {
+
+std::vector<float> tensor_as_f32(const std::string& name, const SourceTensor& t) {
+  if (!can_dequantize(t.dtype)) throw Error("tensor '" + name + "': format " + std::string(dtype_name(t.dtype)) + " is not supported");
+  int64_t n = 1;
+  for (int64_t d : t.shape) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  dequantize_row(t.dtype, t.data, v.data(), n);
+  return v;
+}
 
 std::optional<SourceTensor> GgufTensorSource::find(const std::string& name) const {
   const gguf::TensorInfo* t = file_.find_tensor(name);

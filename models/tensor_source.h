@@ -23,6 +23,10 @@ struct SourceTensor {
   uint64_t n_bytes;
 };
 
+// The tensor's values as f32, from any format the reference dequantiser
+// reads (floats and GGUF blocks). Throws tessera::Error naming `name` otherwise.
+std::vector<float> tensor_as_f32(const std::string& name, const SourceTensor& t);
+
 class TensorSource {
  public:
   virtual ~TensorSource() = default;

@@ -122,7 +122,7 @@ ScaleSearch search_input_scales(std::span<const std::pair<const float*, int64_t>
     matmul(w, rows, cols, stats.samples().data(), n, reference.back().data());
   }
   ScaleSearch best;
-  std::vector<float> x(stats.samples().size()), deq, y;
+  std::vector<float> x(stats.samples().size());
   for (int k = 0; k < kGrid; ++k) {
     const float alpha = float(k) / kGrid;
     const std::vector<float> s = k == 0 ? std::vector<float>(size_t(cols), 1.0f) : candidate(alpha, stats, weight_max, int8_acts);
@@ -130,17 +130,7 @@ ScaleSearch search_input_scales(std::span<const std::pair<const float*, int64_t>
     if (int8_acts) round_rows_to_int8(x, cols);
     double error = 0;
     for (size_t wi = 0; wi < weights.size(); ++wi) {
-      const auto& [w, rows] = weights[wi];
-      const IntMatrix q = quantize_rtn("search", w, rows, cols, config, s.data());
-      deq.resize(size_t(rows * cols));
-      const QuantizedLinear view = q.view("search");
-      for (int64_t r = 0; r < rows; ++r) dequantize_int_row(view, r, deq.data() + r * cols);
-      y.resize(size_t(n * rows));
-      matmul(deq.data(), rows, cols, x.data(), n, y.data());
-      for (size_t i = 0; i < y.size(); ++i) {
-        const double d = double(y[i]) - reference[wi][i];
-        error += d * d;
-      }
+      error += weight_error(weights[wi].first, weights[wi].second, cols, s, x, n, config, matmul, reference[wi]);
     }
     if (k == 0) best.plain_error = error;
     if (k == 0 || error < best.error) {

@@ -8,18 +8,6 @@
 namespace tessera::quant {
 namespace {
 
-int8_t nibble(const uint8_t* row, int64_t col) {
-  const uint8_t byte = row[col / 2];
-  const int v = (col & 1) ? byte >> 4 : byte & 0x0F;
-  return int8_t(v >= 8 ? v - 16 : v);
-}
-
-void set_nibble(uint8_t* row, int64_t col, int q) {
-  const uint8_t bits = uint8_t(q & 0x0F);
-  uint8_t& byte = row[col / 2];
-  byte = (col & 1) ? uint8_t((byte & 0x0F) | (bits << 4)) : uint8_t((byte & 0xF0) | bits);
-}
-
 struct GroupCode {
   float scale;
   int zero;  // signed domain, [-8, 7]
@@ -51,6 +39,18 @@ int quantize_value(float w, const GroupCode& g, int bits) {
 }
 
 }  // namespace
+
+int int4_at(const uint8_t* row, int64_t col) {
+  const uint8_t byte = row[col / 2];
+  const int v = (col & 1) ? byte >> 4 : byte & 0x0F;
+  return v >= 8 ? v - 16 : v;
+}
+
+void set_int4(uint8_t* row, int64_t col, int q) {
+  const uint8_t bits = uint8_t(q & 0x0F);
+  uint8_t& byte = row[col / 2];
+  byte = (col & 1) ? uint8_t((byte & 0x0F) | (bits << 4)) : uint8_t((byte & 0xF0) | bits);
+}
 
 bool is_int_scheme(const WeightScheme& s) {
   return !s.scales_in_blocks && (s.storage == DType::kI8 || s.storage == DType::kInt4) && s.group_size > 0;
@@ -103,7 +103,7 @@ IntMatrix quantize_rtn(const std::string& name, const float* w, int64_t rows, in
       for (int64_t i = begin; i < begin + n; ++i) {
         const int q = quantize_value(src[i], code, c.bits);
         if (c.bits == 8) out[i] = uint8_t(int8_t(q));
-        else set_nibble(out, i, q);
+        else set_int4(out, i, q);
       }
     }
   }
@@ -145,7 +145,7 @@ void dequantize_int_row(const QuantizedLinear& w, int64_t row, float* out) {
       out[i] = scales[gi] * float(int8_t(data[i]));
     } else {
       const int zero = zeros ? zeros[row * n_groups + gi] : 0;
-      out[i] = scales[gi] * float(nibble(data, i) - zero);
+      out[i] = scales[gi] * float(int4_at(data, i) - zero);
     }
   }
 }

@@ -59,6 +59,11 @@ void dequantize_int_row(const QuantizedLinear& w, int64_t row, float* out);
 // group size, tensors present); throws tessera::Error naming it.
 void validate_int_linear(const QuantizedLinear& w);
 
+// Element `col` of a row of signed nibbles (low nibble first), and setting it
+// to q in [-8, 7].
+int int4_at(const uint8_t* row, int64_t col);
+void set_int4(uint8_t* row, int64_t col, int q);
+
 // True for schemes in this layout (int8 or int4 with separate scales).
 bool is_int_scheme(const WeightScheme& scheme);
 

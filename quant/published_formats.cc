@@ -13,11 +13,6 @@ constexpr int kAwqOrder[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 
 int nibble(int32_t word, int k) { return int((uint32_t(word) >> (4 * k)) & 15u); }
 
-void set_nibble(uint8_t* row, int64_t col, int q) {
-  uint8_t& byte = row[col / 2];
-  const uint8_t bits = uint8_t(q & 0x0F);
-  byte = (col & 1) ? uint8_t((byte & 0x0F) | (bits << 4)) : uint8_t((byte & 0xF0) | bits);
-}
 
 void check_shape(const std::string& name, int64_t out, int64_t in, int64_t group) {
   if (out <= 0 || in <= 0 || out % 8 != 0 || in % 32 != 0) {
@@ -56,7 +51,7 @@ UnpackedLinear unpack_awq(const std::string& name, const PackedLinear& p, int64_
     const int k = int(std::find(std::begin(kAwqOrder), std::end(kAwqOrder), int(o % 8)) - std::begin(kAwqOrder));
     for (int64_t g = 0; g < groups; ++g) store_group(m, o, g, p.scales[g * out + o], nibble(p.qzeros[g * words + o / 8], k), name);
     uint8_t* row = m.data.data() + o * (in / 2);
-    for (int64_t i = 0; i < in; ++i) set_nibble(row, i, nibble(p.qweight[i * words + o / 8], k) - 8);
+    for (int64_t i = 0; i < in; ++i) set_int4(row, i, nibble(p.qweight[i * words + o / 8], k) - 8);
   }
   return u;
 }
@@ -86,7 +81,7 @@ UnpackedLinear unpack_gptq(const std::string& name, const PackedLinear& p, int64
     uint8_t* row = m.data.data() + o * (in / 2);
     for (int64_t c = 0; c < in; ++c) {
       const int64_t i = order[size_t(c)];
-      set_nibble(row, c, nibble(p.qweight[(i / 8) * out + o], int(i % 8)) - 8);
+      set_int4(row, c, nibble(p.qweight[(i / 8) * out + o], int(i % 8)) - 8);
     }
   }
   const bool permuted = !std::is_sorted(order.begin(), order.end());

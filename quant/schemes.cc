@@ -13,23 +13,6 @@ nlohmann::json weights_json(const IntQuantConfig& c) {
   return {{"bits", c.bits}, {"group_size", c.group_size}, {"symmetric", c.symmetric}};
 }
 
-IntQuantConfig weights_from_json(const nlohmann::json& j, const std::string& where, ActivationPolicy activation) {
-  if (!j.is_object()) throw Error(where + ": must be an object with bits, group_size and symmetric");
-  for (const char* key : {"bits", "group_size"}) {
-    if (!j.contains(key) || !j[key].is_number_integer()) throw Error(where + "." + key + ": must be an integer");
-  }
-  if (!j.contains("symmetric") || !j["symmetric"].is_boolean()) throw Error(where + ".symmetric: must be true or false");
-  const int64_t bits = j["bits"].is_number_unsigned() && j["bits"].get<uint64_t>() > uint64_t(INT64_MAX) ? -1 : j["bits"].get<int64_t>();
-  if (bits != 8 && bits != 4) throw Error(where + ".bits: " + j["bits"].dump() + " is not supported (8 or 4)");
-  const int64_t group = j["group_size"].is_number_unsigned() && j["group_size"].get<uint64_t>() > 4096 ? -1 : j["group_size"].get<int64_t>();
-  IntQuantConfig c{int(bits), group, j["symmetric"].get<bool>(), activation};
-  if (c.group_size < 0 || c.group_size % 32 != 0 || c.group_size > 4096) {
-    throw Error(where + ".group_size: must be 0 (per channel) or a multiple of 32 up to 4096");
-  }
-  if (c.bits == 8 && !c.symmetric) throw Error(where + ": 8-bit weights are symmetric");
-  return c;
-}
-
 int64_t integer_field(const nlohmann::json& q, const std::string& p, const char* key) {
   if (!q.contains(key) || !q[key].is_number_integer()) throw Error(p + "." + key + ": must be an integer");
   if (q[key].is_number_unsigned() && q[key].get<uint64_t>() > uint64_t(INT64_MAX)) throw Error(p + "." + key + ": out of range");
@@ -46,6 +29,19 @@ bool boolean_field(const nlohmann::json& q, const std::string& p, const char* ke
   if (!q.contains(key) || q[key].is_null()) return fallback;
   if (!q[key].is_boolean()) throw Error(p + "." + key + ": must be true or false");
   return q[key].get<bool>();
+}
+
+IntQuantConfig weights_from_json(const nlohmann::json& j, const std::string& where, ActivationPolicy activation) {
+  if (!j.is_object()) throw Error(where + ": must be an object with bits, group_size and symmetric");
+  const int64_t bits = integer_field(j, where, "bits"), group = integer_field(j, where, "group_size");
+  if (!j.contains("symmetric") || !j["symmetric"].is_boolean()) throw Error(where + ".symmetric: must be true or false");
+  if (bits != 8 && bits != 4) throw Error(where + ".bits: " + std::to_string(bits) + " is not supported (8 or 4)");
+  if (group < 0 || group % 32 != 0 || group > 4096) {
+    throw Error(where + ".group_size: must be 0 (per channel) or a multiple of 32 up to 4096");
+  }
+  const IntQuantConfig c{int(bits), group, j["symmetric"].get<bool>(), activation};
+  if (c.bits == 8 && !c.symmetric) throw Error(where + ": 8-bit weights are symmetric");
+  return c;
 }
 
 // AutoAWQ's GEMM and AutoGPTQ's 4-bit formats: every decoder linear 4 bits
@@ -111,7 +107,7 @@ nlohmann::json quantization_config_json(const SchemeChoice& c) {
 }
 
 std::optional<SchemeChoice> read_quantization_config(const nlohmann::json& config, const std::string& where) {
-  if (!config.is_object() || !config.contains("quantization_config")) return std::nullopt;
+  if (!config.is_object() || !config.contains("quantization_config") || config["quantization_config"].is_null()) return std::nullopt;
   const nlohmann::json& q = config["quantization_config"];
   const std::string p = where + ": quantization_config";
   if (!q.is_object()) throw Error(p + ": must be an object");

@@ -17,12 +17,6 @@ constexpr int64_t kMaxSpan = 4096;
 
 int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
 
-int signed_nibble(const uint8_t* row, int64_t col) {
-  const uint8_t byte = row[col / 2];
-  const int v = (col & 1) ? byte >> 4 : byte & 0x0F;
-  return v >= 8 ? v - 16 : v;
-}
-
 }  // namespace
 
 IntLinearKernels select_int_kernels(const IsaFeatures& isa) {
@@ -92,7 +86,7 @@ void IntLinear::pack_rows(const QuantizedLinear& desc) {
       continue;
     }
     for (int64_t c = 0; c < cols_; ++c) {
-      const auto u = uint8_t(signed_nibble(src, c) + 8);
+      const auto u = uint8_t(quant::int4_at(src, c) + 8);
       const int64_t chunk = c / 64, j = c % 64;
       dst[chunk * 32 + j % 32] |= j < 32 ? u : uint8_t(u << 4);
     }
@@ -173,11 +167,11 @@ void compute_span_sums(IntActivations& x, const IntRowLayout& layout) {
 
 void int_matmul_in_order(const IntLinear& w, IntActivations& x, int64_t n_tokens, float* y, ThreadPool& pool);
 
-// The activations with their columns in the weight's stored order.
-IntActivations reorder_inputs(const IntActivations& x, const std::vector<int32_t>& order, int64_t n_tokens) {
-  IntActivations out;
+// The activations with their columns in the weight's stored order, into `out`.
+void reorder_inputs(const IntActivations& x, const std::vector<int32_t>& order, int64_t n_tokens, IntActivations& out) {
   out.padded_cols = x.padded_cols;
   out.n_tokens = n_tokens;
+  out.sum_span = 0;
   out.scales16 = x.scales16;
   out.x16.assign(x.x16.size(), 0);
   for (int64_t t = 0; t < n_tokens; ++t) {
@@ -185,15 +179,15 @@ IntActivations reorder_inputs(const IntActivations& x, const std::vector<int32_t
     int16_t* dst = out.x16.data() + t * x.padded_cols;
     for (size_t c = 0; c < order.size(); ++c) dst[c] = src[order[c]];
   }
-  return out;
 }
 
 }  // namespace
 
 void int_matmul(const IntLinear& w, IntActivations& x, int64_t n_tokens, float* y, ThreadPool& pool) {
   if (!w.input_order().empty()) {
-    IntActivations reordered = reorder_inputs(x, w.input_order(), n_tokens);
-    return int_matmul_in_order(w, reordered, n_tokens, y, pool);
+    if (!x.reordered) x.reordered = std::make_unique<IntActivations>();
+    reorder_inputs(x, w.input_order(), n_tokens, *x.reordered);
+    return int_matmul_in_order(w, *x.reordered, n_tokens, y, pool);
   }
   int_matmul_in_order(w, x, n_tokens, y, pool);
 }

@@ -15,6 +15,7 @@
 // Integer sums are exact, so AVX-512, AVX2 and scalar code agree bit for bit
 // on DA8W8; A16 results depend only on the instruction set's lane width.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -118,6 +119,9 @@ struct IntActivations {
   std::vector<int32_t> span_sums;
   int64_t sum_span = 0;
   int64_t n_tokens = 0;
+  // The same activations gathered in a weight's input order (GPTQ act-order),
+  // kept so that its buffers are reused from call to call.
+  std::unique_ptr<IntActivations> reordered;
 };
 
 // Quantizes x (n_tokens, cols) for every weight in `weights` (all of the

@@ -82,8 +82,8 @@ def read_bandwidth(kernel_bench):
     return json.loads(out.stdout)["benchmarks"][0]["bytes_per_second"]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_common_arguments(ap):
+    """The tools, thread count, token counts and repeats both llama.cpp comparisons take."""
     ap.add_argument("--llama-bench", default=os.environ.get("LLAMA_BENCH", "llama-bench"))
     ap.add_argument("--binary", default=str(ROOT / "build" / "tessera"))
     ap.add_argument("--kernel-bench", default=str(ROOT / "build" / "tests" / "tessera_kernel_bench"))
@@ -91,6 +91,11 @@ def main():
     ap.add_argument("--prefill", type=int, default=512)
     ap.add_argument("--decode", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=3)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_arguments(ap)
     ap.add_argument("--model-dir", default=os.environ.get("TESSERA_MODEL_DIR", str(pathlib.Path.home() / ".cache/tessera/models")))
     args = ap.parse_args()
     paths = {name: str(pathlib.Path(args.model_dir) / file) for name, file in MODELS.items()}

@@ -21,7 +21,7 @@ import subprocess
 
 from safetensors import safe_open
 
-from cpu_vs_llamacpp import decode_bytes_per_token, llama_bench, prompt_of, read_bandwidth, tessera
+from cpu_vs_llamacpp import add_common_arguments, decode_bytes_per_token, llama_bench, prompt_of, read_bandwidth, tessera
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MODELS = ("smollm2-135m", "qwen2.5-coder-0.5b")
@@ -51,13 +51,7 @@ def tessera_bytes_per_token(directory):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--llama-bench", default=os.environ.get("LLAMA_BENCH", "llama-bench"))
-    ap.add_argument("--binary", default=str(ROOT / "build" / "tessera"))
-    ap.add_argument("--kernel-bench", default=str(ROOT / "build" / "tests" / "tessera_kernel_bench"))
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--prefill", type=int, default=512)
-    ap.add_argument("--decode", type=int, default=128)
-    ap.add_argument("--repeats", type=int, default=3)
+    add_common_arguments(ap)
     ap.add_argument("--models", nargs="*", default=list(MODELS))
     ap.add_argument("--model-dir", default=os.environ.get("TESSERA_MODEL_DIR", str(pathlib.Path.home() / ".cache/tessera/models")))
     args = ap.parse_args()

@@ -117,7 +117,7 @@ def test_biases_without_their_flag_are_refused(tessera_bin, tmp_path):
 @pytest.mark.parametrize("flag,value,message", [
     ("hidden_act", "gelu", b"'hidden_act': gelu is not supported"),
     ("rope_scaling", {"rope_type": "yarn", "factor": 4.0}, b"rope_scaling type 'yarn' is not supported"),
-    ("quantization_config", {"quant_method": "bitsandbytes"}, b"'quantization_config': quantised checkpoints (bitsandbytes)"),
+    ("quantization_config", {"quant_method": "bitsandbytes"}, b"quantization_config.quant_method: 'bitsandbytes' checkpoints are not supported"),
     ("quantization_config", {"quant_method": "awq"}, b"quantization_config.bits: must be an integer"),
     ("partial_rotary_factor", 1.5, b"'partial_rotary_factor' must be in (0, 1]"),
 ])
