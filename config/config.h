@@ -47,7 +47,7 @@ struct ServerConfig {
 struct KvCacheConfig {
   int64_t budget_mb = 256;
   int page_size = 16;         // tokens per KV page (vLLM's block_size)
-  std::string dtype = "f16";  // f16 or f32
+  std::string dtype = "f16";  // f16, f32 or int8 (per-head, per-token scales)
 };
 
 // Speculative decoding by prompt lookup: each decoding sequence proposes

@@ -190,7 +190,7 @@ class Parser {
       // block_size is vLLM's name for the same thing, accepted for configs written for it.
       if (kv["page_size"] && kv["block_size"]) fail(kv["block_size"], p + ": give page_size or block_size, not both");
       integer(kv, kv["block_size"] ? "block_size" : "page_size", p, 1, 1024, &m.kv_cache.page_size);
-      text(kv, "dtype", p, &m.kv_cache.dtype, {"f16", "f32"});
+      text(kv, "dtype", p, &m.kv_cache.dtype, {"f16", "f32", "int8"});
     }
     if (const YAML::Node s = n["scheduler"]) {
       const std::string p = path + ".scheduler";

@@ -3,12 +3,16 @@
 // of values in the backend's memory, sized from a memory budget at start.
 // The scheduler hands out page numbers; the engine owns the memory.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kernels/backend.h"
 #include "models/decoder.h"
 
 namespace tessera {
+
+// The KV cache element types by their configuration names: f16, f32, int8.
+DType kv_dtype_from_name(const std::string& name);
 
 class PagedKvCache {
  public:

@@ -59,7 +59,9 @@ struct LinearArgs {
   int n_outputs;
 };
 
-// Stores each token's key and value row in its cache slot.
+// Stores each token's key and value row in its cache slot. An int8 cache
+// quantizes each head's row symmetrically with its own scale, keys centred
+// and rotated first (see ops::PagedKv).
 struct KvWriteArgs {
   void* k_pages;          // (n_pages, page_size, n_kv_heads, head_dim) in dtype
   void* v_pages;
@@ -69,6 +71,10 @@ struct KvWriteArgs {
   int64_t n_tokens;
   const float* k;         // (n_tokens, row)
   const float* v;
+  int head_dim = 0;             // kI8: the span each scale covers
+  float* k_scales = nullptr;    // kI8: (n_pages, page_size, n_kv_heads)
+  float* v_scales = nullptr;
+  const float* k_center = nullptr;  // kI8, optional: (row); see ops::PagedKv
 };
 
 // Fills `plan` with the step's work items; runs once per step.

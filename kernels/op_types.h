@@ -61,13 +61,23 @@ struct AttentionParams {
 };
 
 // One layer's pages: `k` and `v` are [n_pages][page_size][n_kv_heads][head_dim].
+// An int8 cache scales each token's row of each head by its own factor:
+// element = int8 * scale, scales [n_pages][page_size][n_kv_heads]. Its keys
+// are stored as H(k - k_center): centred on a constant per channel (the key
+// projection's bias, where it has one) and, for power-of-two head sizes,
+// rotated by the Walsh-Hadamard transform H (kernels/cpu/hadamard.h). Both
+// leave the attention scores as they were: H is orthonormal, and the centre
+// adds q·k_center to all of a query's scores, which attention adds back.
 struct PagedKv {
   const void* k;
   const void* v;
-  DType dtype;  // kF32 or kF16
+  DType dtype;  // kF32, kF16 or kI8
   int page_size;
   int n_kv_heads;
   int head_dim;
+  const float* k_scales = nullptr;  // kI8 only
+  const float* v_scales = nullptr;
+  const float* k_center = nullptr;  // kI8, optional: [n_kv_heads][head_dim]
 };
 
 // The flattened batch in CSR form: what the scheduler's page tables give.

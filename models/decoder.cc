@@ -127,7 +127,14 @@ void Decoder::attention_block(const Pass& pass, int layer, const ForwardBatch& b
   });
   observe(pass, "q_rope", layer, q, n, q_width);
   observe(pass, "k_rope", layer, k, n, kv_width);
-  timed(pass, "kv_write", [&] { pass.ops.kv_write({kv.k, kv.v, layout.dtype, kv_width, batch.slots, n, k, v}, pass.stream); });
+  // An int8 cache centres keys on the key bias, their constant part (not
+  // once a norm follows the projection).
+  const float* k_center = lw.k_norm ? nullptr : lw.k->desc().bias;
+  timed(pass, "kv_write", [&] {
+    pass.ops.kv_write(
+        {kv.k, kv.v, layout.dtype, kv_width, batch.slots, n, k, v, layout.head_dim, kv.k_scales, kv.v_scales, k_center},
+        pass.stream);
+  });
 
   const int window = spec_.sliding_window[size_t(layer)];
   ops::AttentionParams params;
@@ -139,7 +146,8 @@ void Decoder::attention_block(const Pass& pass, int layer, const ForwardBatch& b
     params.score = ops::ScoreMod::kSoftcap;
     params.softcap = spec_.attn_softcap;
   }
-  const ops::PagedKv paged{kv.k, kv.v, layout.dtype, layout.page_size, layout.n_kv_heads, layout.head_dim};
+  const ops::PagedKv paged{kv.k,           kv.v,        layout.dtype, layout.page_size, layout.n_kv_heads,
+                           layout.head_dim, kv.k_scales, kv.v_scales, k_center};
   timed(pass, "attention", [&] { pass.ops.attention({plan_.get(), q, spec_.n_heads, paged, params, attn}, pass.stream); });
   observe(pass, "attention", layer, attn, n, q_width);
   const LinearOutput o[] = {{lw.o.get(), proj}};

@@ -18,16 +18,19 @@ namespace tessera {
 class OpProfile;
 
 struct KvLayout {
-  DType dtype = DType::kF16;  // kF16 or kF32
+  DType dtype = DType::kF16;  // kF16, kF32 or kI8 (per-head, per-token scales)
   int page_size = 16;
   int n_kv_heads = 0;
   int head_dim = 0;
 };
 
-// One layer's pages in device memory: k and v are [n_pages][page_size][n_kv_heads][head_dim].
+// One layer's pages in device memory: k and v are [n_pages][page_size][n_kv_heads][head_dim];
+// an int8 cache adds their scales, [n_pages][page_size][n_kv_heads] f32.
 struct KvLayer {
   void* k;
   void* v;
+  float* k_scales = nullptr;
+  float* v_scales = nullptr;
 };
 
 // A step's batch metadata, in device memory at fixed addresses.

@@ -106,7 +106,7 @@ bool CpuBackend::supports(Op op, DType dtype) const {
     case Op::kLinear:
       return dtype == DType::kBF16 || dtype == DType::kI8 || dtype == DType::kInt4 || select_vec_dot(dtype, isa_).fn != nullptr;
     case Op::kKvWrite:
-    case Op::kAttention: return dtype == DType::kF16 || dtype == DType::kF32;
+    case Op::kAttention: return dtype == DType::kF16 || dtype == DType::kF32 || dtype == DType::kI8;
     case Op::kRmsNorm:
     case Op::kRope:
     case Op::kGatedActivation:

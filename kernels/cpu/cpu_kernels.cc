@@ -11,6 +11,7 @@
 #include "quant/dequantize.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/flex_attention.h"
+#include "kernels/cpu/kv_pages.h"
 #include "kernels/cpu/norm.h"
 #include "kernels/cpu/rope.h"
 
@@ -68,24 +69,7 @@ void linear_op(const LinearArgs& a, Stream& s) {
   }
 }
 
-void kv_write_op(const KvWriteArgs& a, Stream&) {
-  for (int64_t t = 0; t < a.n_tokens; ++t) {
-    const int64_t base = a.slots[t] * a.row;
-    const float* k = a.k + t * a.row;
-    const float* v = a.v + t * a.row;
-    if (a.dtype == DType::kF32) {
-      std::memcpy(static_cast<float*>(a.k_pages) + base, k, size_t(a.row) * sizeof(float));
-      std::memcpy(static_cast<float*>(a.v_pages) + base, v, size_t(a.row) * sizeof(float));
-      continue;
-    }
-    uint16_t* kd = static_cast<uint16_t*>(a.k_pages) + base;
-    uint16_t* vd = static_cast<uint16_t*>(a.v_pages) + base;
-    for (int64_t i = 0; i < a.row; ++i) {
-      kd[i] = f32_to_f16(k[i]);
-      vd[i] = f32_to_f16(v[i]);
-    }
-  }
-}
+void kv_write_op(const KvWriteArgs& a, Stream&) { write_kv_rows(a); }
 
 void plan_attention_op(const AttentionPlanArgs& a, Stream&) {
   auto* plan = static_cast<CpuAttentionPlan*>(a.plan);

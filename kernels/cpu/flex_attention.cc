@@ -22,7 +22,10 @@ void run_attention_items(const std::vector<AttentionWorkItem>& items, const floa
                          const AttentionBatch& batch, const AttentionParams& params, float* out, ThreadPool& pool,
                          const IsaFeatures& isa, std::vector<AttentionScratch>& scratch) {
   if (kv.n_kv_heads <= 0 || n_heads % kv.n_kv_heads != 0) throw Error("attention: query heads not a multiple of KV heads");
-  if (kv.dtype != DType::kF32 && kv.dtype != DType::kF16) throw Error("attention: KV cache must be F32 or F16");
+  if (kv.dtype != DType::kF32 && kv.dtype != DType::kF16 && kv.dtype != DType::kI8) {
+    throw Error("attention: KV cache must be F32, F16 or I8");
+  }
+  if (kv.dtype == DType::kI8 && (!kv.k_scales || !kv.v_scales)) throw Error("attention: an int8 KV cache needs its scales");
   if (params.score == ScoreMod::kAlibi && !params.alibi_slopes) throw Error("attention: ALiBi needs slopes");
   if (params.score == ScoreMod::kSoftcap && !(params.softcap > 0.0f)) throw Error("attention: softcap must be positive");
   if (params.mask == MaskMod::kSlidingWindow && params.window <= 0) throw Error("attention: sliding window must be positive");

@@ -9,12 +9,13 @@
 #include <limits>
 #include <vector>
 
-#if defined(__F16C__)
+#if defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
 #include "engine/tensor/half.h"
 #include "kernels/cpu/flex_attention_variants.h"
+#include "kernels/cpu/hadamard.h"
 #include "kernels/cpu/lane_sum.h"
 #include "kernels/cpu/vector_exp.h"
 
@@ -68,17 +69,30 @@ float* zeroed_floats(std::vector<float>& buffer, size_t n) {
   return p;
 }
 
-void load_rows(const PagedKv& kv, const void* pool, int page, int kv_head, int rows, float* dst) {
+// Rows [0, rows) of one page and KV head as f32, into dst[row][head_dim].
+// `scales`: the page pool's int8 scales (kI8 only).
+void load_rows(const PagedKv& kv, const void* pool, const float* scales, int page, int kv_head, int rows, float* dst) {
   const size_t elems_per_row = size_t(kv.n_kv_heads) * size_t(kv.head_dim);
-  const size_t first = (size_t(page) * size_t(kv.page_size)) * elems_per_row + size_t(kv_head) * size_t(kv.head_dim);
+  const size_t first_slot = size_t(page) * size_t(kv.page_size);
+  const size_t first = first_slot * elems_per_row + size_t(kv_head) * size_t(kv.head_dim);
   for (int r = 0; r < rows; ++r) {
     const size_t offset = first + size_t(r) * elems_per_row;
     float* out = dst + size_t(r) * size_t(kv.head_dim);
+    int d = 0;
     if (kv.dtype == DType::kF32) {
       std::memcpy(out, static_cast<const float*>(pool) + offset, size_t(kv.head_dim) * sizeof(float));
+    } else if (kv.dtype == DType::kI8) {
+      const int8_t* src = static_cast<const int8_t*>(pool) + offset;
+      const float scale = scales[(first_slot + size_t(r)) * size_t(kv.n_kv_heads) + size_t(kv_head)];
+#if defined(__AVX2__)
+      for (; d + 8 <= kv.head_dim; d += 8) {
+        const __m256i wide = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + d)));
+        _mm256_storeu_ps(out + d, _mm256_mul_ps(_mm256_cvtepi32_ps(wide), _mm256_set1_ps(scale)));
+      }
+#endif
+      for (; d < kv.head_dim; ++d) out[d] = float(src[d]) * scale;
     } else {
       const uint16_t* src = static_cast<const uint16_t*>(pool) + offset;
-      int d = 0;
 #if defined(__F16C__)
       for (; d + 8 <= kv.head_dim; d += 8) {
         _mm256_storeu_ps(out + d, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + d))));
@@ -176,7 +190,8 @@ inline void weighted_values(const float* w, const float* v, int first, int lo, i
 // passes over the visible pages: scores and their row maxima, normalised
 // probabilities, then the weighted sum of values. With an f16 cache the
 // queries and the probabilities are rounded to f16 before they meet the f16
-// keys and values, the arithmetic of an f16 matrix multiply.
+// keys and values, the arithmetic of an f16 matrix multiply. An int8 cache
+// is read back as f32 (int8 times its row's scale) and meets f32 queries.
 template <class Mask, class Score>
 void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv, const AttentionBatch& batch,
             const AttentionParams& params, const Mask& mask, const Score& score_mod, float* out, AttentionScratch& scratch) {
@@ -198,13 +213,21 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
   float* const queries = scratch_floats(scratch.queries, size_t(n_rows) * size_t(dim));
   const float query_scale = params.scale_queries ? params.scale : 1.0f;
   const float score_scale = params.scale_queries ? 1.0f : params.scale;
+  // An int8 cache's keys are centred and rotated (see ops::PagedKv): the
+  // queries are rotated to meet them, and each row's q·k_center is added
+  // back to its scores.
+  const bool int8 = kv.dtype == DType::kI8;
+  float* const offsets = scratch_floats(scratch.offsets, size_t(n_rows));
   for (int r = 0; r < n_rows; ++r) {
     const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
     const float* src = q + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
+    float* row = queries + size_t(r) * size_t(dim);
     for (int d = 0; d < dim; ++d) {
       const float value = src[d] * query_scale;
-      queries[size_t(r) * size_t(dim) + size_t(d)] = f16 ? f16_to_f32(f32_to_f16(value)) : value;
+      row[d] = f16 ? f16_to_f32(f32_to_f16(value)) : value;
     }
+    offsets[r] = int8 && kv.k_center ? ordered_dot(row, kv.k_center + size_t(item.kv_head) * size_t(dim), dim) : 0.0f;
+    if (int8 && hadamard_applies(dim)) walsh_hadamard(row, dim);
   }
   // weights[r][k - span_first]: the score, then the probability.
   float* const weights = zeroed_floats(scratch.weights, size_t(n_rows) * size_t(std::max(span, 0)));
@@ -218,17 +241,17 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
     *hi = std::min(page_first + page_rows - 1, mask.last(pos, prefix));
     return *lo <= *hi;
   };
-  auto for_each_page = [&](const void* pool, auto&& body) {
+  auto for_each_page = [&](const void* pool, const float* scales, auto&& body) {
     for (int p = 0; p < n_pages; ++p) {
       const int page_first = p * kv.page_size;
       const int page_rows = std::min(kv.page_size, kv_len - page_first);
       if (page_rows <= 0) break;
       if (page_first + page_rows - 1 < span_first || page_first > span_last) continue;  // wholly masked
-      load_rows(kv, pool, batch.page_indices[batch.page_indptr[item.seq] + p], item.kv_head, page_rows, rows);
+      load_rows(kv, pool, scales, batch.page_indices[batch.page_indptr[item.seq] + p], item.kv_head, page_rows, rows);
       body(page_first, page_rows);
     }
   };
-  for_each_page(kv.k, [&](int page_first, int page_rows) {
+  for_each_page(kv.k, kv.k_scales, [&](int page_first, int page_rows) {
     for (int r = 0; r < n_rows; ++r) {
       const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
       int lo, hi;
@@ -238,8 +261,9 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
       // The running maximum stays in a register: the compiler cannot tell
       // the scratch buffers apart, so a store per score would be kept.
       float max = row_max[size_t(r)];
+      const float offset = offsets[r];
       auto record = [&](int k, float dot) {
-        const float s = score_mod(dot * score_scale, head, batch.positions[t], k);
+        const float s = score_mod((dot + offset) * score_scale, head, batch.positions[t], k);
         row_weights[k - span_first] = s;
         max = std::max(max, s);
       };
@@ -263,7 +287,7 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
   }
   // Values of the visible keys, converted once: values[k - span_first][d].
   float* const values = zeroed_floats(scratch.values, size_t(std::max(span, 0)) * size_t(dim));
-  for_each_page(kv.v, [&](int page_first, int page_rows) {
+  for_each_page(kv.v, kv.v_scales, [&](int page_first, int page_rows) {
     const int from = std::max(page_first, span_first), to = std::min(page_first + page_rows - 1, span_last);
     if (from > to) return;
     std::memcpy(values + size_t(from - span_first) * size_t(dim), rows + size_t(from - page_first) * size_t(dim),

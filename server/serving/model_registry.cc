@@ -26,7 +26,7 @@ std::unique_ptr<ServedModel> load_one(const ModelConfig& c, prometheus::Registry
   RunnerConfig rc;
   rc.kv_budget_bytes = uint64_t(c.kv_cache.budget_mb) << 20;
   rc.page_size = c.kv_cache.page_size;
-  rc.kv_dtype = c.kv_cache.dtype == "f32" ? DType::kF32 : DType::kF16;
+  rc.kv_dtype = kv_dtype_from_name(c.kv_cache.dtype);
   rc.capacity.max_tokens = c.scheduler.max_batch_tokens;
   rc.capacity.max_seqs = c.scheduler.max_sequences;
   if (!c.quantization.scheme.empty()) rc.load.quantize = quant::scheme_choice(c.quantization.scheme, c.quantization.group_size);

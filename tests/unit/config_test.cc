@@ -64,7 +64,7 @@ TEST(Config, ErrorsNameTheLineTheKeyAndWhatIsAllowed) {
             "test.yaml:2: server.http_port: 70000 is outside 1 to 65535");
   EXPECT_EQ(error_of("server:\n  http_port: eighty\nmodels: [{name: a, path: x}]\n"),
             "test.yaml:2: server.http_port: expected an integer from 1 to 65535");
-  EXPECT_NE(error_of("models:\n  - name: a\n    path: x\n    kv_cache: {dtype: q4}\n").find("'q4' is not one of f16, f32"), std::string::npos);
+  EXPECT_NE(error_of("models:\n  - name: a\n    path: x\n    kv_cache: {dtype: q4}\n").find("'q4' is not one of f16, f32, int8"), std::string::npos);
   EXPECT_NE(error_of("models: [{name: a, path: x}, {name: a, path: y}]\n").find("'a' is used twice"), std::string::npos);
   EXPECT_NE(error_of("models: []\n").find("'models' must be a non-empty list"), std::string::npos);
   EXPECT_NE(error_of("models: [{name: a}]\n").find("'name' and 'path' are required"), std::string::npos);
@@ -115,6 +115,7 @@ TEST(Config, QuantizationAtLoad) {
 
 TEST(Config, PageSizeAlsoReadsAsVllmsBlockSize) {
   EXPECT_EQ(parse_config("models: [{name: a, path: x, kv_cache: {page_size: 32}}]\n", "t.yaml").models[0].kv_cache.page_size, 32);
+  EXPECT_EQ(parse_config("models: [{name: a, path: x, kv_cache: {dtype: int8}}]\n", "t.yaml").models[0].kv_cache.dtype, "int8");
   EXPECT_EQ(parse_config("models: [{name: a, path: x, kv_cache: {block_size: 8}}]\n", "t.yaml").models[0].kv_cache.page_size, 8);
 }
 

@@ -13,6 +13,8 @@
 #include "engine/error.h"
 #include "engine/tensor/half.h"
 #include "kernels/cpu/flex_attention.h"
+#include "kernels/cpu/hadamard.h"
+#include "kernels/cpu/kv_pages.h"
 
 namespace tessera::cpu {
 namespace {
@@ -24,6 +26,9 @@ struct Fixture {
   int dim;
   std::vector<float> k_f32, v_f32;     // the cache contents as the kernel sees them
   std::vector<uint16_t> k_f16, v_f16;
+  std::vector<float> k_written, v_written;  // kI8: what was written, before quantization
+  std::vector<int8_t> k_i8, v_i8;
+  std::vector<float> k_scales, v_scales, k_center;
   std::vector<int32_t> query_start, positions, kv_len, page_indptr, page_indices, prefix_len;
   std::vector<float> q;
   std::vector<float> slopes{0.5f, 0.25f, 0.125f, 0.0625f};
@@ -53,6 +58,7 @@ struct Fixture {
       for (float x : k_f32) k_f16.push_back(f32_to_f16(x));
       for (float x : v_f32) v_f16.push_back(f32_to_f16(x));
     }
+    if (dtype == DType::kI8) write_int8(rng);
     query_start = {0};
     for (auto [begin, end] : query_ranges) {
       for (int p = begin; p < end; ++p) positions.push_back(p);
@@ -62,8 +68,45 @@ struct Fixture {
     for (float& x : q) x = dist(rng);
   }
 
+  // Keys with a constant offset per channel (60 in one) and a wider channel,
+  // as a biased key projection gives (Qwen2), written through kv_write; the
+  // reference then sees them as the kernel does: dequantized, rotated back
+  // and re-centred.
+  void write_int8(std::mt19937& rng) {
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    const int row = kKvHeads * dim;
+    k_center.resize(size_t(row));
+    for (float& c : k_center) c = 4.0f * dist(rng);
+    k_center[1] = 60.0f;
+    const int64_t n_slots = int64_t(k_f32.size()) / row;
+    for (int64_t s = 0; s < n_slots; ++s) {
+      k_f32[size_t(s * row + 3)] *= 4.0f;
+      for (int i = 0; i < row; ++i) k_f32[size_t(s * row + i)] += k_center[size_t(i)];
+    }
+    k_written = k_f32, v_written = v_f32;
+    k_i8.resize(k_f32.size()), v_i8.resize(v_f32.size());
+    k_scales.resize(size_t(n_slots * kKvHeads)), v_scales.resize(k_scales.size());
+    std::vector<int64_t> slots(static_cast<size_t>(n_slots));
+    std::iota(slots.begin(), slots.end(), int64_t(0));
+    write_kv_rows({k_i8.data(), v_i8.data(), DType::kI8, row, slots.data(), n_slots, k_written.data(), v_written.data(), dim,
+                   k_scales.data(), v_scales.data(), k_center.data()});
+    for (int64_t h = 0; h < n_slots * kKvHeads; ++h) {
+      float* key = k_f32.data() + h * dim;
+      float* value = v_f32.data() + h * dim;
+      for (int d = 0; d < dim; ++d) {
+        key[d] = float(k_i8[size_t(h * dim + d)]) * k_scales[size_t(h)];
+        value[d] = float(v_i8[size_t(h * dim + d)]) * v_scales[size_t(h)];
+      }
+      if (hadamard_applies(dim)) walsh_hadamard(key, dim);
+      for (int d = 0; d < dim; ++d) key[d] += k_center[size_t(h % kKvHeads * dim + d)];
+    }
+  }
+
   PagedKv kv() const {
     if (dtype == DType::kF16) return {k_f16.data(), v_f16.data(), dtype, kPage, kKvHeads, dim};
+    if (dtype == DType::kI8) {
+      return {k_i8.data(), v_i8.data(), dtype, kPage, kKvHeads, dim, k_scales.data(), v_scales.data(), k_center.data()};
+    }
     return {k_f32.data(), v_f32.data(), dtype, kPage, kKvHeads, dim};
   }
   AttentionBatch batch() const {
@@ -147,7 +190,9 @@ TEST_P(FlexAttention, MatchesDenseReference) {
   EXPECT_EQ(0, std::memcmp(portable.data(), out.data(), out.size() * sizeof(float)));
   // f16 probabilities sit on a grid of 2^-11 relative steps; a score that
   // differs in its last bit can land one step over, so f16 allows a few steps.
-  const double tolerance = dtype == DType::kF16 ? 2e-3 : 2e-5;
+  // int8 keys meet the queries rotated, and their centre is added back to
+  // scores in the hundreds: rounding in a different order.
+  const double tolerance = dtype == DType::kF16 ? 2e-3 : dtype == DType::kI8 ? 2e-4 : 2e-5;
   for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want[i], tolerance) << "element " << i;
 }
 
@@ -155,13 +200,13 @@ std::string combo_name(const ::testing::TestParamInfo<Combo>& info) {
   static const char* const masks[] = {"causal", "window", "prefixlm"};
   static const char* const scores[] = {"none", "softcap", "alibi"};
   return std::string(masks[int(std::get<0>(info.param))]) + "_" + scores[int(std::get<1>(info.param))] + "_" +
-         (std::get<2>(info.param) == DType::kF16 ? "f16" : "f32");
+         std::string(dtype_name(std::get<2>(info.param)));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllModifiers, FlexAttention,
                          ::testing::Combine(::testing::Values(MaskMod::kCausal, MaskMod::kSlidingWindow, MaskMod::kPrefixLm),
                                             ::testing::Values(ScoreMod::kNone, ScoreMod::kSoftcap, ScoreMod::kAlibi),
-                                            ::testing::Values(DType::kF32, DType::kF16)),
+                                            ::testing::Values(DType::kF32, DType::kF16, DType::kI8)),
                          combo_name);
 
 // Scaling the queries (llama.cpp's Gemma graph) rounds q * scale to f16, not
@@ -215,6 +260,30 @@ TEST(FlexAttentionBuilds, AgreeBitForBitAtHeadDim64) {
     const std::vector<float> want = dense_reference(f, p);
     const double tolerance = dtype == DType::kF16 ? 2e-3 : 2e-5;
     for (size_t i = 0; i < native.size(); ++i) ASSERT_NEAR(native[i], want[i], tolerance) << "element " << i;
+  }
+}
+
+// Against the keys and values as written, before quantization: centring and
+// rotation keep the error of one scale per token and head small even with
+// an offset of 60 and an outlier channel; the head sizes with and without
+// the rotation.
+TEST(FlexAttentionInt8, NearTheUnquantizedCache) {
+  for (int dim : {8, 64, 48}) {
+    Fixture f(DType::kI8, dim);
+    AttentionParams p;
+    p.scale = 1.0f / std::sqrt(float(dim));
+    ThreadPool pool(2);
+    std::vector<float> out(f.q.size(), NAN);
+    flex_attention(f.q.data(), kHeads, f.kv(), f.batch(), p, out.data(), pool, detect_isa());
+    f.k_f32 = f.k_written, f.v_f32 = f.v_written;
+    const std::vector<float> want = dense_reference(f, p);
+    double worst = 0.0;
+    for (size_t i = 0; i < out.size(); ++i) worst = std::max(worst, std::fabs(double(out[i]) - want[i]));
+    EXPECT_LT(worst, 0.04) << "head size " << dim;
+    // The centre took the offset of 60 out of the keys' scales (unrotated:
+    // the one head size where the offset would stand alone in its channel).
+    const float largest_scale = *std::max_element(f.k_scales.begin(), f.k_scales.end());
+    if (!hadamard_applies(dim)) EXPECT_LT(largest_scale, 30.0f / 127.0f);
   }
 }
 
