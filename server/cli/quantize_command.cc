@@ -1,6 +1,8 @@
 // tessera quantize: writes a quantized copy of a Hugging Face model
 // directory (models/quantize_checkpoint.h) with a progress bar on stderr
-// and, with --report, each quantized tensor's relative error on stdout.
+// and, with --report, each quantized tensor's relative error on stdout and
+// the perplexity of the model before and after on --eval text (or the
+// calibration text).
 // --method awq first runs the model on --calib text, recording the inputs of
 // the linear layers, and scales them activation-aware.
 #include <unistd.h>
@@ -17,6 +19,7 @@
 #include "models/quantize_checkpoint.h"
 #include "server/cli/commands.h"
 #include "server/cli/engine_options.h"
+#include "server/cli/perplexity.h"
 #include "server/cli/sequence_driver.h"
 
 namespace tessera::cli {
@@ -32,6 +35,9 @@ struct QuantizeOptions {
   std::string calib;
   int calib_tokens = 2048;
   int threads = 0;
+  std::string eval;
+  int eval_ctx = 512;
+  int eval_chunks = 0;
 };
 
 constexpr int kCalibrationChunk = 512;
@@ -92,6 +98,34 @@ class ProgressBar {
   int last_tenth_ = -1;
 };
 
+// Perplexity of the model in `dir` on the evaluation text.
+PerplexityResult evaluate(const QuantizeOptions& o, const std::string& dir, const std::string& text) {
+  EngineOptions engine;
+  engine.model = dir;
+  engine.threads = o.threads;
+  const std::unique_ptr<ModelRunner> runner = make_runner(engine, std::min(o.eval_ctx, kMaxCliBatch));
+  try {
+    return measure_perplexity(*runner, text, o.eval_ctx, o.eval_chunks, std::min(o.eval_ctx, kMaxCliBatch));
+  } catch (const Error& e) {
+    throw Error(o.eval + ": " + e.what());
+  }
+}
+
+void report_perplexity(const QuantizeOptions& o) {
+  const std::string file = o.eval.empty() ? o.calib : o.eval;
+  if (file.empty()) {
+    std::fprintf(stderr, "no perplexity in the report: give --eval FILE (or --calib FILE)\n");
+    return;
+  }
+  const auto text = hf::read_text_file(file);
+  if (!text) throw Error(file + ": not found");
+  std::fprintf(stderr, "perplexity on %s, before and after\n", file.c_str());
+  const PerplexityResult before = evaluate(o, o.model, *text), after = evaluate(o, o.out, *text);
+  std::printf("perplexity (%s, ctx %d, %lld chunks): before %.4f +/- %.4f, after %.4f +/- %.4f (%+.2f%%)\n", file.c_str(),
+              o.eval_ctx, (long long)before.chunks, before.ppl, before.error, after.ppl, after.error,
+              100.0 * (after.ppl / before.ppl - 1.0));
+}
+
 int run_quantize(const QuantizeOptions& o) {
   if (!std::filesystem::is_directory(o.model)) {
     throw Error(o.model + ": not a Hugging Face model directory (GGUF input is not supported by quantize)");
@@ -128,6 +162,7 @@ int run_quantize(const QuantizeOptions& o) {
     }
   }
   std::fprintf(stderr, "wrote %s (%s, %zu tensors quantized)\n", o.out.c_str(), job.scheme.name.c_str(), reports.size());
+  if (o.report) report_perplexity(o);
   return 0;
 }
 
@@ -146,7 +181,10 @@ Runner add_quantize_command(CLI::App& app) {
   cmd->add_option("--calib-tokens", o->calib_tokens, "Calibration tokens at most")->check(CLI::Range(64, 1 << 20))->capture_default_str();
   cmd->add_option("--threads,-t", o->threads, "CPU threads for calibration (0: all)")->check(CLI::Range(0, 1024));
   cmd->add_option("--out,-o", o->out, "Output directory")->required();
-  cmd->add_flag("--report", o->report, "Print each quantized tensor's relative error");
+  cmd->add_flag("--report", o->report, "Print each quantized tensor's relative error and the perplexity before and after");
+  cmd->add_option("--eval", o->eval, "Text for the report's perplexity (default: the --calib text)");
+  cmd->add_option("--eval-ctx", o->eval_ctx, "Tokens per perplexity chunk")->check(CLI::Range(16, 1 << 16))->capture_default_str();
+  cmd->add_option("--eval-chunks", o->eval_chunks, "Perplexity chunks at most (0: all)")->check(CLI::Range(0, 1 << 30));
   return [o] { return run_quantize(*o); };
 }
 

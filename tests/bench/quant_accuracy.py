@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Perplexity of the quantized schemes against the bf16 model they came
-from, and of llama.cpp's Q8_0/Q4_0 against its own bf16 of the same weights
+"""Perplexity of the quantized schemes (and of the int8 KV cache) against the
+bf16 model they came from, and of llama.cpp's Q8_0/Q4_0 against its own bf16 of the same weights
 (llama-perplexity), on tests/data/perplexity (ctx 512). Each side is compared
 with its own bf16 run, so the two tokenizers' small differences cancel.
 
@@ -25,8 +25,8 @@ SCHEMES = (("a16w8", "q8_0"), ("da8w8", "q8_0"), ("a16w4", "q4_0"))
 PPL = re.compile(rb"Final estimate: PPL = ([0-9.]+)")
 
 
-def tessera_ppl(binary, model, threads):
-    out = subprocess.run([binary, "perplexity", "-m", model, "-f", TEXT, "-c", "512", "-t", str(threads)],
+def tessera_ppl(binary, model, threads, *extra):
+    out = subprocess.run([binary, "perplexity", "-m", model, "-f", TEXT, "-c", "512", "-t", str(threads), *extra],
                          capture_output=True, check=True)
     return float(PPL.search(out.stdout + out.stderr).group(1))
 
@@ -42,6 +42,7 @@ def main():
     ap.add_argument("--llama-perplexity", default=None)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--models", nargs="*", default=list(MODELS))
+    ap.add_argument("--kv-only", action="store_true", help="only the int8 KV cache against the f16 one")
     ap.add_argument("--model-dir", default=os.environ.get("TESSERA_MODEL_DIR", str(pathlib.Path.home() / ".cache/tessera/models")))
     args = ap.parse_args()
     hf = pathlib.Path(args.model_dir) / "hf"
@@ -55,6 +56,11 @@ def main():
             if args.llama_perplexity:
                 for peer in ("bf16", "q8_0", "q4_0"):
                     theirs[peer] = llama_ppl(args.llama_perplexity, hf / f"{model}-{peer}.gguf", args.threads)
+            kv8 = tessera_ppl(args.binary, source, args.threads, "--kv-dtype", "int8")
+            rows.append(f"| {model} | kv_cache int8 | {base:.4f} | {kv8:.4f} ({100 * (kv8 / base - 1):+.2f}%) | | |")
+            print(rows[-1], flush=True)
+            if args.kv_only:
+                continue
             for scheme, peer in SCHEMES:
                 for method in ("rtn", "awq"):
                     out = work / f"{model}-{scheme}-{method}"

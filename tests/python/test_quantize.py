@@ -4,6 +4,7 @@ layout (models/quantize_checkpoint.h) stays within half a step of the
 original weights; it loads without re-quantizing and gives the logits that
 quantizing at load gives; damaged checkpoints are refused by name."""
 import json
+import re
 import shutil
 
 import numpy as np
@@ -171,3 +172,29 @@ def test_published_checkpoint_damage_is_named(tessera_bin, tmp_path):
     result = run([tessera_bin, "generate", "-m", model, "-p", "hi", "-n", "1"])
     assert result.returncode == 1
     assert b"3-bit gptq checkpoints are not supported" in result.stderr
+
+
+def test_report_gives_the_perplexity_before_and_after(tessera_bin, tmp_path):
+    source = DATA / "hf-tiny" / "llama"
+    out = tmp_path / "a16w4"
+    text = DATA / "perplexity" / "gpl-3.0.txt"
+    eval_args = ["--eval-ctx", "64", "--eval-chunks", "3"]
+    result = quantize(tessera_bin, source, out, "a16w4", "--group", "32", "--report", "--eval", text, *eval_args)
+    line = [l for l in result.stdout.decode().splitlines() if l.startswith("perplexity")][-1]
+    before, after = (float(x) for x in re.findall(r"(?:before|after) ([0-9.]+)", line))
+
+    def ppl(model):
+        r = run([tessera_bin, "perplexity", "-m", model, "-f", text, "--ctx", "64", "--chunks", "3"])
+        assert r.returncode == 0, r.stderr
+        return float(re.search(r"PPL = ([0-9.]+)", r.stdout.decode()).group(1))
+
+    assert before == pytest.approx(ppl(source), rel=1e-4)
+    assert after == pytest.approx(ppl(out), rel=1e-4)
+    assert before != after
+    assert "3 chunks" in line
+
+
+def test_report_without_text_says_how_to_get_the_perplexity(tessera_bin, tmp_path):
+    result = quantize(tessera_bin, DATA / "hf-tiny" / "llama", tmp_path / "out", "a16w8", "--report")
+    assert b"--eval FILE" in result.stderr
+    assert b"perplexity (" not in result.stdout
