@@ -20,7 +20,7 @@ struct ScalingPlan {
   std::map<std::string, std::vector<float>> column_scales;  // linear -> s (cols): quantize W diag(s)
   std::map<std::string, std::vector<float>> row_divisors;   // tensor -> d (rows): row r divided by d[r]
   std::map<std::string, std::vector<float>> norm_divisors;  // norm -> s: (g + offset) / s - offset
-  std::map<std::string, float> clips;                       // linear -> range fraction its groups keep
+  std::map<std::string, std::vector<float>> clips;          // linear -> (rows): range fraction each channel's groups keep
   std::vector<ScaledInputReport> reports;
 };
 

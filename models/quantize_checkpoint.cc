@@ -118,7 +118,7 @@ class CheckpointQuantizer {
       for (size_t i = 0; i < w.size(); ++i) w[i] *= s[i % s.size()];
     }
     quant::IntQuantConfig c = config;
-    if (const auto clip = plan_.clips.find(name); clip != plan_.clips.end()) c.clip = clip->second;
+    if (const auto clip = plan_.clips.find(name); clip != plan_.clips.end()) c.row_clips = clip->second;
     quant::IntMatrix& m = matrices_.emplace_back(quant::quantize_rtn(name, w.data(), t.shape[0], t.shape[1], c));
     const int64_t groups = m.n_groups();
     const bool four = config.bits == 4;

@@ -44,7 +44,7 @@ struct ScaleSearch {
   float alpha = 0;            // the grid point chosen
   double error = 0;           // squared output error with those scales
   double plain_error = 0;     // with no scaling (round to nearest)
-  std::vector<float> clips;   // per weight: the range fraction its groups keep
+  std::vector<std::vector<float>> clips;  // per weight, (rows): the range fraction each channel's groups keep
 };
 
 // `weights`: the (rows_i, cols) f32 matrices that read the input `stats`

@@ -14,17 +14,17 @@ struct GroupCode {
 };
 
 // One group's scale (and zero point) by round to nearest over its range,
-// shrunk by config.clip (values beyond it clip to its ends).
-GroupCode group_code(const float* w, int64_t n, const IntQuantConfig& c) {
+// shrunk by `clip` (values beyond it clip to its ends).
+GroupCode group_code(const float* w, int64_t n, const IntQuantConfig& c, float clip) {
   float lo = 0.0f, hi = 0.0f, amax = 0.0f;
   for (int64_t i = 0; i < n; ++i) {
     lo = std::min(lo, w[i]);
     hi = std::max(hi, w[i]);
     amax = std::max(amax, std::fabs(w[i]));
   }
-  lo *= c.clip;
-  hi *= c.clip;
-  amax *= c.clip;
+  lo *= clip;
+  hi *= clip;
+  amax *= clip;
   if (c.bits == 8) return {amax / 127.0f, 0};
   if (c.symmetric) return {amax / 7.0f, 0};
   const float scale = std::max(hi - lo, 1e-8f) / 15.0f;
@@ -87,8 +87,12 @@ IntMatrix quantize_rtn(const std::string& name, const float* w, int64_t rows, in
   m.data.assign(size_t(rows * row_bytes), 0);
   m.scales.resize(size_t(rows * n_groups));
   if (m.scheme.has_zero_points) m.zeros.resize(size_t(rows * n_groups));
+  if (!c.row_clips.empty() && int64_t(c.row_clips.size()) != rows) {
+    throw Error("weight '" + name + "': " + std::to_string(c.row_clips.size()) + " row clips for " + std::to_string(rows) + " rows");
+  }
   std::vector<float> scaled(static_cast<size_t>(cols));
   for (int64_t r = 0; r < rows; ++r) {
+    const float clip = c.row_clips.empty() ? c.clip : c.row_clips[size_t(r)];
     const float* src = w + r * cols;
     if (column_scale) {
       for (int64_t i = 0; i < cols; ++i) scaled[size_t(i)] = src[i] * column_scale[i];
@@ -97,7 +101,7 @@ IntMatrix quantize_rtn(const std::string& name, const float* w, int64_t rows, in
     uint8_t* out = m.data.data() + r * row_bytes;
     for (int64_t gi = 0; gi < n_groups; ++gi) {
       const int64_t begin = gi * g, n = std::min(g, cols - begin);
-      const GroupCode code = group_code(src + begin, n, c);
+      const GroupCode code = group_code(src + begin, n, c, clip);
       m.scales[size_t(r * n_groups + gi)] = code.scale;
       if (m.scheme.has_zero_points) m.zeros[size_t(r * n_groups + gi)] = int8_t(code.zero);
       for (int64_t i = begin; i < begin + n; ++i) {

@@ -25,6 +25,7 @@ struct IntQuantConfig {
   bool symmetric = true;    // 4 bits only; 8 bits is always symmetric
   ActivationPolicy activation = ActivationPolicy::kNone;
   float clip = 1.0f;        // each group's range shrunk to this fraction (activation-aware search)
+  std::vector<float> row_clips{};  // when set, (rows): each output channel's own fraction instead
 };
 
 inline int64_t group_count(int64_t cols, int64_t group_size) { return (cols + group_size - 1) / group_size; }

@@ -42,6 +42,7 @@ def main():
     ap.add_argument("--llama-perplexity", default=None)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--models", nargs="*", default=list(MODELS))
+    ap.add_argument("--methods", nargs="*", default=["rtn", "awq"])
     ap.add_argument("--kv-only", action="store_true", help="only the int8 KV cache against the f16 one")
     ap.add_argument("--model-dir", default=os.environ.get("TESSERA_MODEL_DIR", str(pathlib.Path.home() / ".cache/tessera/models")))
     args = ap.parse_args()
@@ -62,7 +63,7 @@ def main():
             if args.kv_only:
                 continue
             for scheme, peer in SCHEMES:
-                for method in ("rtn", "awq"):
+                for method in args.methods:
                     out = work / f"{model}-{scheme}-{method}"
                     cmd = [args.binary, "quantize", "-m", source, "--scheme", scheme, "--method", method, "-o", out,
                            "-t", str(args.threads)]

@@ -9,6 +9,7 @@
 
 #include "engine/error.h"
 #include "kernels/cpu/int_linear.h"
+#include "quant/activation_aware.h"
 #include "quant/int_weights.h"
 
 namespace tessera::cpu {
@@ -81,6 +82,53 @@ TEST(IntQuant, RejectsShapesTheKernelsCannotHold) {
   EXPECT_THROW(quant::quantize_rtn("w", w.data(), 2, 64, {4, 48, false, {}}), Error);  // group not 32k
   EXPECT_THROW(quant::quantize_rtn("w", w.data(), 2, 64, {3, 32, false, {}}), Error);  // bits
   EXPECT_THROW(quant::quantize_rtn("w", w.data(), 2, 64, {4, 32, false, ActivationPolicy::kDynamicInt8Token}), Error);
+}
+
+// A clip per output channel shrinks that channel's range alone.
+TEST(IntQuant, EachRowKeepsItsOwnClip) {
+  const int64_t rows = 3, cols = 64;
+  const auto w = random_values(size_t(rows * cols), 4);
+  quant::IntQuantConfig c{8, 0, true, ActivationPolicy::kNone};
+  c.row_clips = {1.0f, 0.5f, 0.8f};
+  const quant::IntMatrix m = quant::quantize_rtn("w", w.data(), rows, cols, c);
+  for (int64_t r = 0; r < rows; ++r) {
+    float amax = 0;
+    for (int64_t i = 0; i < cols; ++i) amax = std::max(amax, std::fabs(w[size_t(r * cols + i)]));
+    EXPECT_FLOAT_EQ(m.scales[size_t(r)], amax * c.row_clips[size_t(r)] / 127.0f) << "row " << r;
+  }
+  c.row_clips.pop_back();
+  EXPECT_THROW(quant::quantize_rtn("w", w.data(), rows, cols, c), Error);
+}
+
+// The search's clips are per output channel, within AWQ's grid, and what it
+// settles on is no worse than plain rounding on the calibration rows.
+TEST(ActivationAware, ClipsPerChannelAndNoWorseThanRounding) {
+  const int64_t rows = 24, cols = 128, tokens = 64;
+  const auto w = random_values(size_t(rows * cols), 5, 37);  // weight outliers: clipping pays somewhere
+  const auto x = random_values(size_t(tokens * cols), 6, 61);
+  quant::ChannelStats stats(cols, 1, tokens);
+  stats.add(x.data(), tokens);
+  const quant::MatmulFn matmul = [](const float* wt, int64_t r, int64_t c, const float* in, int64_t n, float* y) {
+    for (int64_t t = 0; t < n; ++t) {
+      for (int64_t o = 0; o < r; ++o) {
+        double acc = 0;
+        for (int64_t i = 0; i < c; ++i) acc += double(in[t * c + i]) * wt[o * c + i];
+        y[t * r + o] = float(acc);
+      }
+    }
+  };
+  const std::pair<const float*, int64_t> weights[] = {{w.data(), rows}};
+  const quant::ScaleSearch found = quant::search_input_scales(weights, stats, {4, 32, false, ActivationPolicy::kNone}, matmul);
+  ASSERT_EQ(found.clips.size(), 1u);
+  ASSERT_EQ(found.clips[0].size(), size_t(rows));
+  bool some_clipped = false;
+  for (float clip : found.clips[0]) {
+    EXPECT_GE(clip, 0.5f);
+    EXPECT_LE(clip, 1.0f);
+    some_clipped = some_clipped || clip < 1.0f;
+  }
+  EXPECT_TRUE(some_clipped);
+  EXPECT_LE(found.error, found.plain_error);
 }
 
 class IntLinearKernels : public ::testing::TestWithParam<Case> {};
