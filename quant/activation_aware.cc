@@ -61,19 +61,24 @@ std::vector<double> row_errors(const float* w, int64_t rows, int64_t cols, const
   return errors;
 }
 
-double weight_error(const float* w, int64_t rows, int64_t cols, const std::vector<float>& s, const std::vector<float>& x,
-                    int64_t n, const IntQuantConfig& config, const MatmulFn& matmul, const std::vector<float>& reference) {
-  const std::vector<double> errors = row_errors(w, rows, cols, s, x, n, config, matmul, reference);
+double total(const std::vector<double>& errors) {
   double sum = 0;
   for (double e : errors) sum += e;
   return sum;
+}
+
+double weight_error(const float* w, int64_t rows, int64_t cols, const std::vector<float>& s, const std::vector<float>& x,
+                    int64_t n, const IntQuantConfig& config, const MatmulFn& matmul, const std::vector<float>& reference) {
+  return total(row_errors(w, rows, cols, s, x, n, config, matmul, reference));
 }
 
 // Then each output channel's group ranges shrunk (AWQ's grid down to half
 // the range) to whichever fraction gives that channel the least error; the
 // channels' errors are independent, so each takes its own. Queries and keys
 // too (AWQ leaves them): Qwen2.5 loses 8% perplexity when they keep their
-// whole ranges.
+// whole ranges. 8-bit weights take one fraction per matrix, shrunk while the
+// total error falls: per channel, the calibration rows pick clips that cost
+// perplexity at 8 bits (Qwen2.5 a16w8 +0.55% against -0.43%).
 void search_clips(std::span<const std::pair<const float*, int64_t>> weights, const ChannelStats& stats, const IntQuantConfig& config, const MatmulFn& matmul,
                   const std::vector<std::vector<float>>& reference, ScaleSearch& found) {
   const int64_t cols = stats.width(), n = stats.sample_rows();
@@ -85,17 +90,24 @@ void search_clips(std::span<const std::pair<const float*, int64_t>> weights, con
   for (size_t wi = 0; wi < weights.size(); ++wi) {
     const auto& [w, rows] = weights[wi];
     std::vector<double> best = row_errors(w, rows, cols, found.scales, x, n, config, matmul, reference[wi]);
+    double best_total = total(best);
     std::vector<float>& clips = found.clips[wi];
     clips.assign(size_t(rows), 1.0f);
     for (int step = 1; step <= kClipSteps; ++step) {
       IntQuantConfig clipped = config;
       clipped.clip = 1.0f - 0.5f * float(step) / kClipSteps;
       const std::vector<double> e = row_errors(w, rows, cols, found.scales, x, n, clipped, matmul, reference[wi]);
+      if (config.bits == 8) {
+        if (total(e) >= best_total) break;
+        best = e, best_total = total(e);
+        clips.assign(size_t(rows), clipped.clip);
+        continue;
+      }
       for (int64_t r = 0; r < rows; ++r) {
         if (e[size_t(r)] < best[size_t(r)]) best[size_t(r)] = e[size_t(r)], clips[size_t(r)] = clipped.clip;
       }
     }
-    for (double e : best) found.error += e;
+    found.error += total(best);
   }
 }
 

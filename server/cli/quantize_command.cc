@@ -45,9 +45,7 @@ constexpr int64_t kCalibrationSamples = 256;  // activation rows kept per input 
 
 // The linear layers' inputs as the unquantized model computes them on the
 // calibration text, in chunks of kCalibrationChunk tokens each starting
-// with BOS (as perplexity does). The first token of each chunk is left out:
-// its activations (the attention sink's) run to hundreds of times the
-// others', and would own every squared error the scale search weighs.
+// with BOS (as perplexity does).
 QuantizeCalibration calibrate(const QuantizeOptions& o) {
   const auto text = hf::read_text_file(o.calib);
   if (!text) throw Error(o.calib + ": not found");
@@ -66,7 +64,7 @@ QuantizeCalibration calibrate(const QuantizeOptions& o) {
     if (point != "attn_norm" && point != "attention" && point != "ffn_norm" && point != "ffn_act") return;
     const std::string key = point + "/" + std::to_string(layer);
     auto it = calibration.inputs.try_emplace(key, width, stride, kCalibrationSamples).first;
-    if (n_tokens > 1) it->second.add(values + width, n_tokens - 1);  // one pass per chunk: row 0 is its first token
+    it->second.add(values, n_tokens);
   });
   SequenceDriver seq(*runner, SamplingParams{}, 0);
   for (size_t begin = 0; begin < tokens.size(); begin += kCalibrationChunk) {

@@ -43,6 +43,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--models", nargs="*", default=list(MODELS))
     ap.add_argument("--methods", nargs="*", default=["rtn", "awq"])
+    ap.add_argument("--schemes", nargs="*", default=[s for s, _ in SCHEMES])
     ap.add_argument("--kv-only", action="store_true", help="only the int8 KV cache against the f16 one")
     ap.add_argument("--model-dir", default=os.environ.get("TESSERA_MODEL_DIR", str(pathlib.Path.home() / ".cache/tessera/models")))
     args = ap.parse_args()
@@ -62,7 +63,7 @@ def main():
             print(rows[-1], flush=True)
             if args.kv_only:
                 continue
-            for scheme, peer in SCHEMES:
+            for scheme, peer in [s for s in SCHEMES if s[0] in args.schemes]:
                 for method in args.methods:
                     out = work / f"{model}-{scheme}-{method}"
                     cmd = [args.binary, "quantize", "-m", source, "--scheme", scheme, "--method", method, "-o", out,

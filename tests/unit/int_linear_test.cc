@@ -100,8 +100,8 @@ TEST(IntQuant, EachRowKeepsItsOwnClip) {
   EXPECT_THROW(quant::quantize_rtn("w", w.data(), rows, cols, c), Error);
 }
 
-// The search's clips are per output channel, within AWQ's grid, and what it
-// settles on is no worse than plain rounding on the calibration rows.
+// The search's 4-bit clips are per output channel, within AWQ's grid, and
+// what it settles on is no worse than plain rounding on the calibration rows.
 TEST(ActivationAware, ClipsPerChannelAndNoWorseThanRounding) {
   const int64_t rows = 24, cols = 128, tokens = 64;
   const auto w = random_values(size_t(rows * cols), 5, 37);  // weight outliers: clipping pays somewhere
@@ -129,6 +129,11 @@ TEST(ActivationAware, ClipsPerChannelAndNoWorseThanRounding) {
   }
   EXPECT_TRUE(some_clipped);
   EXPECT_LE(found.error, found.plain_error);
+  // 8-bit weights take one fraction for the whole matrix.
+  const quant::ScaleSearch eight = quant::search_input_scales(weights, stats, {8, 0, true, ActivationPolicy::kNone}, matmul);
+  ASSERT_EQ(eight.clips[0].size(), size_t(rows));
+  for (float clip : eight.clips[0]) EXPECT_EQ(clip, eight.clips[0][0]);
+  EXPECT_LE(eight.error, eight.plain_error);
 }
 
 class IntLinearKernels : public ::testing::TestWithParam<Case> {};
