@@ -9,8 +9,8 @@ namespace {
 // Bytes of one page of keys (or of values) of one layer, scales included.
 uint64_t half_page_bytes(const KvLayout& layout) {
   const uint64_t rows = uint64_t(layout.page_size) * uint64_t(layout.n_kv_heads);
-  if (layout.dtype == DType::kI8) return rows * uint64_t(layout.head_dim) + rows * sizeof(float);
-  return rows * uint64_t(layout.head_dim) * (layout.dtype == DType::kF32 ? 4 : 2);
+  const uint64_t scale_bytes = layout.dtype == DType::kI8 ? sizeof(float) : 0;
+  return rows * (uint64_t(layout.head_dim) * dtype_info(layout.dtype).block_bytes + scale_bytes);
 }
 
 }  // namespace
@@ -43,7 +43,7 @@ PagedKvCache::PagedKvCache(Backend& backend, const KvLayout& layout, int n_layer
   // An int8 layer's buffer holds its elements, then its scales from the next
   // 64-byte boundary.
   const uint64_t slots = uint64_t(layout.page_size) * uint64_t(n_pages) * uint64_t(layout.n_kv_heads);
-  const uint64_t element_bytes = slots * uint64_t(layout.head_dim) * (layout.dtype == DType::kF32 ? 4 : layout.dtype == DType::kF16 ? 2 : 1);
+  const uint64_t element_bytes = slots * uint64_t(layout.head_dim) * dtype_info(layout.dtype).block_bytes;
   const uint64_t scale_offset = (element_bytes + 63) / 64 * 64;
   const uint64_t layer_bytes = layout.dtype == DType::kI8 ? scale_offset + slots * sizeof(float) : element_bytes;
   Stream& stream = backend.default_stream();
