@@ -1,6 +1,10 @@
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/dequantize.cuh"
+#include "kernels/cuda/elementwise.cuh"
+#include "kernels/cuda/gguf_chunks.cuh"
 #include "kernels/cuda/gpu_runtime.h"
+#include "kernels/cuda/linear.cuh"
 
 #include <string>
 
@@ -41,18 +45,36 @@ class GpuStream final : public Stream {
   cudaStream_t stream_{};
 };
 
-void dequantize_on_stream(const DequantizeArgs& args, Stream& stream) {
-  launch_dequantize(args, static_cast<GpuStream&>(stream).handle());
+cudaStream_t handle(Stream& stream) { return static_cast<GpuStream&>(stream).handle(); }
+
+// The table's entries: each op's launcher on the stream's CUDA stream.
+template <class Args, void (*Launch)(const Args&, cudaStream_t)>
+void on_stream(const Args& args, Stream& stream) {
+  Launch(args, handle(stream));
 }
+
+void plan_on_stream(const AttentionPlanArgs& args, Stream&) { plan_attention(args); }
 
 KernelTable make_table() {
   KernelTable t;
-  t.dequantize = dequantize_on_stream;
+  t.dequantize = on_stream<DequantizeArgs, launch_dequantize>;
+  t.embedding = on_stream<EmbeddingArgs, launch_embedding>;
+  t.rms_norm = on_stream<RmsNormArgs, launch_rms_norm>;
+  t.rope = on_stream<RopeArgs, launch_rope>;
+  t.linear = on_stream<LinearArgs, launch_linear>;
+  t.kv_write = on_stream<KvWriteArgs, launch_kv_write>;
+  t.plan_attention = plan_on_stream;
+  t.attention = on_stream<AttentionArgs, launch_attention>;
+  t.gated_activation = on_stream<GatedActivationArgs, launch_gated_activation>;
+  t.add = on_stream<AddArgs, launch_add>;
+  t.scale = on_stream<ScaleArgs, launch_scale>;
+  t.softcap = on_stream<SoftcapArgs, launch_softcap>;
+  t.gather_rows = on_stream<GatherRowsArgs, launch_gather_rows>;
   return t;
 }
 
-// Ops of the table this backend does not implement yet are refused when a
-// model is loaded (prepare_linear, create_attention_plan), never mid-request.
+// What the kernels cannot serve is refused when a model is loaded
+// (supports, prepare_linear), never mid-request.
 class GpuBackend final : public Backend {
  public:
   explicit GpuBackend(int device) : index_(device), stream_(device), kernels_(make_table()) {
@@ -108,17 +130,29 @@ class GpuBackend final : public Backend {
   Stream& default_stream() override { return stream_; }
   std::unique_ptr<Event> create_event() override { return std::make_unique<GpuEvent>(index_); }
 
-  bool supports(Op op, DType dtype) const override { return op == Op::kDequantize && can_dequantize(dtype); }
+  bool supports(Op op, DType dtype) const override {
+    switch (op) {
+      case Op::kDequantize:
+      case Op::kEmbedding:
+      case Op::kLinear: return chunk_decodable(dtype);
+      case Op::kKvWrite:
+      case Op::kAttention: return dtype == DType::kF16 || dtype == DType::kF32;
+      default: return dtype == DType::kF32;
+    }
+  }
 
   const KernelTable& kernels() const override { return kernels_; }
 
   std::unique_ptr<PreparedLinear> prepare_linear(const QuantizedLinear& weight) override {
-    throw Error("weight '" + weight.name + "': the CUDA backend has no linear kernel for " + weight.scheme.describe() +
-                " yet");
+    const std::string refusal = linear_refusal(weight);
+    if (!refusal.empty()) throw Error("weight '" + weight.name + "': " + refusal);
+    auto data = place_weights(weight.data, weight.row_stride * uint64_t(weight.rows));
+    auto bias = weight.bias ? place_weights(weight.bias, size_t(weight.rows) * sizeof(float)) : nullptr;
+    return std::make_unique<GpuLinear>(weight, std::move(data), std::move(bias));
   }
 
-  std::unique_ptr<AttentionPlan> create_attention_plan(int, int, int) override {
-    throw Error("the CUDA backend has no attention kernel yet");
+  std::unique_ptr<AttentionPlan> create_attention_plan(int max_tokens, int max_seqs, int) override {
+    return std::make_unique<GpuAttentionPlan>(max_tokens, max_seqs);
   }
 
  private:

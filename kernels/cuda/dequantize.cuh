@@ -1,10 +1,10 @@
 #pragma once
 #include "kernels/backend.h"
+#include "kernels/cuda/gpu_runtime.h"
 
 namespace tessera::gpu {
 
 bool can_dequantize(DType dtype);
-// Queues the dequantisation on `stream` (a cudaStream_t).
-void launch_dequantize(const DequantizeArgs& args, void* stream);
+void launch_dequantize(const DequantizeArgs& args, cudaStream_t stream);
 
 }  // namespace tessera::gpu

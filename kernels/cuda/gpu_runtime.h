@@ -2,6 +2,7 @@
 // The one place where CUDA runtime names meet HIP: the CUDA sources include
 // this header instead of <cuda_runtime.h>, and a ROCm build maps the names.
 #if defined(__HIP_PLATFORM_AMD__) || defined(TESSERA_HIP)
+#include <hip/hip_fp16.h>
 #include <hip/hip_runtime.h>
 #define cudaError_t hipError_t
 #define cudaSuccess hipSuccess
@@ -31,6 +32,7 @@
 #define cudaEventDestroy hipEventDestroy
 #define cudaStreamWaitEvent hipStreamWaitEvent
 #else
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #endif
 

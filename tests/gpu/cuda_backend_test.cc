@@ -58,10 +58,11 @@ TEST_P(CudaDequantize, BitIdenticalToCpuReference) {
   EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, CudaDequantize, ::testing::Values("F16", "BF16", "Q8_0", "Q4_0", "Q4_1"));
+INSTANTIATE_TEST_SUITE_P(Types, CudaDequantize,
+                         ::testing::Values("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q4_K", "Q6_K"));
 
 TEST_F(CudaBackend, UnsupportedTypeIsRefusedUpFront) {
-  EXPECT_FALSE(backend_->supports(Op::kDequantize, DType::kQ6_K));
+  EXPECT_FALSE(backend_->supports(Op::kDequantize, DType::kQ3_K));
 }
 
 }  // namespace

@@ -1,0 +1,25 @@
+#pragma once
+// Paged FlexAttention on the GPU: one kernel family over the page table,
+// specialised at compile time for the mask and score modifiers and the head
+// size; the same kernel serves decode and chunked prefill.
+#include "kernels/backend.h"
+#include "kernels/cuda/gpu_runtime.h"
+
+namespace tessera::gpu {
+
+// The step's batch as plan_attention saw it: device pointers, read by every layer.
+class GpuAttentionPlan final : public AttentionPlan {
+ public:
+  GpuAttentionPlan(int max_tokens, int max_seqs) : max_tokens(max_tokens), max_seqs(max_seqs) {}
+  int max_tokens, max_seqs;
+  ops::AttentionBatch batch{};
+  int n_tokens = 0;
+};
+
+// Why attention with these shapes has no kernel here, or empty when it has one.
+std::string attention_refusal(int n_heads, int n_kv_heads, int head_dim, DType kv_dtype);
+
+void plan_attention(const AttentionPlanArgs& args);
+void launch_attention(const AttentionArgs& args, cudaStream_t stream);
+
+}  // namespace tessera::gpu

@@ -1,0 +1,215 @@
+#include "kernels/cuda/elementwise.cuh"
+#include "kernels/cuda/gguf_chunks.cuh"
+
+#include <string>
+
+#include "engine/error.h"
+
+namespace tessera::gpu {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(int64_t n) { return unsigned((n + kThreads - 1) / kThreads); }
+
+// One thread per 32-element chunk of the looked-up rows.
+template <DType T>
+__global__ void embedding_kernel(const uint8_t* table, uint64_t row_bytes, int64_t dim, const int32_t* ids, int64_t n_tokens,
+                                 float* out) {
+  const int64_t chunks_per_row = dim / kChunk;
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n_tokens * chunks_per_row) return;
+  const int64_t t = i / chunks_per_row, c = i % chunks_per_row;
+  float v[kChunk];
+  decode_chunk<T>(table + uint64_t(ids[t]) * row_bytes, c, v);
+  float* dst = out + t * dim + c * kChunk;
+#pragma unroll
+  for (int j = 0; j < kChunk; ++j) dst[j] = v[j];
+}
+
+// One block per row: the sum of squares reduced over the block, then each
+// thread scales its own elements (out may be x).
+__global__ void rms_norm_kernel(const float* x, const float* weight, float weight_offset, float eps, int64_t dim, float* out) {
+  __shared__ float partial[kThreads / 32];
+  const float* row = x + int64_t(blockIdx.x) * dim;
+  float sum = 0.0f;
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) sum = fmaf(row[i], row[i], sum);
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = sum;
+  __syncthreads();
+  float total = 0.0f;
+  for (int w = 0; w < int(blockDim.x) / 32; ++w) total += partial[w];
+  const float scale = 1.0f / sqrtf(total / float(dim) + eps);
+  float* dst = out + int64_t(blockIdx.x) * dim;
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) dst[i] = row[i] * scale * (weight[i] + weight_offset);
+}
+
+// One thread per (token, head, pair). ggml's angles advance by repeated
+// multiplication, and so do these.
+__global__ void rope_kernel(float* x, const int32_t* positions, int64_t n_tokens, int n_heads, int head_dim,
+                            ops::RopeParams p) {
+  const int pairs = p.rotary_dim / 2;
+  const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= n_tokens * n_heads * pairs) return;
+  const int i = int(idx % pairs);
+  const int64_t token_head = idx / pairs;
+  const int64_t t = token_head / n_heads;
+  const float pos = float(positions[t]);
+  float angle;
+  if (p.numerics == ops::RopeNumerics::kFrequencyTable) {
+    angle = __fmul_rn(p.inv_freq[i], pos);
+  } else {
+    const float theta_scale = powf(p.freq_base, -2.0f / float(p.rotary_dim));
+    float theta = pos;
+    for (int k = 0; k < i; ++k) theta = __fmul_rn(theta, theta_scale);
+    const float ff = p.freq_factors ? p.freq_factors[i] : 1.0f;
+    angle = __fmul_rn(p.freq_scale, __fdiv_rn(theta, ff));
+  }
+  float s, c;
+  sincosf(angle, &s, &c);
+  float* v = x + token_head * head_dim;
+  const int a = p.style == ops::RopeStyle::kInterleaved ? 2 * i : i;
+  const int b = p.style == ops::RopeStyle::kInterleaved ? 2 * i + 1 : i + pairs;
+  const float x0 = v[a], x1 = v[b];
+  if (p.numerics == ops::RopeNumerics::kGgml) {
+    v[a] = fmaf(x0, c, -__fmul_rn(x1, s));
+    v[b] = fmaf(x0, s, __fmul_rn(x1, c));
+  } else {
+    v[a] = __fadd_rn(__fmul_rn(x0, c), __fmul_rn(-x1, s));
+    v[b] = __fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, s));
+  }
+}
+
+__device__ inline float gelu_tanh(float x) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f, kCoeff = 0.044715f;
+  return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * x * fmaf(kCoeff * x, x, 1.0f)));
+}
+
+__global__ void gated_activation_kernel(ops::GatedActivation act, const float* gate, const float* up, int64_t n, float* out) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float g = gate[i];
+  float a;
+  switch (act) {
+    case ops::GatedActivation::kSilu: a = g / (1.0f + expf(-g)); break;
+    case ops::GatedActivation::kGeluTanh: a = gelu_tanh(g); break;
+    default:
+      // llama.cpp's table: input and result rounded to f16, the tails exact.
+      a = g <= -10.0f ? 0.0f : g >= 10.0f ? g : __half2float(__float2half_rn(gelu_tanh(__half2float(__float2half_rn(g)))));
+      break;
+  }
+  out[i] = a * up[i];
+}
+
+__global__ void add_kernel(float* x, const float* y, int64_t n) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] += y[i];
+}
+
+__global__ void scale_kernel(float* x, int64_t n, float factor) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= factor;
+}
+
+__global__ void softcap_kernel(float* x, int64_t n, float cap) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = cap * tanhf(x[i] / cap);
+}
+
+__global__ void gather_rows_kernel(const float* x, int64_t width, const int32_t* rows, int64_t n_rows, float* out) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n_rows * width) return;
+  const int64_t r = i / width, c = i % width;
+  out[i] = x[int64_t(rows[r]) * width + c];
+}
+
+template <typename Element>
+__global__ void kv_write_kernel(Element* k_pages, Element* v_pages, int64_t row, const int64_t* slots, int64_t n_tokens,
+                                const float* k, const float* v) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n_tokens * row) return;
+  const int64_t t = i / row, j = i % row;
+  const int64_t dst = slots[t] * row + j;
+  if constexpr (sizeof(Element) == 2) {
+    k_pages[dst] = __float2half_rn(k[i]);
+    v_pages[dst] = __float2half_rn(v[i]);
+  } else {
+    k_pages[dst] = k[i];
+    v_pages[dst] = v[i];
+  }
+}
+
+}  // namespace
+
+void launch_embedding(const EmbeddingArgs& a, cudaStream_t stream) {
+  if (a.n_tokens <= 0) return;
+  if (a.dim % kChunk != 0) throw Error("embedding: the CUDA backend needs rows in multiples of 32 elements");
+  const uint64_t row_bytes = *dtype_bytes(a.table_dtype, uint64_t(a.dim));
+  const int64_t n = a.n_tokens * (a.dim / kChunk);
+  const auto* table = static_cast<const uint8_t*>(a.table);
+  TESSERA_DISPATCH_CHUNK_DTYPE(a.table_dtype, throw Error("embedding: no CUDA kernel for " + std::string(dtype_name(a.table_dtype))),
+                               embedding_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(table, row_bytes, a.dim, a.ids,
+                                                                                         a.n_tokens, a.out))
+  check(cudaGetLastError(), "embedding launch");
+}
+
+void launch_rms_norm(const RmsNormArgs& a, cudaStream_t stream) {
+  if (a.n_rows <= 0) return;
+  rms_norm_kernel<<<unsigned(a.n_rows), kThreads, 0, stream>>>(a.x, a.weight, a.weight_offset, a.eps, a.dim, a.out);
+  check(cudaGetLastError(), "rms_norm launch");
+}
+
+void launch_rope(const RopeArgs& a, cudaStream_t stream) {
+  const int64_t n = a.n_tokens * a.n_heads * (a.rope.rotary_dim / 2);
+  if (n <= 0) return;
+  rope_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a.x, a.positions, a.n_tokens, a.n_heads, a.head_dim, a.rope);
+  check(cudaGetLastError(), "rope launch");
+}
+
+void launch_gated_activation(const GatedActivationArgs& a, cudaStream_t stream) {
+  if (a.n <= 0) return;
+  gated_activation_kernel<<<blocks_for(a.n), kThreads, 0, stream>>>(a.act, a.gate, a.up, a.n, a.out);
+  check(cudaGetLastError(), "gated activation launch");
+}
+
+void launch_add(const AddArgs& a, cudaStream_t stream) {
+  if (a.n <= 0) return;
+  add_kernel<<<blocks_for(a.n), kThreads, 0, stream>>>(a.x, a.y, a.n);
+  check(cudaGetLastError(), "add launch");
+}
+
+void launch_scale(const ScaleArgs& a, cudaStream_t stream) {
+  if (a.n <= 0) return;
+  scale_kernel<<<blocks_for(a.n), kThreads, 0, stream>>>(a.x, a.n, a.factor);
+  check(cudaGetLastError(), "scale launch");
+}
+
+void launch_softcap(const SoftcapArgs& a, cudaStream_t stream) {
+  if (a.n <= 0) return;
+  softcap_kernel<<<blocks_for(a.n), kThreads, 0, stream>>>(a.x, a.n, a.cap);
+  check(cudaGetLastError(), "softcap launch");
+}
+
+void launch_gather_rows(const GatherRowsArgs& a, cudaStream_t stream) {
+  const int64_t n = a.n_rows * a.width;
+  if (n <= 0) return;
+  gather_rows_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a.x, a.width, a.rows, a.n_rows, a.out);
+  check(cudaGetLastError(), "gather rows launch");
+}
+
+void launch_kv_write(const KvWriteArgs& a, cudaStream_t stream) {
+  const int64_t n = a.n_tokens * a.row;
+  if (n <= 0) return;
+  if (a.dtype == DType::kF16) {
+    kv_write_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<__half*>(a.k_pages), static_cast<__half*>(a.v_pages),
+                                                            a.row, a.slots, a.n_tokens, a.k, a.v);
+  } else if (a.dtype == DType::kF32) {
+    kv_write_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<float*>(a.k_pages), static_cast<float*>(a.v_pages),
+                                                            a.row, a.slots, a.n_tokens, a.k, a.v);
+  } else {
+    throw Error("kv_write: the CUDA backend has no " + std::string(dtype_name(a.dtype)) + " cache");
+  }
+  check(cudaGetLastError(), "kv_write launch");
+}
+
+}  // namespace tessera::gpu

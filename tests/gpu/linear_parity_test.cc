@@ -1,0 +1,87 @@
+// Linear layers in every GGUF and float format the real models use, on real
+// layer shapes, at decode and prefill token counts: against the exact
+// product of the CPU's dequantized weights, and against the CPU backend.
+#include <tuple>
+
+#include "engine/error.h"
+#include "quant/dequantize.h"
+#include "tests/gpu/parity.h"
+
+namespace tessera::test {
+namespace {
+
+struct Shape {
+  const char* layer;
+  int64_t rows, cols;
+};
+
+// (rows, cols) of layers of SmolLM2-135M, Gemma-3-270M and Qwen2.5-0.5B.
+const Shape kShapes[] = {{"smollm2.k", 192, 576}, {"smollm2.down", 576, 1536}, {"gemma.gate", 2048, 640},
+                         {"gemma.down", 640, 2048}, {"qwen.k", 128, 896},      {"qwen.up", 4864, 896},
+                         {"qwen.down", 896, 4864}};
+
+const DType kFormats[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ4_0, DType::kQ4_1,
+                          DType::kQ5_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K};
+
+class LinearParity : public Parity {};
+
+TEST_P(LinearParity, EveryFormatOnRealShapes) {
+  int checked = 0;
+  for (const Shape& shape : kShapes) {
+    for (DType dtype : kFormats) {
+      if (shape.cols % dtype_info(dtype).block_elems != 0) continue;
+      const auto blocks = random_blocks(rng_, dtype, shape.rows * shape.cols);
+      std::vector<float> dense(size_t(shape.rows * shape.cols));
+      dequantize_row(dtype, blocks.data(), dense.data(), shape.rows * shape.cols);
+      const auto bias = normal_values(rng_, size_t(shape.rows));
+      QuantizedLinear w = linear_from_tensor(shape.layer, dtype, blocks.data(), shape.rows, shape.cols);
+      w.bias = bias.data();
+      auto cpu_weight = cpu_->prepare_linear(w);
+      auto gpu_weight = gpu_->prepare_linear(w);
+      for (int64_t tokens : {1, 3, 16}) {
+        const auto x = normal_values(rng_, size_t(tokens * shape.cols));
+        std::vector<float> exact(size_t(tokens * shape.rows));
+        for (int64_t t = 0; t < tokens; ++t) {
+          for (int64_t r = 0; r < shape.rows; ++r) {
+            double sum = bias[size_t(r)];
+            for (int64_t c = 0; c < shape.cols; ++c) sum += double(dense[size_t(r * shape.cols + c)]) * x[size_t(t * shape.cols + c)];
+            exact[size_t(t * shape.rows + r)] = float(sum);
+          }
+        }
+        std::vector<float> outs[2];
+        for (int b = 0; b < 2; ++b) {
+          Backend& be = b == 0 ? *cpu_ : *gpu_;
+          float* y = zeros<float>(be, exact.size());
+          const LinearOutput out{b == 0 ? cpu_weight.get() : gpu_weight.get(), y};
+          be.kernels().linear({upload(be, x), tokens, &out, 1}, be.default_stream());
+          outs[b] = download(be, y, exact.size());
+        }
+        const std::string what = std::string(shape.layer) + " " + std::string(dtype_name(dtype)) + " x" + std::to_string(tokens);
+        EXPECT_LT(max_relative_error(outs[1], exact), 1e-5) << what;
+        // The CPU multiplies block formats against 8-bit activations.
+        EXPECT_LT(max_relative_error(outs[1], outs[0]), 3e-2) << what;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 100);
+}
+
+TEST_P(LinearParity, SeparateScalesAreRefusedAtLoad) {
+  QuantizedLinear w;
+  w.name = "blk.0.ffn_up.weight";
+  w.scheme.storage = DType::kI8;
+  w.rows = 64;
+  w.cols = 64;
+  try {
+    gpu_->prepare_linear(w);
+    FAIL() << "an int8 weight with separate scales was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("blk.0.ffn_up.weight"), std::string::npos) << e.what();
+  }
+}
+
+TESSERA_PARITY_SUITE(LinearParity);
+
+}  // namespace
+}  // namespace tessera::test

@@ -1,0 +1,119 @@
+// Row-wise and element-wise ops and the embedding lookup, each against the
+// CPU backend from the same inputs.
+#include <cstring>
+
+#include "tests/gpu/parity.h"
+
+namespace tessera::test {
+namespace {
+
+using OpsParity = Parity;
+
+TEST_P(OpsParity, RmsNormWithAndWithoutWeightOffset) {
+  for (float offset : {0.0f, 1.0f}) {
+    const int64_t rows = 7, dim = 896;
+    const auto x = normal_values(rng_, rows * dim, 3.0f), w = normal_values(rng_, dim);
+    std::vector<float> outs[2];
+    for (int b = 0; b < 2; ++b) {
+      Backend& be = b == 0 ? *cpu_ : *gpu_;
+      float* out = zeros<float>(be, x.size());
+      be.kernels().rms_norm({upload(be, x), upload(be, w), offset, 1e-6f, rows, dim, out}, be.default_stream());
+      outs[b] = download(be, out, x.size());
+    }
+    EXPECT_LT(max_relative_error(outs[1], outs[0]), 1e-6) << "offset " << offset;
+  }
+}
+
+TEST_P(OpsParity, RopeEveryStyleAndNumerics) {
+  const int64_t tokens = 5;
+  const int heads = 3, dim = 64;
+  const std::vector<int32_t> positions{0, 1, 17, 300, 4095};
+  std::vector<float> inv_freq(dim / 2), factors(dim / 2);
+  for (int i = 0; i < dim / 2; ++i) {
+    inv_freq[size_t(i)] = std::pow(10000.0f, -2.0f * float(i) / float(dim));
+    factors[size_t(i)] = 1.0f + float(i % 5);
+  }
+  for (auto style : {ops::RopeStyle::kHalves, ops::RopeStyle::kInterleaved}) {
+    for (auto numerics : {ops::RopeNumerics::kGgml, ops::RopeNumerics::kFrequencyTable}) {
+      for (bool with_factors : {false, true}) {
+        const auto x = normal_values(rng_, size_t(tokens * heads * dim));
+        std::vector<float> outs[2];
+        for (int b = 0; b < 2; ++b) {
+          Backend& be = b == 0 ? *cpu_ : *gpu_;
+          ops::RopeParams p{style, numerics, dim, 1000000.0f, 0.5f, nullptr, nullptr};
+          if (with_factors) p.freq_factors = upload(be, factors);
+          p.inv_freq = upload(be, inv_freq);
+          float* data = upload(be, x);
+          be.kernels().rope({data, upload(be, positions), tokens, heads, dim, p}, be.default_stream());
+          outs[b] = download(be, data, x.size());
+        }
+        // Angles up to 4095 radians: one f32 ulp of the angle moves cos by ~2e-4 at most.
+        EXPECT_LT(max_relative_error(outs[1], outs[0]), 2e-4) << int(style) << " " << int(numerics) << " " << with_factors;
+      }
+    }
+  }
+}
+
+TEST_P(OpsParity, GatedActivations) {
+  for (auto act : {ops::GatedActivation::kSilu, ops::GatedActivation::kGeluTanh, ops::GatedActivation::kGeluTanhTable}) {
+    const auto gate = normal_values(rng_, 4096, 4.0f), up = normal_values(rng_, 4096);
+    std::vector<float> outs[2];
+    for (int b = 0; b < 2; ++b) {
+      Backend& be = b == 0 ? *cpu_ : *gpu_;
+      float* out = zeros<float>(be, gate.size());
+      be.kernels().gated_activation({act, upload(be, gate), upload(be, up), int64_t(gate.size()), out}, be.default_stream());
+      outs[b] = download(be, out, gate.size());
+    }
+    // The table rounds to f16: a tie decided the other way is one f16 ulp.
+    const double tolerance = act == ops::GatedActivation::kGeluTanhTable ? 1e-3 : 1e-6;
+    EXPECT_LT(max_relative_error(outs[1], outs[0]), tolerance) << int(act);
+  }
+}
+
+TEST_P(OpsParity, AddScaleSoftcapAndGatherRows) {
+  const int64_t n = 3000, width = 100;
+  const auto x = normal_values(rng_, n, 20.0f), y = normal_values(rng_, n);
+  const std::vector<int32_t> rows{29, 0, 7};
+  std::vector<float> outs[2], gathered[2];
+  for (int b = 0; b < 2; ++b) {
+    Backend& be = b == 0 ? *cpu_ : *gpu_;
+    Stream& s = be.default_stream();
+    float* data = upload(be, x);
+    be.kernels().add({data, upload(be, y), n}, s);
+    be.kernels().scale({data, n, 0.75f}, s);
+    be.kernels().softcap({data, n, 30.0f}, s);
+    float* picked = zeros<float>(be, rows.size() * size_t(width));
+    be.kernels().gather_rows({data, width, upload(be, rows), int64_t(rows.size()), picked}, s);
+    outs[b] = download(be, data, size_t(n));
+    gathered[b] = download(be, picked, rows.size() * size_t(width));
+  }
+  EXPECT_LT(max_relative_error(outs[1], outs[0]), 1e-6);
+  EXPECT_EQ(gathered[1], gathered[0]);
+}
+
+class Embedding : public Parity {};
+
+TEST_P(Embedding, EveryTableFormatBitIdentical) {
+  const int64_t vocab = 40, dim = 512;
+  const std::vector<int32_t> ids{3, 0, 39, 3, 17};
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ8_0,
+                      DType::kQ4_K, DType::kQ6_K}) {
+    ASSERT_TRUE(gpu_->supports(Op::kEmbedding, dtype)) << dtype_name(dtype);
+    const auto table = random_blocks(rng_, dtype, vocab * dim);
+    std::vector<float> outs[2];
+    for (int b = 0; b < 2; ++b) {
+      Backend& be = b == 0 ? *cpu_ : *gpu_;
+      float* out = zeros<float>(be, ids.size() * size_t(dim));
+      be.kernels().embedding({dtype, upload(be, table), dim, upload(be, ids), int64_t(ids.size()), out}, be.default_stream());
+      outs[b] = download(be, out, ids.size() * size_t(dim));
+    }
+    EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(float))) << dtype_name(dtype);
+  }
+}
+
+TESSERA_PARITY_SUITE(OpsParity);
+TESSERA_PARITY_SUITE(Embedding);
+
+}  // namespace
+
+}  // namespace tessera::test
