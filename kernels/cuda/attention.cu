@@ -1,4 +1,5 @@
 #include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/vector_exp.cuh"
 
 #include <string>
 
@@ -7,8 +8,6 @@
 namespace tessera::gpu {
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kMaxGroup = 8;  // query heads per KV head
 
 struct CausalMask {
   __device__ int first(int) const { return 0; }
@@ -28,11 +27,11 @@ struct NoScoreMod {
 };
 struct SoftcapScore {
   float cap;
-  __device__ float operator()(float s, int, int, int) const { return cap * tanhf(s / cap); }
+  __device__ float operator()(float s, int, int, int) const { return __fmul_rn(cap, float(tanh(double(__fdiv_rn(s, cap))))); }
 };
 struct AlibiScore {
   const float* slopes;
-  __device__ float operator()(float s, int head, int q, int k) const { return s + slopes[head] * float(k - q); }
+  __device__ float operator()(float s, int head, int q, int k) const { return __fadd_rn(s, __fmul_rn(slopes[head], float(k - q))); }
 };
 
 struct KernelArgs {
@@ -50,12 +49,6 @@ __device__ inline float to_float(Element e) {
   else return e;
 }
 
-__device__ inline float warp_sum(float v) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-
 // The sequence of token t: the last s with query_start[s] <= t.
 __device__ inline int sequence_of(const int32_t* query_start, int n_seqs, int t) {
   int lo = 0, hi = n_seqs - 1;
@@ -67,124 +60,151 @@ __device__ inline int sequence_of(const int32_t* query_start, int n_seqs, int t)
   return lo;
 }
 
-// One block per (query token, KV head), holding every query head of the
-// group. Each warp walks its share of the visible keys (key k to warp
-// k % kWarps) with an online softmax, each lane owning DPL dimensions of
-// each head; the warps' partial results are merged at the end.
-template <int DPL, typename Element, class Mask, class Score>
-__global__ void __launch_bounds__(kWarps * 32) attention_kernel(KernelArgs a, Mask mask, Score score_mod) {
-  constexpr int D = DPL * 32;
-  const int t = blockIdx.x, kv_head = blockIdx.y;
-  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+constexpr int kThreads = 256;  // keys per tile
+constexpr int kMaxDim = 256;
+constexpr int kLanes = 16;     // the CPU's accumulator width
+
+// The CPU's reduction of 16 lane sums (kernels/cpu/lane_sum.h): halves,
+// quarters, then pairs.
+__device__ inline float reduce_16_lanes(const float* a) {
+  float t3[8], t6[4];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) t3[i] = __fadd_rn(a[i + 8], a[i]);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) t6[i] = __fadd_rn(t3[i + 4], t3[i]);
+  return __fadd_rn(__fadd_rn(t6[0], t6[2]), __fadd_rn(t6[1], t6[3]));
+}
+
+// The same reduction across the 16 threads of a half-warp, each holding one
+// lane's value; every thread of the half gets the result.
+__device__ inline float reduce_half_warp(float v) {
+#pragma unroll
+  for (int offset = 8; offset > 0; offset /= 2) v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+__device__ inline float block_max(float v, float* scratch) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+  __syncthreads();
+  float m = scratch[0];
+  for (int w = 1; w < kThreads / 32; ++w) m = fmaxf(m, scratch[w]);
+  __syncthreads();
+  return m;
+}
+
+// One block per (query token, query head), with the CPU's arithmetic
+// (kernels/cpu/flex_attention_impl.h) step for step: each score a 16-lane
+// dot product, then the maximum, the sum of exponentials over 16-key groups
+// aligned to key 0 (in double, group after group), the probabilities
+// (rounded to f16 for an f16 cache), and per dimension the 16 lane sums of
+// probability times value, keys in order, reduced as the CPU reduces them.
+// Each pass recomputes the scores instead of storing them, so any context
+// length fits; the results are the CPU's bits.
+template <typename Element, class Mask, class Score>
+__global__ void __launch_bounds__(kThreads) attention_kernel(KernelArgs a, Mask mask, Score score_mod) {
+  __shared__ float q_s[kMaxDim], p_s[kThreads], partial[kThreads / kLanes], reduce_scratch[kThreads / 32];
+  __shared__ float inverse_s;
+  const int t = blockIdx.x, head = blockIdx.y, tid = threadIdx.x;
+  const int D = a.kv.head_dim, group = a.n_heads / a.kv.n_kv_heads, kv_head = head / group;
   const ops::AttentionBatch& b = a.batch;
   const int seq = sequence_of(b.query_start, b.n_seqs, t);
   const int pos = b.positions[t];
   const int prefix = b.prefix_len ? b.prefix_len[seq] : 0;
   const int lo = mask.first(pos), hi = min(b.kv_len[seq] - 1, mask.last(pos, prefix));
-  const int group = a.n_heads / a.kv.n_kv_heads;
   const bool f16 = sizeof(Element) == 2;
-
-  float q[kMaxGroup][DPL], acc[kMaxGroup][DPL], m[kMaxGroup], l[kMaxGroup];
-#pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) {
-    m[g] = -INFINITY;
-    l[g] = 0.0f;
-#pragma unroll
-    for (int i = 0; i < DPL; ++i) {
-      acc[g][i] = 0.0f;
-      q[g][i] = 0.0f;
-      if (g < group) {
-        const float value = a.q[(int64_t(t) * a.n_heads + kv_head * group + g) * D + lane * DPL + i] * a.query_scale;
-        // An f16 cache meets f16 queries, as in an f16 matrix multiply.
-        q[g][i] = f16 ? __half2float(__float2half_rn(value)) : value;
-      }
-    }
+  for (int d = tid; d < D; d += kThreads) {
+    const float value = __fmul_rn(a.q[(int64_t(t) * a.n_heads + head) * D + d], a.query_scale);
+    // An f16 cache meets f16 queries, as in an f16 matrix multiply.
+    q_s[d] = f16 ? __half2float(__float2half_rn(value)) : value;
   }
+  __syncthreads();
   const Element* keys = static_cast<const Element*>(a.kv.k);
   const Element* values = static_cast<const Element*>(a.kv.v);
   const int32_t* pages = b.page_indices + b.page_indptr[seq];
-  for (int k = lo + warp; k <= hi; k += kWarps) {
+  auto row_of = [&](int k) {
     const int64_t slot = int64_t(pages[k / a.kv.page_size]) * a.kv.page_size + k % a.kv.page_size;
-    const int64_t base = (slot * a.kv.n_kv_heads + kv_head) * D + lane * DPL;
-    float key[DPL], value[DPL];
+    return (slot * a.kv.n_kv_heads + kv_head) * D;
+  };
+  auto score = [&](int k) {
+    const Element* key = keys + row_of(k);
+    float acc[kLanes] = {};
+    for (int i = 0; i < D; i += kLanes) {
 #pragma unroll
-    for (int i = 0; i < DPL; ++i) {
-      key[i] = to_float(keys[base + i]);
-      value[i] = to_float(values[base + i]);
+      for (int l = 0; l < kLanes; ++l) acc[l] = fmaf(q_s[i + l], to_float(key[i + l]), acc[l]);
     }
-#pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) {
-      if (g >= group) break;
-      float dot = 0.0f;
-#pragma unroll
-      for (int i = 0; i < DPL; ++i) dot = fmaf(q[g][i], key[i], dot);
-      const float s = score_mod(warp_sum(dot) * a.score_scale, kv_head * group + g, pos, k);
-      const float m_new = fmaxf(m[g], s);
-      const float correction = expf(m[g] - m_new), p = expf(s - m_new);
-      l[g] = l[g] * correction + p;
-#pragma unroll
-      for (int i = 0; i < DPL; ++i) acc[g][i] = fmaf(p, value[i], acc[g][i] * correction);
-      m[g] = m_new;
+    return score_mod(__fmul_rn(__fadd_rn(reduce_16_lanes(acc), 0.0f), a.score_scale), head, pos, k);
+  };
+
+  float row_max = -INFINITY;
+  for (int k = lo + tid; k <= hi; k += kThreads) row_max = fmaxf(row_max, score(k));
+  row_max = block_max(row_max, reduce_scratch);
+
+  double sum = 0.0;  // thread 0's
+  const int aligned = lo - lo % kLanes;
+  for (int tile = aligned; tile <= hi; tile += kThreads) {
+    const int k = tile + tid;
+    const float w = k >= lo && k <= hi ? vector_expf(__fsub_rn(score(k), row_max)) : 0.0f;
+    const float group_sum = reduce_half_warp(w);
+    if (tid % kLanes == 0) partial[tid / kLanes] = group_sum;
+    __syncthreads();
+    if (tid == 0) {
+      for (int g = 0; g < kThreads / kLanes && tile + g * kLanes <= hi; ++g) sum += double(partial[g]);
     }
+    __syncthreads();
   }
-  // Merge the warps: each rescales its sums to the common maximum.
-  __shared__ float shared_m[kWarps][kMaxGroup], shared_l[kWarps][kMaxGroup];
-  __shared__ float shared_acc[kWarps][kMaxGroup][D];
-#pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) {
-    if (g >= group) break;
-    if (lane == 0) {
-      shared_m[warp][g] = m[g];
-      shared_l[warp][g] = l[g];
-    }
-#pragma unroll
-    for (int i = 0; i < DPL; ++i) shared_acc[warp][g][lane * DPL + i] = acc[g][i];
-  }
+  if (tid == 0) inverse_s = sum > 0.0 ? float(1.0 / sum) : 0.0f;
   __syncthreads();
-  for (int idx = threadIdx.x; idx < group * D; idx += blockDim.x) {
-    const int g = idx / D, d = idx % D;
-    float max_all = -INFINITY;
-    for (int w = 0; w < kWarps; ++w) max_all = fmaxf(max_all, shared_m[w][g]);
-    float total = 0.0f, sum = 0.0f;
-    if (max_all > -INFINITY) {
-      for (int w = 0; w < kWarps; ++w) {
-        const float f = expf(shared_m[w][g] - max_all);
-        total += shared_l[w][g] * f;
-        sum += shared_acc[w][g][d] * f;
+  const float inverse = inverse_s;
+
+  float acc[kLanes] = {};  // thread d's 16 lane sums
+  for (int tile = aligned; tile <= hi; tile += kThreads) {
+    const int k = tile + tid;
+    float p = 0.0f;
+    if (k >= lo && k <= hi) {
+      p = __fmul_rn(vector_expf(__fsub_rn(score(k), row_max)), inverse);
+      if (f16) p = __half2float(__float2half_rn(p));
+    }
+    p_s[tid] = p;
+    __syncthreads();
+    if (tid < D) {
+      const int last = min(kThreads, hi - tile + 1);
+      for (int j0 = 0; j0 < last; j0 += kLanes) {
+#pragma unroll
+        for (int l = 0; l < kLanes; ++l) {
+          const int key = tile + j0 + l;
+          if (j0 + l < last && key >= lo) acc[l] = fmaf(to_float(values[row_of(key) + tid]), p_s[j0 + l], acc[l]);
+        }
       }
     }
-    a.out[(int64_t(t) * a.n_heads + kv_head * group + g) * D + d] = total > 0.0f ? sum / total : 0.0f;
+    __syncthreads();
   }
+  if (tid < D) a.out[(int64_t(t) * a.n_heads + head) * D + tid] = reduce_16_lanes(acc);
 }
 
-template <int DPL, typename Element, class Mask>
+template <typename Element, class Mask>
 void launch_with_mask(const KernelArgs& k, const ops::AttentionParams& p, Mask mask, dim3 grid, cudaStream_t stream) {
   switch (p.score) {
     case ops::ScoreMod::kNone:
-      attention_kernel<DPL, Element><<<grid, kWarps * 32, 0, stream>>>(k, mask, NoScoreMod{});
+      attention_kernel<Element><<<grid, kThreads, 0, stream>>>(k, mask, NoScoreMod{});
       break;
     case ops::ScoreMod::kSoftcap:
-      attention_kernel<DPL, Element><<<grid, kWarps * 32, 0, stream>>>(k, mask, SoftcapScore{p.softcap});
+      attention_kernel<Element><<<grid, kThreads, 0, stream>>>(k, mask, SoftcapScore{p.softcap});
       break;
     case ops::ScoreMod::kAlibi:
-      attention_kernel<DPL, Element><<<grid, kWarps * 32, 0, stream>>>(k, mask, AlibiScore{p.alibi_slopes});
+      attention_kernel<Element><<<grid, kThreads, 0, stream>>>(k, mask, AlibiScore{p.alibi_slopes});
       break;
   }
 }
 
-template <int DPL, typename Element>
+template <typename Element>
 void launch_typed(const KernelArgs& k, const ops::AttentionParams& p, dim3 grid, cudaStream_t stream) {
   switch (p.mask) {
-    case ops::MaskMod::kCausal: launch_with_mask<DPL, Element>(k, p, CausalMask{}, grid, stream); break;
-    case ops::MaskMod::kSlidingWindow: launch_with_mask<DPL, Element>(k, p, SlidingWindowMask{p.window}, grid, stream); break;
-    case ops::MaskMod::kPrefixLm: launch_with_mask<DPL, Element>(k, p, PrefixLmMask{}, grid, stream); break;
+    case ops::MaskMod::kCausal: launch_with_mask<Element>(k, p, CausalMask{}, grid, stream); break;
+    case ops::MaskMod::kSlidingWindow: launch_with_mask<Element>(k, p, SlidingWindowMask{p.window}, grid, stream); break;
+    case ops::MaskMod::kPrefixLm: launch_with_mask<Element>(k, p, PrefixLmMask{}, grid, stream); break;
   }
-}
-
-template <int DPL>
-void launch_sized(const KernelArgs& k, const ops::AttentionParams& p, dim3 grid, cudaStream_t stream) {
-  if (k.kv.dtype == DType::kF16) launch_typed<DPL, __half>(k, p, grid, stream);
-  else launch_typed<DPL, float>(k, p, grid, stream);
 }
 
 }  // namespace
@@ -193,12 +213,10 @@ std::string attention_refusal(int n_heads, int n_kv_heads, int head_dim, DType k
   if (kv_dtype != DType::kF16 && kv_dtype != DType::kF32) {
     return "the CUDA backend has no " + std::string(dtype_name(kv_dtype)) + " KV cache";
   }
-  if (head_dim != 64 && head_dim != 128 && head_dim != 256) {
-    return "the CUDA backend has no attention kernel for head size " + std::to_string(head_dim);
+  if (head_dim <= 0 || head_dim % kLanes != 0 || head_dim > kMaxDim) {
+    return "the CUDA backend has no attention kernel for head size " + std::to_string(head_dim) + " (multiples of 16 up to 256)";
   }
-  if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0 || n_heads / n_kv_heads > kMaxGroup) {
-    return "the CUDA backend groups at most " + std::to_string(kMaxGroup) + " query heads per KV head";
-  }
+  if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0) return "query heads must be a multiple of KV heads";
   return {};
 }
 
@@ -217,12 +235,9 @@ void launch_attention(const AttentionArgs& args, cudaStream_t stream) {
   const ops::AttentionParams& p = args.params;
   KernelArgs k{plan.batch, args.q, args.n_heads, args.kv, p.scale_queries ? p.scale : 1.0f, p.scale_queries ? 1.0f : p.scale,
                args.out};
-  const dim3 grid(unsigned(plan.n_tokens), unsigned(args.kv.n_kv_heads));
-  switch (args.kv.head_dim) {
-    case 64: launch_sized<2>(k, p, grid, stream); break;
-    case 128: launch_sized<4>(k, p, grid, stream); break;
-    default: launch_sized<8>(k, p, grid, stream); break;
-  }
+  const dim3 grid(unsigned(plan.n_tokens), unsigned(args.n_heads));
+  if (args.kv.dtype == DType::kF16) launch_typed<__half>(k, p, grid, stream);
+  else launch_typed<float>(k, p, grid, stream);
   check(cudaGetLastError(), "attention launch");
 }
 

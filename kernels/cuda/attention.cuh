@@ -1,7 +1,8 @@
 #pragma once
 // Paged FlexAttention on the GPU: one kernel family over the page table,
-// specialised at compile time for the mask and score modifiers and the head
-// size; the same kernel serves decode and chunked prefill.
+// specialised at compile time for the mask and score modifiers and the
+// cache element type; the same kernel serves decode and chunked prefill,
+// with the CPU backend's arithmetic.
 #include "kernels/backend.h"
 #include "kernels/cuda/gpu_runtime.h"
 

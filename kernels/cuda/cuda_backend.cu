@@ -40,9 +40,11 @@ class GpuStream final : public Stream {
     check(cudaStreamWaitEvent(stream_, static_cast<GpuEvent&>(event).handle(), 0), "stream wait");
   }
   cudaStream_t handle() const { return stream_; }
+  Q8Scratch& q8_scratch() { return q8_scratch_; }
 
  private:
   cudaStream_t stream_{};
+  Q8Scratch q8_scratch_;
 };
 
 cudaStream_t handle(Stream& stream) { return static_cast<GpuStream&>(stream).handle(); }
@@ -53,6 +55,11 @@ void on_stream(const Args& args, Stream& stream) {
   Launch(args, handle(stream));
 }
 
+void linear_on_stream(const LinearArgs& args, Stream& stream) {
+  auto& gpu_stream = static_cast<GpuStream&>(stream);
+  launch_linear(args, gpu_stream.handle(), gpu_stream.q8_scratch());
+}
+
 void plan_on_stream(const AttentionPlanArgs& args, Stream&) { plan_attention(args); }
 
 KernelTable make_table() {
@@ -61,7 +68,7 @@ KernelTable make_table() {
   t.embedding = on_stream<EmbeddingArgs, launch_embedding>;
   t.rms_norm = on_stream<RmsNormArgs, launch_rms_norm>;
   t.rope = on_stream<RopeArgs, launch_rope>;
-  t.linear = on_stream<LinearArgs, launch_linear>;
+  t.linear = linear_on_stream;
   t.kv_write = on_stream<KvWriteArgs, launch_kv_write>;
   t.plan_attention = plan_on_stream;
   t.attention = on_stream<AttentionArgs, launch_attention>;

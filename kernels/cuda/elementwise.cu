@@ -1,5 +1,6 @@
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/gguf_chunks.cuh"
+#include "kernels/cuda/vector_exp.cuh"
 
 #include <string>
 
@@ -27,21 +28,21 @@ __global__ void embedding_kernel(const uint8_t* table, uint64_t row_bytes, int64
   for (int j = 0; j < kChunk; ++j) dst[j] = v[j];
 }
 
-// One block per row: the sum of squares reduced over the block, then each
-// thread scales its own elements (out may be x).
+// One block per row: the sum of squares in double, as the CPU sums it,
+// reduced over the block; then each thread scales its own elements (out may be x).
 __global__ void rms_norm_kernel(const float* x, const float* weight, float weight_offset, float eps, int64_t dim, float* out) {
-  __shared__ float partial[kThreads / 32];
+  __shared__ double partial[kThreads / 32];
   const float* row = x + int64_t(blockIdx.x) * dim;
-  float sum = 0.0f;
-  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) sum = fmaf(row[i], row[i], sum);
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) sum += double(__fmul_rn(row[i], row[i]));
   for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
   if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = sum;
   __syncthreads();
-  float total = 0.0f;
+  double total = 0.0;
   for (int w = 0; w < int(blockDim.x) / 32; ++w) total += partial[w];
-  const float scale = 1.0f / sqrtf(total / float(dim) + eps);
+  const float scale = 1.0f / sqrtf(float(total / double(dim)) + eps);
   float* dst = out + int64_t(blockIdx.x) * dim;
-  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) dst[i] = row[i] * scale * (weight[i] + weight_offset);
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) dst[i] = __fmul_rn(__fmul_rn(row[i], scale), weight[i] + weight_offset);
 }
 
 // One thread per (token, head, pair). ggml's angles advance by repeated
@@ -59,14 +60,17 @@ __global__ void rope_kernel(float* x, const int32_t* positions, int64_t n_tokens
   if (p.numerics == ops::RopeNumerics::kFrequencyTable) {
     angle = __fmul_rn(p.inv_freq[i], pos);
   } else {
-    const float theta_scale = powf(p.freq_base, -2.0f / float(p.rotary_dim));
+    const float theta_scale = float(pow(double(p.freq_base), double(__fdiv_rn(-2.0f, float(p.rotary_dim)))));
     float theta = pos;
     for (int k = 0; k < i; ++k) theta = __fmul_rn(theta, theta_scale);
     const float ff = p.freq_factors ? p.freq_factors[i] : 1.0f;
     angle = __fmul_rn(p.freq_scale, __fdiv_rn(theta, ff));
   }
-  float s, c;
-  sincosf(angle, &s, &c);
+  // In double, then rounded: the correctly rounded values, as the CPU's
+  // library gives them.
+  double sd, cd;
+  sincos(double(angle), &sd, &cd);
+  const float s = float(sd), c = float(cd);
   float* v = x + token_head * head_dim;
   const int a = p.style == ops::RopeStyle::kInterleaved ? 2 * i : i;
   const int b = p.style == ops::RopeStyle::kInterleaved ? 2 * i + 1 : i + pairs;
@@ -80,9 +84,14 @@ __global__ void rope_kernel(float* x, const int32_t* positions, int64_t n_tokens
   }
 }
 
-__device__ inline float gelu_tanh(float x) {
+// tanh in double, then rounded, as the CPU's library gives it.
+__device__ inline float tanh_rounded(float x) { return float(tanh(double(x))); }
+
+// The fused form builds llama.cpp's table (kGeluTanhTable); the plain one is kGeluTanh.
+__device__ inline float gelu_tanh(float x, bool fused) {
   constexpr float kSqrt2OverPi = 0.7978845608028654f, kCoeff = 0.044715f;
-  return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * x * fmaf(kCoeff * x, x, 1.0f)));
+  const float inner = fused ? fmaf(__fmul_rn(kCoeff, x), x, 1.0f) : __fadd_rn(1.0f, __fmul_rn(__fmul_rn(kCoeff, x), x));
+  return __fmul_rn(__fmul_rn(0.5f, x), __fadd_rn(1.0f, tanh_rounded(__fmul_rn(__fmul_rn(kSqrt2OverPi, x), inner))));
 }
 
 __global__ void gated_activation_kernel(ops::GatedActivation act, const float* gate, const float* up, int64_t n, float* out) {
@@ -91,14 +100,14 @@ __global__ void gated_activation_kernel(ops::GatedActivation act, const float* g
   const float g = gate[i];
   float a;
   switch (act) {
-    case ops::GatedActivation::kSilu: a = g / (1.0f + expf(-g)); break;
-    case ops::GatedActivation::kGeluTanh: a = gelu_tanh(g); break;
+    case ops::GatedActivation::kSilu: a = __fdiv_rn(g, __fadd_rn(1.0f, vector_expf(-g))); break;
+    case ops::GatedActivation::kGeluTanh: a = gelu_tanh(g, false); break;
     default:
       // llama.cpp's table: input and result rounded to f16, the tails exact.
-      a = g <= -10.0f ? 0.0f : g >= 10.0f ? g : __half2float(__float2half_rn(gelu_tanh(__half2float(__float2half_rn(g)))));
+      a = g <= -10.0f ? 0.0f : g >= 10.0f ? g : __half2float(__float2half_rn(gelu_tanh(__half2float(__float2half_rn(g)), true)));
       break;
   }
-  out[i] = a * up[i];
+  out[i] = __fmul_rn(a, up[i]);
 }
 
 __global__ void add_kernel(float* x, const float* y, int64_t n) {
@@ -113,7 +122,7 @@ __global__ void scale_kernel(float* x, int64_t n, float factor) {
 
 __global__ void softcap_kernel(float* x, int64_t n, float cap) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) x[i] = cap * tanhf(x[i] / cap);
+  if (i < n) x[i] = __fmul_rn(cap, tanh_rounded(__fdiv_rn(x[i], cap)));
 }
 
 __global__ void gather_rows_kernel(const float* x, int64_t width, const int32_t* rows, int64_t n_rows, float* out) {

@@ -31,6 +31,8 @@
 #define cudaEventSynchronize hipEventSynchronize
 #define cudaEventDestroy hipEventDestroy
 #define cudaStreamWaitEvent hipStreamWaitEvent
+#define cudaMallocAsync hipMallocAsync
+#define cudaFreeAsync hipFreeAsync
 #else
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

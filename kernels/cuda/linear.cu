@@ -1,4 +1,5 @@
 #include "kernels/cuda/linear.cuh"
+#include "kernels/cuda/lane_dot_q8.cuh"
 #include "kernels/cuda/gguf_chunks.cuh"
 
 #include <string>
@@ -14,6 +15,14 @@ __device__ inline float warp_sum(float v) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;
+}
+
+__device__ inline float round_half(float v) { return __half2float(__float2half_rn(v)); }
+
+// To the nearest bf16, ties to even (finite inputs).
+__device__ inline float round_bf16(float v) {
+  const uint32_t bits = __float_as_uint(v);
+  return __uint_as_float((bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u);
 }
 
 // One warp per weight row and NT tokens per block column: each lane decodes
@@ -42,7 +51,10 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) linear_kernel(const uint8
       float sum = acc[t];
 #pragma unroll
       for (int i = 0; i < kChunk / 4; ++i) {
-        const float4 a = xs[i];
+        float4 a = xs[i];
+        // The CPU multiplies f16 (bf16) weights against f16 (bf16) activations.
+        if constexpr (T == DType::kF16) a = make_float4(round_half(a.x), round_half(a.y), round_half(a.z), round_half(a.w));
+        if constexpr (T == DType::kBF16) a = make_float4(round_bf16(a.x), round_bf16(a.y), round_bf16(a.z), round_bf16(a.w));
         sum = fmaf(v[4 * i], a.x, sum);
         sum = fmaf(v[4 * i + 1], a.y, sum);
         sum = fmaf(v[4 * i + 2], a.z, sum);
@@ -59,12 +71,62 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) linear_kernel(const uint8
   }
 }
 
+// GGUF block weights against activations quantized to 8 bits as the CPU
+// quantizes them: eight lanes per row (kernels/cuda/lane_dot_q8.cuh), each
+// walking the row's blocks in order, so that every output has the CPU's
+// bits; NT tokens per block column share each decoded weight word.
+constexpr int kRowsPerQ8Block = 32;
+
+template <DType T, int NT>
+__global__ void __launch_bounds__(kRowsPerQ8Block * kLanesPerRow) linear_q8_kernel(const uint8_t* w, uint64_t row_stride,
+                                                                                   int64_t rows, int64_t cols, Q8Rows x,
+                                                                                   int64_t n_tokens, const float* bias,
+                                                                                   float* y) {
+  const int lane = int(threadIdx.x) % kLanesPerRow;
+  const int64_t wanted_row = int64_t(blockIdx.x) * kRowsPerQ8Block + int(threadIdx.x) / kLanesPerRow;
+  // Rows past the end compute a copy of the last row, so every lane of the
+  // warp takes part in the reductions.
+  const int64_t row = min(wanted_row, rows - 1);
+  const int64_t t0 = int64_t(blockIdx.y) * NT;
+  const int nt = int(min(int64_t(NT), n_tokens - t0));
+  const uint8_t* w_row = w + uint64_t(row) * row_stride;
+  const int64_t blocks = cols / elements_per_block<T>(), chunks = cols / kChunk;
+  LaneSums sums[NT];
+  for (int64_t b = 0; b < blocks; ++b) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      if (t >= nt) break;
+      const int64_t token = t0 + t;
+      lane_block<T>(w_row, b, lane, x.qs + token * cols, x.d + token * chunks, x.s + token * chunks, sums[t]);
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    if (t >= nt) break;
+    const float total = reduce_lanes<T>(sums[t]);
+    if (lane == 0 && wanted_row < rows) y[(t0 + t) * rows + row] = bias ? __fadd_rn(total, bias[row]) : total;
+  }
+}
+
+template <DType T, int NT>
+void launch_q8_rows(const GpuLinear& w, const Q8Rows& x, int64_t n_tokens, float* y, cudaStream_t stream) {
+  const dim3 grid(unsigned((w.rows() + kRowsPerQ8Block - 1) / kRowsPerQ8Block), unsigned((n_tokens + NT - 1) / NT));
+  linear_q8_kernel<T, NT><<<grid, kRowsPerQ8Block * kLanesPerRow, 0, stream>>>(w.data(), w.desc().row_stride, w.rows(), w.cols(), x,
+                                                                   n_tokens, w.bias(), y);
+}
+
 template <DType T, int NT>
 void launch_rows(const GpuLinear& w, const float* x, int64_t n_tokens, float* y, cudaStream_t stream) {
   const dim3 grid(unsigned((w.rows() + kWarpsPerBlock - 1) / kWarpsPerBlock), unsigned((n_tokens + NT - 1) / NT));
   linear_kernel<T, NT><<<grid, kWarpsPerBlock * 32, 0, stream>>>(w.data(), w.desc().row_stride, w.rows(), w.cols(), x,
                                                                 n_tokens, w.bias(), y);
 }
+
+template <DType T>
+constexpr DType q8_activation_type_v = T == DType::kQ4_0 || T == DType::kQ5_0 || T == DType::kQ8_0 ? DType::kQ8_0
+                                       : T == DType::kQ4_1                                        ? DType::kQ8_1
+                                       : T == DType::kQ4_K || T == DType::kQ6_K                   ? DType::kQ8_K
+                                                                                                  : DType::kF32;
 
 }  // namespace
 
@@ -78,16 +140,32 @@ std::string linear_refusal(const QuantizedLinear& weight) {
   return {};
 }
 
-void launch_linear(const LinearArgs& args, cudaStream_t stream) {
-  if (args.n_tokens <= 0) return;
+void launch_linear(const LinearArgs& args, cudaStream_t stream, Q8Scratch& scratch) {
+  if (args.n_tokens <= 0 || args.n_outputs <= 0) return;
   if (args.n_tokens > int64_t(65535) * 8) throw Error("linear: " + std::to_string(args.n_tokens) + " tokens in one call");
+  const int64_t cols = args.outputs[0].weight->cols();
+  Q8Rows quantized{};
+  DType quantized_as = DType::kF32;  // what `quantized` holds so far
   for (int i = 0; i < args.n_outputs; ++i) {
     const auto& w = static_cast<const GpuLinear&>(*args.outputs[i].weight);
     float* y = args.outputs[i].y;
+    const DType activation = q8_activation_type(w.desc().scheme.storage);
+    if (activation != DType::kF32 && activation != quantized_as) {
+      // The outputs of one call read the same input: quantized once per format.
+      quantized = q8_rows_at(scratch.reserve(q8_rows_bytes(args.n_tokens, cols), stream), args.n_tokens, cols);
+      launch_quantize_q8(activation, args.x, args.n_tokens, cols, quantized, stream);
+      quantized_as = activation;
+    }
     // One token reads each row once; more tokens share each decoded chunk.
-    TESSERA_DISPATCH_CHUNK_DTYPE(w.desc().scheme.storage, throw Error("linear: no CUDA kernel for " + w.desc().name),
-                                 if (args.n_tokens == 1) launch_rows<T, 1>(w, args.x, 1, y, stream);
-                                 else launch_rows<T, 8>(w, args.x, args.n_tokens, y, stream))
+    TESSERA_DISPATCH_CHUNK_DTYPE(
+        w.desc().scheme.storage, throw Error("linear: no CUDA kernel for " + w.desc().name),
+        if constexpr (q8_activation_type_v<T> != DType::kF32) {
+          if (args.n_tokens == 1) launch_q8_rows<T, 1>(w, quantized, 1, y, stream);
+          else launch_q8_rows<T, 8>(w, quantized, args.n_tokens, y, stream);
+        } else {
+          if (args.n_tokens == 1) launch_rows<T, 1>(w, args.x, 1, y, stream);
+          else launch_rows<T, 8>(w, args.x, args.n_tokens, y, stream);
+        })
   }
   check(cudaGetLastError(), "linear launch");
 }

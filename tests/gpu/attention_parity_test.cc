@@ -103,8 +103,13 @@ TEST_P(AttentionParity, EveryLayoutMaskAndScore) {
         }
         const std::string what = std::string(layout.model) + " " + std::string(dtype_name(dtype)) + " " + c.name;
         EXPECT_EQ(pages[0], pages[1]) << what << ": the written keys differ";
-        // The CPU rounds an f16 cache's probabilities to f16 before the values.
-        EXPECT_LT(max_relative_error(outs[1], outs[0]), dtype == DType::kF16 ? 3e-3 : 2e-5) << what;
+        // The kernels follow the CPU's arithmetic step for step; only the
+        // softcap's tanh may differ in its last bit, which an f16 cache's
+        // rounding of the probabilities can widen to 1e-4.
+        if (c.score != ops::ScoreMod::kSoftcap) {
+          EXPECT_EQ(0u, bit_differences(outs[1], outs[0])) << what;
+        }
+        EXPECT_LT(max_relative_error(outs[1], outs[0]), c.score == ops::ScoreMod::kSoftcap ? 1e-4 : 1e-5) << what;
       }
     }
   }

@@ -1,5 +1,6 @@
 // Row-wise and element-wise ops and the embedding lookup, each against the
 // CPU backend from the same inputs.
+#include <cstdio>
 #include <cstring>
 
 #include "tests/gpu/parity.h"
@@ -21,6 +22,7 @@ TEST_P(OpsParity, RmsNormWithAndWithoutWeightOffset) {
       outs[b] = download(be, out, x.size());
     }
     EXPECT_LT(max_relative_error(outs[1], outs[0]), 1e-6) << "offset " << offset;
+    std::printf("rms_norm: %zu of %zu elements differ in bits\n", bit_differences(outs[1], outs[0]), x.size());
   }
 }
 
@@ -47,8 +49,9 @@ TEST_P(OpsParity, RopeEveryStyleAndNumerics) {
           be.kernels().rope({data, upload(be, positions), tokens, heads, dim, p}, be.default_stream());
           outs[b] = download(be, data, x.size());
         }
-        // Angles up to 4095 radians: one f32 ulp of the angle moves cos by ~2e-4 at most.
-        EXPECT_LT(max_relative_error(outs[1], outs[0]), 2e-4) << int(style) << " " << int(numerics) << " " << with_factors;
+        // Correctly rounded cos and sin on both sides: rare last-bit differences.
+        EXPECT_LT(max_relative_error(outs[1], outs[0]), 1e-6) << int(style) << " " << int(numerics) << " " << with_factors;
+        std::printf("rope: %zu of %zu elements differ in bits\n", bit_differences(outs[1], outs[0]), x.size());
       }
     }
   }
@@ -64,9 +67,15 @@ TEST_P(OpsParity, GatedActivations) {
       be.kernels().gated_activation({act, upload(be, gate), upload(be, up), int64_t(gate.size()), out}, be.default_stream());
       outs[b] = download(be, out, gate.size());
     }
-    // The table rounds to f16: a tie decided the other way is one f16 ulp.
+    // SiLU uses the CPU's exponential: the same bits. GELU's tanh may differ
+    // in its last bit, which the table's f16 rounding nearly always hides.
+    if (act == ops::GatedActivation::kSilu) {
+      EXPECT_EQ(0u, bit_differences(outs[1], outs[0]));
+    }
     const double tolerance = act == ops::GatedActivation::kGeluTanhTable ? 1e-3 : 1e-6;
     EXPECT_LT(max_relative_error(outs[1], outs[0]), tolerance) << int(act);
+    std::printf("%s: %zu of %zu elements differ in bits\n", act == ops::GatedActivation::kSilu ? "silu" : "gelu",
+                bit_differences(outs[1], outs[0]), gate.size());
   }
 }
 
@@ -87,8 +96,10 @@ TEST_P(OpsParity, AddScaleSoftcapAndGatherRows) {
     outs[b] = download(be, data, size_t(n));
     gathered[b] = download(be, picked, rows.size() * size_t(width));
   }
+  // tanh differs between the libraries by an ulp or two.
   EXPECT_LT(max_relative_error(outs[1], outs[0]), 1e-6);
-  EXPECT_EQ(gathered[1], gathered[0]);
+  EXPECT_LT(max_relative_error(gathered[1], gathered[0]), 1e-6);
+  EXPECT_EQ(gathered[1][0], outs[1][29 * width]);
 }
 
 class Embedding : public Parity {};

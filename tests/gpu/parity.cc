@@ -66,6 +66,13 @@ std::vector<uint8_t> random_blocks(std::mt19937& rng, DType dtype, int64_t n_ele
   return bytes;
 }
 
+size_t bit_differences(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return std::max(got.size(), want.size());
+  size_t n = 0;
+  for (size_t i = 0; i < got.size(); ++i) n += std::memcmp(&got[i], &want[i], sizeof(float)) != 0;
+  return n;
+}
+
 double max_relative_error(const std::vector<float>& got, const std::vector<float>& want) {
   EXPECT_EQ(got.size(), want.size());
   if (got.size() != want.size()) return INFINITY;

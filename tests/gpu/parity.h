@@ -51,6 +51,9 @@ std::vector<float> normal_values(std::mt19937& rng, size_t n, float stddev = 1.0
 // hold small finite halves.
 std::vector<uint8_t> random_blocks(std::mt19937& rng, DType dtype, int64_t n_elems);
 
+// Elements whose bits differ (all of them when the sizes differ).
+size_t bit_differences(const std::vector<float>& got, const std::vector<float>& want);
+
 // Largest |got - want| relative to max(|want|) over all elements; fails
 // when the sizes differ.
 double max_relative_error(const std::vector<float>& got, const std::vector<float>& want);

@@ -1,0 +1,148 @@
+#pragma once
+// GGUF block weights against 8-bit activations (kernels/cuda/activation_q8.cuh)
+// with the CPU backend's arithmetic (kernels/cpu/vec_dot_x86_impl.h): eight
+// lanes per row, lane l holding the integer sums of elements 4l .. 4l + 3
+// of every 32-element chunk, each block's sums scaled into the lane's float
+// accumulator by one fused multiply-add, block after block; then the lanes
+// are reduced in the CPU's order. The results are the CPU's bits.
+#include <cstdint>
+
+#include "kernels/cuda/gguf_chunks.cuh"
+
+namespace tessera::gpu {
+
+constexpr int kLanesPerRow = 8;
+
+// Four signed bytes into one word for __dp4a.
+__device__ inline int pack4(int a, int b, int c, int d) {
+  return (a & 0xff) | (b & 0xff) << 8 | (c & 0xff) << 16 | (d & 0xff) << 24;
+}
+
+__device__ inline int load_word(const int8_t* p) { return *reinterpret_cast<const int*>(p); }
+
+// The elements 4l .. 4l + 3 of a 32-element block of a legacy format, packed.
+template <DType T>
+__device__ inline int legacy_lane_values(const uint8_t* b, int lane) {
+  if constexpr (T == DType::kQ8_0) {
+    const uint8_t* q = b + 2 + 4 * lane;
+    return pack4(int8_t(q[0]), int8_t(q[1]), int8_t(q[2]), int8_t(q[3]));
+  } else {
+    // Low nibbles are elements 0..15, high nibbles 16..31.
+    const uint8_t* qs = b + (T == DType::kQ4_1 ? 4 : T == DType::kQ5_0 ? 6 : 2) + 4 * (lane % 4);
+    const int shift = lane < 4 ? 0 : 4;
+    int v[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = (qs[i] >> shift) & 0x0f;
+    if constexpr (T == DType::kQ4_0) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) v[i] -= 8;
+    } else if constexpr (T == DType::kQ5_0) {
+      const uint32_t qh = load_u32_bytes(b + 2);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) v[i] = (v[i] | int((qh >> (4 * lane + i)) & 1u) << 4) - 16;
+    }
+    return pack4(v[0], v[1], v[2], v[3]);
+  }
+}
+
+constexpr size_t legacy_block_bytes(DType t) {
+  return t == DType::kQ4_0 ? sizeof(BlockQ4_0) : t == DType::kQ4_1 ? sizeof(BlockQ4_1) : t == DType::kQ5_0 ? sizeof(BlockQ5_0)
+                                                                                                         : sizeof(BlockQ8_0);
+}
+
+// One row's lane accumulators for one token.
+struct LaneSums {
+  float acc = 0.0f;   // the lane's share of the scaled block sums
+  float mins = 0.0f;  // Q4_1: the minimum terms (every lane the same); Q4_K: lanes 0..3 hold the four minimum sums
+};
+
+// Adds block (or super-block) b of the weight row times the activations of
+// one token into lane `lane`'s sums. qs: the token's activation row; d, s:
+// its chunk fields (Q8Rows).
+template <DType T>
+__device__ inline void lane_block(const uint8_t* row, int64_t b, int lane, const int8_t* qs, const float* d, const float* s,
+                                  LaneSums& sums) {
+  if constexpr (T == DType::kQ4_0 || T == DType::kQ4_1 || T == DType::kQ5_0 || T == DType::kQ8_0) {
+    const uint8_t* block = row + b * legacy_block_bytes(T);
+    const int sumi = __dp4a(legacy_lane_values<T>(block, lane), load_word(qs + b * kChunk + 4 * lane), 0);
+    sums.acc = fmaf(__fmul_rn(load_half(block), d[b]), float(sumi), sums.acc);
+    if constexpr (T == DType::kQ4_1) sums.mins = __fadd_rn(sums.mins, __fmul_rn(load_half(block + 2), s[b]));
+  } else if constexpr (T == DType::kQ4_K) {
+    const uint8_t* block = row + b * sizeof(BlockQ4_K);
+    const uint8_t* sc = block + 4;
+    const int8_t* a = qs + b * 256;
+    int sumi = 0;
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      const int scale = c < 4 ? sc[c] & 0x3f : (sc[c + 4] & 0x0f) | ((sc[c - 4] >> 2) & 0x30);
+      const uint8_t* q = block + 16 + (c / 2) * 32 + 4 * lane;
+      const int shift = (c % 2) * 4;
+      const int w = pack4((q[0] >> shift) & 0x0f, (q[1] >> shift) & 0x0f, (q[2] >> shift) & 0x0f, (q[3] >> shift) & 0x0f);
+      sumi += scale * __dp4a(w, load_word(a + c * kChunk + 4 * lane), 0);
+    }
+    const float yd = d[b * 8];
+    if (lane < 4) {
+      // Lane i of the CPU's four minimum sums: sub-blocks 2i and 2i + 1.
+      auto min_of = [&](int j) { return j < 4 ? sc[j + 4] & 0x3f : (sc[j + 4] >> 4) | ((sc[j] >> 2) & 0x30); };
+      const int m = min_of(2 * lane) * int(s[b * 8 + 2 * lane]) + min_of(2 * lane + 1) * int(s[b * 8 + 2 * lane + 1]);
+      sums.mins = fmaf(__fmul_rn(-yd, load_half(block + 2)), float(m), sums.mins);
+    }
+    sums.acc = fmaf(__fmul_rn(yd, load_half(block)), float(sumi), sums.acc);
+  } else if constexpr (T == DType::kQ6_K) {
+    const uint8_t* block = row + b * sizeof(BlockQ6_K);
+    const int8_t* scales = reinterpret_cast<const int8_t*>(block + 192);
+    const int8_t* a = qs + b * 256;
+    int sumi = 0;
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      const int half = c / 4, quarter = c % 4;
+      const uint8_t* ql = block + half * 64 + (quarter % 2) * 32 + 4 * lane;
+      const uint8_t* qh = block + 128 + half * 32 + 4 * lane;
+      const int low_shift = quarter < 2 ? 0 : 4, high_shift = 2 * quarter;
+      int v[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) v[i] = ((ql[i] >> low_shift) & 0x0f) | (((qh[i] >> high_shift) & 3) << 4);
+      sumi += scales[2 * c + (lane >= 4)] * __dp4a(pack4(v[0], v[1], v[2], v[3]), load_word(a + c * kChunk + 4 * lane), 0);
+    }
+    // The CPU stores q + 32 and subtracts 32 * scale * (sum of the 16
+    // activations) for groups 2l and 2l + 1 in lane l.
+    const int* chunk = reinterpret_cast<const int*>(a + lane * kChunk);
+    int first = 0, second = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      first = __dp4a(chunk[i], 0x01010101, first);
+      second = __dp4a(chunk[i + 4], 0x01010101, second);
+    }
+    sumi -= 32 * (first * scales[2 * lane] + second * scales[2 * lane + 1]);
+    sums.acc = fmaf(__fmul_rn(d[b * 8], load_half(block + 208)), float(sumi), sums.acc);
+  }
+}
+
+// The row's dot product from its eight lanes (every lane of the group gets
+// it): the lane sums reduced as the CPU's hsum reduces a register, then the
+// minimum terms added.
+template <DType T>
+__device__ inline float reduce_lanes(const LaneSums& sums) {
+  float acc = sums.acc;
+  acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 4));
+  acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 2));
+  acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 1));
+  if constexpr (T == DType::kQ4_1) return __fadd_rn(acc, sums.mins);
+  if constexpr (T == DType::kQ4_K) {
+    float mins = sums.mins;
+    mins = __fadd_rn(mins, __shfl_xor_sync(0xffffffffu, mins, 2));
+    mins = __fadd_rn(mins, __shfl_xor_sync(0xffffffffu, mins, 1));
+    // Lane 0 of the group holds (m0 + m2) + (m1 + m3).
+    mins = __shfl_sync(0xffffffffu, mins, (threadIdx.x % 32) & ~(kLanesPerRow - 1));
+    return __fadd_rn(acc, mins);
+  }
+  return acc;
+}
+
+// Blocks of a row: 32-element blocks, or 256-element super-blocks.
+template <DType T>
+constexpr int64_t elements_per_block() {
+  return T == DType::kQ4_K || T == DType::kQ6_K ? 256 : kChunk;
+}
+
+}  // namespace tessera::gpu
