@@ -105,7 +105,14 @@ StepResult ModelRunner::step(const StepPlan& plan) {
   Stream& stream = backend_->default_stream();
   const ForwardBatch batch = batch_->fill(seqs, page_size(), stream);
   float* logits = logits_for(batch.n_logit_rows);
-  decoder_->forward(*backend_, stream, batch, kv_->layout(), kv_->layers(), logits);
+  auto enqueue = [&] { decoder_->forward(*backend_, stream, batch, kv_->layout(), kv_->layers(), logits); };
+  if (decoder_->recordable()) {
+    if (logits != recorded_logits_) recordings_.clear();
+    recorded_logits_ = logits;
+    recordings_.run({batch.n_tokens, batch.attention.n_seqs, batch.n_logit_rows}, *backend_, stream, enqueue);
+  } else {
+    enqueue();
+  }
   const size_t n_values = size_t(batch.n_logit_rows) * size_t(model_->spec().vocab_size);
   host_logits_.resize(n_values);
   backend_->copy_device_to_host(host_logits_.data(), logits, n_values * sizeof(float), stream);

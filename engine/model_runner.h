@@ -10,6 +10,7 @@
 #include "engine/batch_buffers.h"
 #include "engine/kv_cache.h"
 #include "engine/step_plan.h"
+#include "engine/step_recordings.h"
 #include "kernels/backend.h"
 #include "models/decoder.h"
 #include "models/model.h"
@@ -64,6 +65,8 @@ class ModelRunner {
   std::unique_ptr<PagedKvCache> kv_;
   std::unique_ptr<Decoder> decoder_;
   std::unique_ptr<BatchBuffers> batch_;
+  StepRecordings recordings_;
+  const float* recorded_logits_ = nullptr;  // where the recordings write their logits
   std::unordered_map<uint64_t, SequenceState> sequences_;
   DeviceBuffer logits_;           // (rows, vocab) on the device
   std::vector<float> host_logits_;   // (rows, vocab) copied back for sampling

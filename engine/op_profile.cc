@@ -52,6 +52,10 @@ std::string OpProfile::format(const std::string& title) const {
     std::snprintf(line, sizeof line, "  %-14s %8s %10.2f %6.1f%% %11.1f\n", "(between)", "", 1e3 * other,
                   pass_seconds_ > 0.0 ? 100.0 * other / pass_seconds_ : 0.0, 1e6 * other / double(passes_));
     out += line;
+    uint64_t weight_bytes = 0;
+    for (const Entry& e : entries_) weight_bytes += e.weight_bytes;
+    std::snprintf(line, sizeof line, "  weights read: %.1f MB a pass\n", double(weight_bytes) / double(passes_) / 1e6);
+    out += line;
   }
   return out;
 }

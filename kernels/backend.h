@@ -6,6 +6,7 @@
 // weight is decided once, at load (prepare_linear), never mid-request.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -73,6 +74,15 @@ class AttentionPlan {
   virtual ~AttentionPlan() = default;
 };
 
+// Work recorded once from a stream and replayed as a whole, with the
+// arguments it was recorded with (a CUDA graph): what the host spends
+// launching kernels one by one, it spends once.
+class Recording {
+ public:
+  virtual ~Recording() = default;
+  virtual void replay(Stream& stream) = 0;
+};
+
 struct KernelTable {
   void (*dequantize)(const DequantizeArgs&, Stream&) = nullptr;
   void (*embedding)(const EmbeddingArgs&, Stream&) = nullptr;
@@ -123,6 +133,16 @@ class Backend {
   // Throws tessera::Error naming the weight when no kernel serves its scheme.
   virtual std::unique_ptr<PreparedLinear> prepare_linear(const QuantizedLinear& weight) = 0;
   virtual std::unique_ptr<AttentionPlan> create_attention_plan(int max_tokens, int max_seqs, int n_kv_heads) = 0;
+
+  // Records the work `enqueue` queues on `stream`, without running it; null
+  // where the backend does not record (the caller then runs `enqueue`).
+  // Everything the work reads and writes must stay at the same addresses
+  // for as long as the recording is replayed.
+  virtual std::unique_ptr<Recording> record(Stream& stream, const std::function<void()>& enqueue) {
+    (void)stream;
+    (void)enqueue;
+    return nullptr;
+  }
 };
 
 // Device memory owned through the backend that allocated it.

@@ -65,6 +65,9 @@ class Decoder {
   // stream around each step costs a GPU its overlap: for measurement only.
   void set_profile(OpProfile* profile) { profile_ = profile; }
   const DecoderCapacity& capacity() const { return capacity_; }
+  // Whether a pass may be recorded and replayed: not while an observer or a
+  // profile needs the host between its steps.
+  bool recordable() const { return !observer_ && !profile_; }
 
   // Queues the pass on `stream`; writes (batch.n_logit_rows, vocab) logits
   // to device memory at `logits`.

@@ -80,8 +80,11 @@ void ThreadPool::run_chunks(uint32_t generation) {
     if (!claims_.compare_exchange_weak(claims, claims + 1, std::memory_order_acq_rel)) continue;
     const auto [begin, end] = chunk_range(n, chunks, chunk);
     (*fn)(chunk, begin, end);
-    done_.fetch_add(1, std::memory_order_acq_rel);
-    done_.notify_all();
+    done_.fetch_add(1);
+    if (caller_sleeping_.load()) {
+      std::lock_guard lock(finish_mutex_);
+      finished_.notify_one();
+    }
     claims = claims_.load(std::memory_order_acquire);
   }
 }
@@ -97,9 +100,13 @@ void ThreadPool::worker_loop() {
 void ThreadPool::wait_for_chunks(int chunks) {
   const auto finished = [&] { return done_.load(std::memory_order_acquire) == chunks; };
   if (spin_until(finished, kFinishSpinTime)) return;
-  for (int done = done_.load(std::memory_order_acquire); done != chunks; done = done_.load(std::memory_order_acquire)) {
-    done_.wait(done, std::memory_order_acquire);
-  }
+  // A condition variable with a bounded wait rather than std::atomic::wait:
+  // a wake-up lost anywhere costs at most the timeout, never the process.
+  // (A CPU run on a 16-vCPU host was seen to stall for minutes.)
+  std::unique_lock lock(finish_mutex_);
+  caller_sleeping_.store(true);
+  while (!finished()) finished_.wait_for(lock, std::chrono::microseconds(200));
+  caller_sleeping_.store(false);
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int, int64_t, int64_t)>& fn) {

@@ -54,6 +54,11 @@ class ThreadPool {
   std::atomic<uint64_t> claims_{0};
   std::atomic<int> done_{0};  // chunks of the current loop finished
   std::atomic<int> sleeping_{0};
+  // The caller, once done spinning, sleeps on `finished_` for the last
+  // chunks; the worker that finishes one while it sleeps wakes it.
+  std::mutex finish_mutex_;
+  std::condition_variable finished_;
+  std::atomic<bool> caller_sleeping_{false};
   std::atomic<bool> stopping_{false};
 };
 

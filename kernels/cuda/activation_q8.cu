@@ -111,15 +111,16 @@ void launch_quantize_q8(DType activation_type, const float* x, int64_t n_tokens,
 }
 
 Q8Scratch::~Q8Scratch() {
+  for (void* p : retired_) cudaFree(p);
   if (data_) cudaFree(data_);
 }
 
-void* Q8Scratch::reserve(size_t bytes, cudaStream_t stream) {
+void* Q8Scratch::reserve(size_t bytes, cudaStream_t) {
   if (bytes <= size_) return data_;
-  if (data_) check(cudaFreeAsync(data_, stream), "free activation scratch");
-  data_ = nullptr;
-  size_ = 0;
-  check(cudaMallocAsync(&data_, bytes, stream), ("allocate " + std::to_string(bytes) + " bytes of activation scratch").c_str());
+  void* grown = nullptr;
+  check(cudaMalloc(&grown, bytes), ("allocate " + std::to_string(bytes) + " bytes of activation scratch").c_str());
+  if (data_) retired_.push_back(data_);
+  data_ = grown;
   size_ = bytes;
   return data_;
 }

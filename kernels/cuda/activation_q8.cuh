@@ -5,6 +5,7 @@
 // Q8_K for the k-quants. The values and scales have the CPU's bits; the
 // layout is the GPU's own, one array per field.
 #include <cstdint>
+#include <vector>
 
 #include "engine/tensor/dtype.h"
 #include "kernels/cuda/gpu_runtime.h"
@@ -28,8 +29,9 @@ DType q8_activation_type(DType weight_type);
 void launch_quantize_q8(DType activation_type, const float* x, int64_t n_tokens, int64_t cols, const Q8Rows& out,
                         cudaStream_t stream);
 
-// Device memory for quantized activations, grown in stream order when a
-// larger batch arrives, so the kernels still queued keep theirs.
+// Device memory for quantized activations, grown when a larger batch
+// arrives. Outgrown buffers are kept until the scratch goes: kernels still
+// queued, and recordings made earlier, keep reading theirs.
 class Q8Scratch {
  public:
   Q8Scratch() = default;
@@ -41,6 +43,7 @@ class Q8Scratch {
  private:
   void* data_ = nullptr;
   size_t size_ = 0;
+  std::vector<void*> retired_;
 };
 
 }  // namespace tessera::gpu

@@ -106,6 +106,7 @@ template <typename Element, class Mask, class Score>
 __global__ void __launch_bounds__(kThreads) attention_kernel(KernelArgs a, Mask mask, Score score_mod) {
   __shared__ float q_s[kMaxDim], p_s[kThreads], partial[kThreads / kLanes], reduce_scratch[kThreads / 32];
   __shared__ float inverse_s;
+  __shared__ int64_t value_rows[kThreads];  // pass 3: where each key of the tile keeps its values
   const int t = blockIdx.x, head = blockIdx.y, tid = threadIdx.x;
   const int D = a.kv.head_dim, group = a.n_heads / a.kv.n_kv_heads, kv_head = head / group;
   const ops::AttentionBatch& b = a.batch;
@@ -165,6 +166,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(KernelArgs a, Mask 
     if (k >= lo && k <= hi) {
       p = __fmul_rn(vector_expf(__fsub_rn(score(k), row_max)), inverse);
       if (f16) p = __half2float(__float2half_rn(p));
+      value_rows[tid] = row_of(k);
     }
     p_s[tid] = p;
     __syncthreads();
@@ -174,7 +176,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(KernelArgs a, Mask 
 #pragma unroll
         for (int l = 0; l < kLanes; ++l) {
           const int key = tile + j0 + l;
-          if (j0 + l < last && key >= lo) acc[l] = fmaf(to_float(values[row_of(key) + tid]), p_s[j0 + l], acc[l]);
+          if (j0 + l < last && key >= lo) acc[l] = fmaf(to_float(values[value_rows[j0 + l] + tid]), p_s[j0 + l], acc[l]);
         }
       }
     }

@@ -47,6 +47,37 @@ class GpuStream final : public Stream {
   Q8Scratch q8_scratch_;
 };
 
+class GpuRecording final : public Recording {
+ public:
+  explicit GpuRecording(cudaGraphExec_t exec) : exec_(exec) {}
+  ~GpuRecording() override { cudaGraphExecDestroy(exec_); }
+  void replay(Stream& stream) override {
+    check(cudaGraphLaunch(exec_, static_cast<GpuStream&>(stream).handle()), "graph launch");
+  }
+
+ private:
+  cudaGraphExec_t exec_;
+};
+
+// The stream's work between the two calls as a graph, instantiated.
+std::unique_ptr<Recording> record_graph(cudaStream_t stream, const std::function<void()>& enqueue) {
+  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture");
+  cudaGraph_t graph = nullptr;
+  try {
+    enqueue();
+  } catch (...) {
+    cudaStreamEndCapture(stream, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  check(cudaStreamEndCapture(stream, &graph), "end capture");
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  check(status, "instantiate graph");
+  return std::make_unique<GpuRecording>(exec);
+}
+
 cudaStream_t handle(Stream& stream) { return static_cast<GpuStream&>(stream).handle(); }
 
 // The table's entries: each op's launcher on the stream's CUDA stream.
@@ -160,6 +191,10 @@ class GpuBackend final : public Backend {
 
   std::unique_ptr<AttentionPlan> create_attention_plan(int max_tokens, int max_seqs, int) override {
     return std::make_unique<GpuAttentionPlan>(max_tokens, max_seqs);
+  }
+
+  std::unique_ptr<Recording> record(Stream& stream, const std::function<void()>& enqueue) override {
+    return record_graph(static_cast<GpuStream&>(stream).handle(), enqueue);
   }
 
  private:

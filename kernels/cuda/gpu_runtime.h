@@ -31,8 +31,15 @@
 #define cudaEventSynchronize hipEventSynchronize
 #define cudaEventDestroy hipEventDestroy
 #define cudaStreamWaitEvent hipStreamWaitEvent
-#define cudaMallocAsync hipMallocAsync
-#define cudaFreeAsync hipFreeAsync
+#define cudaGraph_t hipGraph_t
+#define cudaGraphExec_t hipGraphExec_t
+#define cudaStreamBeginCapture hipStreamBeginCapture
+#define cudaStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal
+#define cudaStreamEndCapture hipStreamEndCapture
+#define cudaGraphInstantiate hipGraphInstantiate
+#define cudaGraphLaunch hipGraphLaunch
+#define cudaGraphDestroy hipGraphDestroy
+#define cudaGraphExecDestroy hipGraphExecDestroy
 #else
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

@@ -56,17 +56,12 @@ struct LaneSums {
   float mins = 0.0f;  // Q4_1: the minimum terms (every lane the same); Q4_K: lanes 0..3 hold the four minimum sums
 };
 
-// Adds block (or super-block) b of the weight row times the activations of
-// one token into lane `lane`'s sums. qs: the token's activation row; d, s:
-// its chunk fields (Q8Rows).
+// The integer sum of lane `lane` in block (or super-block) b of the weight
+// row times one token's activation row `qs`.
 template <DType T>
-__device__ inline void lane_block(const uint8_t* row, int64_t b, int lane, const int8_t* qs, const float* d, const float* s,
-                                  LaneSums& sums) {
+__device__ inline int lane_sumi(const uint8_t* row, int64_t b, int lane, const int8_t* qs) {
   if constexpr (T == DType::kQ4_0 || T == DType::kQ4_1 || T == DType::kQ5_0 || T == DType::kQ8_0) {
-    const uint8_t* block = row + b * legacy_block_bytes(T);
-    const int sumi = __dp4a(legacy_lane_values<T>(block, lane), load_word(qs + b * kChunk + 4 * lane), 0);
-    sums.acc = fmaf(__fmul_rn(load_half(block), d[b]), float(sumi), sums.acc);
-    if constexpr (T == DType::kQ4_1) sums.mins = __fadd_rn(sums.mins, __fmul_rn(load_half(block + 2), s[b]));
+    return __dp4a(legacy_lane_values<T>(row + b * legacy_block_bytes(T), lane), load_word(qs + b * kChunk + 4 * lane), 0);
   } else if constexpr (T == DType::kQ4_K) {
     const uint8_t* block = row + b * sizeof(BlockQ4_K);
     const uint8_t* sc = block + 4;
@@ -80,15 +75,9 @@ __device__ inline void lane_block(const uint8_t* row, int64_t b, int lane, const
       const int w = pack4((q[0] >> shift) & 0x0f, (q[1] >> shift) & 0x0f, (q[2] >> shift) & 0x0f, (q[3] >> shift) & 0x0f);
       sumi += scale * __dp4a(w, load_word(a + c * kChunk + 4 * lane), 0);
     }
-    const float yd = d[b * 8];
-    if (lane < 4) {
-      // Lane i of the CPU's four minimum sums: sub-blocks 2i and 2i + 1.
-      auto min_of = [&](int j) { return j < 4 ? sc[j + 4] & 0x3f : (sc[j + 4] >> 4) | ((sc[j] >> 2) & 0x30); };
-      const int m = min_of(2 * lane) * int(s[b * 8 + 2 * lane]) + min_of(2 * lane + 1) * int(s[b * 8 + 2 * lane + 1]);
-      sums.mins = fmaf(__fmul_rn(-yd, load_half(block + 2)), float(m), sums.mins);
-    }
-    sums.acc = fmaf(__fmul_rn(yd, load_half(block)), float(sumi), sums.acc);
-  } else if constexpr (T == DType::kQ6_K) {
+    return sumi;
+  } else {
+    static_assert(T == DType::kQ6_K);
     const uint8_t* block = row + b * sizeof(BlockQ6_K);
     const int8_t* scales = reinterpret_cast<const int8_t*>(block + 192);
     const int8_t* a = qs + b * 256;
@@ -113,9 +102,59 @@ __device__ inline void lane_block(const uint8_t* row, int64_t b, int lane, const
       first = __dp4a(chunk[i], 0x01010101, first);
       second = __dp4a(chunk[i + 4], 0x01010101, second);
     }
-    sumi -= 32 * (first * scales[2 * lane] + second * scales[2 * lane + 1]);
-    sums.acc = fmaf(__fmul_rn(d[b * 8], load_half(block + 208)), float(sumi), sums.acc);
+    return sumi - 32 * (first * scales[2 * lane] + second * scales[2 * lane + 1]);
   }
+}
+
+// The float factors block b's lane sums are scaled by, the same for all
+// eight lanes: formed once per block, apart from the lanes' chains.
+struct BlockFactors {
+  float scale = 0.0f;      // weight scale × activation scale
+  float min_term = 0.0f;   // Q4_1: the block's minimum term m × s; Q4_K: -(activation scale) × dmin
+  int mins[4] = {};        // Q4_K: the CPU's four minimum sums (sub-blocks 2i and 2i + 1)
+};
+
+// d, s: the token's chunk fields (Q8Rows).
+template <DType T>
+__device__ inline BlockFactors block_factors(const uint8_t* row, int64_t b, const float* d, const float* s) {
+  BlockFactors f;
+  if constexpr (T == DType::kQ4_0 || T == DType::kQ4_1 || T == DType::kQ5_0 || T == DType::kQ8_0) {
+    const uint8_t* block = row + b * legacy_block_bytes(T);
+    f.scale = __fmul_rn(load_half(block), d[b]);
+    if constexpr (T == DType::kQ4_1) f.min_term = __fmul_rn(load_half(block + 2), s[b]);
+  } else if constexpr (T == DType::kQ4_K) {
+    const uint8_t* block = row + b * sizeof(BlockQ4_K);
+    const uint8_t* sc = block + 4;
+    const float yd = d[b * 8];
+    auto min_of = [&](int j) { return j < 4 ? sc[j + 4] & 0x3f : (sc[j + 4] >> 4) | ((sc[j] >> 2) & 0x30); };
+#pragma unroll
+    for (int i = 0; i < 4; ++i) f.mins[i] = min_of(2 * i) * int(s[b * 8 + 2 * i]) + min_of(2 * i + 1) * int(s[b * 8 + 2 * i + 1]);
+    f.min_term = __fmul_rn(-yd, load_half(block + 2));
+    f.scale = __fmul_rn(yd, load_half(block));
+  } else {
+    f.scale = __fmul_rn(d[b * 8], load_half(row + b * sizeof(BlockQ6_K) + 208));
+  }
+  return f;
+}
+
+// Scales lane `lane`'s integer sum of a block into its accumulators; the
+// chain of calls runs block after block, as the CPU's does.
+template <DType T>
+__device__ inline void lane_step(const BlockFactors& f, int lane, int sumi, LaneSums& sums) {
+  if constexpr (T == DType::kQ4_K) {
+    if (lane < 4) sums.mins = fmaf(f.min_term, float(f.mins[lane]), sums.mins);
+  }
+  sums.acc = fmaf(f.scale, float(sumi), sums.acc);
+  if constexpr (T == DType::kQ4_1) sums.mins = __fadd_rn(sums.mins, f.min_term);
+}
+
+// Adds block (or super-block) b of the weight row times the activations of
+// one token into lane `lane`'s sums. qs: the token's activation row; d, s:
+// its chunk fields (Q8Rows).
+template <DType T>
+__device__ inline void lane_block(const uint8_t* row, int64_t b, int lane, const int8_t* qs, const float* d, const float* s,
+                                  LaneSums& sums) {
+  lane_step<T>(block_factors<T>(row, b, d, s), lane, lane_sumi<T>(row, b, lane, qs), sums);
 }
 
 // The row's dot product from its eight lanes (every lane of the group gets

@@ -108,6 +108,52 @@ __global__ void __launch_bounds__(kRowsPerQ8Block * kLanesPerRow) linear_q8_kern
   }
 }
 
+// The same products for a few tokens (decode): one warp per row. Its 32
+// threads form the integer lane sums of all the row's blocks at once, into
+// shared memory, so the row's loads are in flight together; then eight of
+// them run the lanes' float chains through the blocks in order.
+constexpr int kWarpsPerQ8WarpBlock = 4;
+// Shared words a warp needs per weight block: 8 lane sums and the block's factors.
+constexpr int64_t kWarpSharedWordsPerBlock = kLanesPerRow + sizeof(BlockFactors) / sizeof(int);
+
+template <DType T>
+__global__ void __launch_bounds__(kWarpsPerQ8WarpBlock * 32) linear_q8_warp_kernel(const uint8_t* w, uint64_t row_stride,
+                                                                                  int64_t rows, int64_t cols, Q8Rows x,
+                                                                                  int64_t n_tokens, const float* bias,
+                                                                                  float* y) {
+  // Per warp: (blocks, 8) lane sums, then (blocks) factors.
+  extern __shared__ int lane_sums[];
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int64_t row = int64_t(blockIdx.x) * kWarpsPerQ8WarpBlock + warp;
+  if (row >= rows) return;  // the whole warp
+  const int64_t blocks = cols / elements_per_block<T>(), chunks = cols / kChunk;
+  int* sums_of_row = lane_sums + int64_t(warp) * blocks * kWarpSharedWordsPerBlock;
+  BlockFactors* factors = reinterpret_cast<BlockFactors*>(sums_of_row + blocks * kLanesPerRow);
+  const uint8_t* w_row = w + uint64_t(row) * row_stride;
+  for (int64_t token = 0; token < n_tokens; ++token) {
+    const int8_t* qs = x.qs + token * cols;
+    for (int64_t item = lane; item < blocks * kLanesPerRow; item += 32) {
+      sums_of_row[item] = lane_sumi<T>(w_row, item / kLanesPerRow, int(item % kLanesPerRow), qs);
+    }
+    for (int64_t b = lane; b < blocks; b += 32) factors[b] = block_factors<T>(w_row, b, x.d + token * chunks, x.s + token * chunks);
+    __syncwarp();
+    const int l = lane % kLanesPerRow;  // lanes 8..31 repeat lanes 0..7
+    LaneSums sums;
+    for (int64_t b = 0; b < blocks; ++b) lane_step<T>(factors[b], l, sums_of_row[b * kLanesPerRow + l], sums);
+    const float total = reduce_lanes<T>(sums);
+    if (lane == 0) y[token * rows + row] = bias ? __fadd_rn(total, bias[row]) : total;
+    __syncwarp();
+  }
+}
+
+constexpr size_t kMaxWarpKernelShared = 48 * 1024;
+constexpr int64_t kWarpKernelTokens = 4;  // beyond this, rows are decoded once for eight tokens
+
+template <DType T>
+size_t warp_kernel_shared_bytes(int64_t cols) {
+  return size_t(kWarpsPerQ8WarpBlock) * size_t(cols / elements_per_block<T>()) * kWarpSharedWordsPerBlock * sizeof(int);
+}
+
 template <DType T, int NT>
 void launch_q8_rows(const GpuLinear& w, const Q8Rows& x, int64_t n_tokens, float* y, cudaStream_t stream) {
   const dim3 grid(unsigned((w.rows() + kRowsPerQ8Block - 1) / kRowsPerQ8Block), unsigned((n_tokens + NT - 1) / NT));
@@ -127,6 +173,27 @@ constexpr DType q8_activation_type_v = T == DType::kQ4_0 || T == DType::kQ5_0 ||
                                        : T == DType::kQ4_1                                        ? DType::kQ8_1
                                        : T == DType::kQ4_K || T == DType::kQ6_K                   ? DType::kQ8_K
                                                                                                   : DType::kF32;
+
+// One output of a linear call: block weights against the quantized input,
+// float weights against the input itself.
+template <DType T>
+void launch_output(const GpuLinear& w, const float* x, const Q8Rows& quantized, int64_t n_tokens, float* y,
+                   cudaStream_t stream) {
+  if constexpr (q8_activation_type_v<T> != DType::kF32) {
+    const size_t shared = warp_kernel_shared_bytes<T>(w.cols());
+    if (n_tokens <= kWarpKernelTokens && shared <= kMaxWarpKernelShared) {
+      const unsigned grid = unsigned((w.rows() + kWarpsPerQ8WarpBlock - 1) / kWarpsPerQ8WarpBlock);
+      linear_q8_warp_kernel<T><<<grid, kWarpsPerQ8WarpBlock * 32, shared, stream>>>(
+          w.data(), w.desc().row_stride, w.rows(), w.cols(), quantized, n_tokens, w.bias(), y);
+    } else {
+      launch_q8_rows<T, 8>(w, quantized, n_tokens, y, stream);
+    }
+  } else {
+    // One token reads each row once; more tokens share each decoded chunk.
+    if (n_tokens == 1) launch_rows<T, 1>(w, x, 1, y, stream);
+    else launch_rows<T, 8>(w, x, n_tokens, y, stream);
+  }
+}
 
 }  // namespace
 
@@ -156,16 +223,8 @@ void launch_linear(const LinearArgs& args, cudaStream_t stream, Q8Scratch& scrat
       launch_quantize_q8(activation, args.x, args.n_tokens, cols, quantized, stream);
       quantized_as = activation;
     }
-    // One token reads each row once; more tokens share each decoded chunk.
-    TESSERA_DISPATCH_CHUNK_DTYPE(
-        w.desc().scheme.storage, throw Error("linear: no CUDA kernel for " + w.desc().name),
-        if constexpr (q8_activation_type_v<T> != DType::kF32) {
-          if (args.n_tokens == 1) launch_q8_rows<T, 1>(w, quantized, 1, y, stream);
-          else launch_q8_rows<T, 8>(w, quantized, args.n_tokens, y, stream);
-        } else {
-          if (args.n_tokens == 1) launch_rows<T, 1>(w, args.x, 1, y, stream);
-          else launch_rows<T, 8>(w, args.x, args.n_tokens, y, stream);
-        })
+    TESSERA_DISPATCH_CHUNK_DTYPE(w.desc().scheme.storage, throw Error("linear: no CUDA kernel for " + w.desc().name),
+                                 launch_output<T>(w, args.x, quantized, args.n_tokens, y, stream))
   }
   check(cudaGetLastError(), "linear launch");
 }

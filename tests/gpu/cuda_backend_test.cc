@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <vector>
 
 #include "kernels/backend_registry.h"
 #include "quant/dequantize.h"
@@ -60,6 +61,33 @@ TEST_P(CudaDequantize, BitIdenticalToCpuReference) {
 
 INSTANTIATE_TEST_SUITE_P(Types, CudaDequantize,
                          ::testing::Values("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q4_K", "Q6_K"));
+
+// A recording (CUDA graph) runs nothing while recorded, and each replay
+// reads what the buffers hold then.
+TEST_F(CudaBackend, RecordingReplaysWithTheBuffersOfTheMoment) {
+  const int64_t n = 1000;
+  DeviceBuffer x(*backend_, n * sizeof(float)), y(*backend_, n * sizeof(float));
+  Stream& stream = backend_->default_stream();
+  std::vector<float> ones(n, 1.0f), got(n);
+  backend_->copy_host_to_device(x.data(), ones.data(), n * sizeof(float), stream);
+  backend_->copy_host_to_device(y.data(), ones.data(), n * sizeof(float), stream);
+  auto recording = backend_->record(stream, [&] {
+    backend_->kernels().add({x.data_as<float>(), y.data_as<float>(), n}, stream);
+    backend_->kernels().scale({x.data_as<float>(), n, 3.0f}, stream);
+  });
+  ASSERT_NE(recording, nullptr);
+  backend_->copy_device_to_host(got.data(), x.data(), n * sizeof(float), stream);
+  stream.synchronize();
+  EXPECT_EQ(got[7], 1.0f) << "recording ran the work";
+  recording->replay(stream);  // (1 + 1) * 3
+  std::vector<float> twos(n, 2.0f);
+  backend_->copy_host_to_device(y.data(), twos.data(), n * sizeof(float), stream);
+  recording->replay(stream);  // (6 + 2) * 3
+  backend_->copy_device_to_host(got.data(), x.data(), n * sizeof(float), stream);
+  stream.synchronize();
+  EXPECT_EQ(got[0], 24.0f);
+  EXPECT_EQ(got[n - 1], 24.0f);
+}
 
 TEST_F(CudaBackend, UnsupportedTypeIsRefusedUpFront) {
   EXPECT_FALSE(backend_->supports(Op::kDequantize, DType::kQ3_K));

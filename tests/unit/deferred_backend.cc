@@ -18,16 +18,31 @@ class QueueStream final : public Stream {
   void record(Event&) override {}
   void wait(Event&) override {}
   void enqueue(std::function<void()> fn) {
-    work_.push_back(std::move(fn));
+    (recording_ ? *recording_ : work_).push_back(std::move(fn));
     ++queued_;
   }
+  // While set, queued work goes to `into` instead, to be replayed later.
+  void record_into(std::vector<std::function<void()>>* into) { recording_ = into; }
   Stream& inner() { return inner_; }
   size_t queued() const { return queued_; }
 
  private:
   Stream& inner_;
   std::vector<std::function<void()>> work_;
+  std::vector<std::function<void()>>* recording_ = nullptr;
   size_t queued_ = 0;
+};
+
+// Work recorded from the queue: its closures, with the arguments they took
+// when recorded, queued again on each replay (as a CUDA graph replays).
+class QueueRecording final : public Recording {
+ public:
+  explicit QueueRecording(size_t& replays) : replays_(replays) {}
+  void replay(Stream& stream) override;
+  std::vector<std::function<void()>> work;
+
+ private:
+  size_t& replays_;
 };
 
 // Waiting for a recorded point runs the queue up to it (here: all of it).
@@ -41,6 +56,11 @@ class QueueEvent final : public Event {
 };
 
 QueueStream& queue(Stream& stream) { return static_cast<QueueStream&>(stream); }
+
+void QueueRecording::replay(Stream& stream) {
+  for (const auto& fn : work) queue(stream).enqueue(fn);
+  ++replays_;
+}
 
 template <typename Args>
 using OpFn = void (*)(const Args&, Stream&);
@@ -88,8 +108,8 @@ constexpr uint8_t kPoison = 0x7f;
 
 }  // namespace
 
-DeferredBackend::DeferredBackend()
-    : inner_(cpu::CpuBackendOptions{1, cpu::IsaFeatures{}}), stream_(std::make_unique<QueueStream>(inner_.default_stream())) {}
+DeferredBackend::DeferredBackend(bool records)
+    : records_(records), inner_(cpu::CpuBackendOptions{1, cpu::IsaFeatures{}}), stream_(std::make_unique<QueueStream>(inner_.default_stream())) {}
 
 DeferredBackend::~DeferredBackend() { stream_->synchronize(); }
 
@@ -121,6 +141,21 @@ std::shared_ptr<const void> DeferredBackend::place_weights(const void* host, siz
 }
 
 Stream& DeferredBackend::default_stream() { return *stream_; }
+
+std::unique_ptr<Recording> DeferredBackend::record(Stream& stream, const std::function<void()>& enqueue) {
+  if (!records_) return nullptr;
+  auto recording = std::make_unique<QueueRecording>(replays_);
+  queue(stream).record_into(&recording->work);
+  try {
+    enqueue();
+  } catch (...) {
+    queue(stream).record_into(nullptr);
+    throw;
+  }
+  queue(stream).record_into(nullptr);
+  ++recordings_;
+  return recording;
+}
 
 std::unique_ptr<Event> DeferredBackend::create_event() { return std::make_unique<QueueEvent>(*stream_); }
 

@@ -4,7 +4,8 @@
 // on the stream and runs only at synchronize() (or when a recorded event is
 // waited for), host-to-device copies take their bytes at the call, weights
 // are copied into the backend's own memory instead of read in place, and the
-// kernels are the portable ones on one thread. A decoder or runner that
+// kernels are the portable ones on one thread, and recordings replay their
+// work with the arguments of the recording. A decoder or runner that
 // reads device memory without a copy and a synchronize, or hands a kernel
 // host memory that changes before it runs, gets stale or wrong numbers here.
 #include <functional>
@@ -18,7 +19,9 @@ namespace tessera::test {
 
 class DeferredBackend final : public Backend {
  public:
-  DeferredBackend();
+  // `records`: whether record() records (else it returns null, as a
+  // backend without recordings does).
+  explicit DeferredBackend(bool records = true);
   ~DeferredBackend() override;
 
   Device device() const override { return {DeviceKind::kCpu, 0}; }
@@ -39,13 +42,21 @@ class DeferredBackend final : public Backend {
     return inner_.create_attention_plan(max_tokens, max_seqs, n_kv_heads);
   }
 
+  // Records as a CUDA graph does: the work's closures, replayed with the
+  // arguments they were recorded with.
+  std::unique_ptr<Recording> record(Stream& stream, const std::function<void()>& enqueue) override;
+
   // Ops queued so far (each op and copy counts one).
   size_t queued_ops() const;
+  size_t recordings() const { return recordings_; }
+  size_t replays() const { return replays_; }
 
  private:
+  bool records_;
   cpu::CpuBackend inner_;
   std::unique_ptr<Stream> stream_;
   std::vector<std::shared_ptr<const void>> weight_copies_;
+  size_t recordings_ = 0, replays_ = 0;
 };
 
 }  // namespace tessera::test

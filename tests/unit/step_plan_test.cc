@@ -157,5 +157,22 @@ TEST(SecondBackend, DeferredPortableBackendGivesTheSameTokens) {
   for (const auto& [id, tokens] : want) EXPECT_EQ(got.at(id), tokens) << "request " << id;
 }
 
+// Replayed decode steps read each new step's batch from the fixed buffers:
+// the same tokens as running every step's ops afresh.
+TEST(SecondBackend, RecordedDecodeStepsGiveTheSameTokens) {
+  if (!std::filesystem::exists(smollm2_path())) GTEST_SKIP() << "SmolLM2 not fetched (scripts/fetch-models.sh)";
+  auto plain = std::make_shared<test::DeferredBackend>(false);
+  auto recording = std::make_shared<test::DeferredBackend>(true);
+  ModelRunner reference(plain, smollm2_path(), small_config());
+  ModelRunner replaying(recording, smollm2_path(), small_config());
+  const auto want = generate(reference, false, 12);
+  const auto got = generate(replaying, false, 12);
+  EXPECT_EQ(plain->recordings(), 0u);
+  EXPECT_GE(recording->recordings(), 1u);
+  EXPECT_GE(recording->replays(), 5u);
+  ASSERT_EQ(want.size(), 3u);
+  for (const auto& [id, tokens] : want) EXPECT_EQ(got.at(id), tokens) << "request " << id;
+}
+
 }  // namespace
 }  // namespace tessera
