@@ -46,6 +46,10 @@ struct ServerConfig {
 
 struct KvCacheConfig {
   int64_t budget_mb = 256;
+  // Fraction of the device's memory the model may hold in all, weights and
+  // activations included; the KV cache takes what is left of it (vLLM's
+  // gpu_memory_utilization). 0: the cache takes budget_mb instead.
+  double memory_fraction = 0.0;
   int page_size = 16;         // tokens per KV page (vLLM's block_size)
   std::string dtype = "f16";  // f16, f32 or int8 (per-head, per-token scales)
 };

@@ -185,8 +185,10 @@ class Parser {
     if (const YAML::Node kv = n["kv_cache"]) {
       const std::string p = path + ".kv_cache";
       require_map(kv, p);
-      check_keys(kv, p, {"budget_mb", "page_size", "block_size", "dtype"});
+      check_keys(kv, p, {"budget_mb", "memory_fraction", "page_size", "block_size", "dtype"});
+      if (kv["budget_mb"] && kv["memory_fraction"]) fail(kv["memory_fraction"], p + ": give budget_mb or memory_fraction, not both");
       integer(kv, "budget_mb", p, 1, int64_t(1) << 24, &m.kv_cache.budget_mb);
+      number(kv, "memory_fraction", p, 0.01, 1.0, &m.kv_cache.memory_fraction);
       // block_size is vLLM's name for the same thing, accepted for configs written for it.
       if (kv["page_size"] && kv["block_size"]) fail(kv["block_size"], p + ": give page_size or block_size, not both");
       integer(kv, kv["block_size"] ? "block_size" : "page_size", p, 1, 1024, &m.kv_cache.page_size);

@@ -6,20 +6,41 @@
 
 namespace tessera {
 
+namespace {
+
+// The KV budget that brings the memory in use to `fraction` of the total.
+uint64_t budget_for_fraction(const Backend& backend, double fraction) {
+  const MemoryInfo memory = backend.memory_info();
+  if (fraction <= 0.0 || fraction > 1.0) throw Error("KV cache memory fraction must be in (0, 1]");
+  const double in_use = double(memory.total_bytes - std::min(memory.free_bytes, memory.total_bytes));
+  const double allowed = fraction * double(memory.total_bytes);
+  if (allowed <= in_use) {
+    throw Error("KV cache: the model already uses " + std::to_string(uint64_t(in_use) >> 20) + " MiB of " +
+                std::to_string(memory.total_bytes >> 20) + " MiB on " + backend.describe() + ", more than the memory fraction " +
+                std::to_string(fraction) + " allows; raise it or give a budget instead");
+  }
+  return uint64_t(allowed - in_use);
+}
+
+}  // namespace
+
 ModelRunner::ModelRunner(std::shared_ptr<Backend> backend, const std::string& model_path, const RunnerConfig& config)
     : backend_(std::move(backend)), model_(Model::load(model_path, *backend_, config.load)) {
   const DecoderSpec& spec = model_->spec();
+  // Everything but the cache first, so a memory fraction sees it in use.
+  decoder_ = std::make_unique<Decoder>(spec, model_->weights(), *backend_, config.capacity);
+  const int64_t context_pages = (int64_t(spec.max_context) + config.page_size - 1) / config.page_size;
+  batch_ = std::make_unique<BatchBuffers>(*backend_, config.capacity, int(std::max<int64_t>(context_pages, 1)));
+  logits_for(config.capacity.max_seqs);
   const KvLayout layout{config.kv_dtype, config.page_size, spec.n_kv_heads, spec.head_dim};
-  const int64_t pages = PagedKvCache::pages_for_budget(layout, spec.n_layers, config.kv_budget_bytes);
+  const uint64_t budget =
+      config.kv_memory_fraction > 0.0 ? budget_for_fraction(*backend_, config.kv_memory_fraction) : config.kv_budget_bytes;
+  const int64_t pages = PagedKvCache::pages_for_budget(layout, spec.n_layers, budget);
   if (pages < 1) {
-    throw Error("KV cache budget of " + std::to_string(config.kv_budget_bytes) + " bytes holds no page (one page needs " +
+    throw Error("KV cache budget of " + std::to_string(budget) + " bytes holds no page (one page needs " +
                 std::to_string(PagedKvCache::bytes_per_page(layout, spec.n_layers)) + " bytes)");
   }
   kv_ = std::make_unique<PagedKvCache>(*backend_, layout, spec.n_layers, pages);
-  decoder_ = std::make_unique<Decoder>(spec, model_->weights(), *backend_, config.capacity);
-  const int64_t pages_per_seq = std::min<int64_t>(pages, (int64_t(spec.max_context) + config.page_size - 1) / config.page_size);
-  batch_ = std::make_unique<BatchBuffers>(*backend_, config.capacity, int(std::max<int64_t>(pages_per_seq, 1)));
-  logits_for(config.capacity.max_seqs);
 }
 
 ModelRunner::~ModelRunner() = default;

@@ -19,6 +19,10 @@ namespace tessera {
 
 struct RunnerConfig {
   uint64_t kv_budget_bytes = 256ull << 20;
+  // When above 0: the KV cache is sized so that the device's memory in use,
+  // once the model is loaded, is this fraction of its total; replaces
+  // kv_budget_bytes.
+  double kv_memory_fraction = 0.0;
   int page_size = 16;
   DType kv_dtype = DType::kF16;
   DecoderCapacity capacity;  // the largest step: tokens and sequences
@@ -32,6 +36,7 @@ class ModelRunner {
   ~ModelRunner();
 
   const Model& model() const { return *model_; }
+  Backend& backend() const { return *backend_; }
   const PagedKvCache& kv_cache() const { return *kv_; }
   int page_size() const { return kv_->layout().page_size; }
   const DecoderCapacity& capacity() const { return decoder_->capacity(); }

@@ -16,6 +16,7 @@ struct EngineOptions {
   std::string device = "cpu";
   int threads = 0;
   int kv_budget_mb = 256;
+  double kv_memory_fraction = 0.0;  // above 0: replaces kv_budget_mb (see RunnerConfig)
   int page_size = 16;
   std::string kv_dtype = "f16";
   std::string quantize;  // scheme to quantize the linears to as they load; empty: none

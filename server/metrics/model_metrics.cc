@@ -66,8 +66,18 @@ void ModelMetrics::count_rejected(const std::string& reason) {
       .Increment();
 }
 
-void ModelMetrics::refresh(const SchedulerStats& stats) {
+void ModelMetrics::refresh(const SchedulerStats& stats, const Backend& device) {
   std::lock_guard lock(refresh_mutex_);
+  if (!device_used_) {
+    const prometheus::Labels labels{{"model_name", model_}, {"device", device_name(device.device())}};
+    device_used_ = &BuildGauge().Name("tessera:device_memory_used_bytes").Help("Memory in use on the model's device (all users)")
+                        .Register(registry_).Add(labels);
+    device_total_ = &BuildGauge().Name("tessera:device_memory_total_bytes").Help("Memory of the model's device")
+                         .Register(registry_).Add(labels);
+  }
+  const MemoryInfo memory = device.memory_info();
+  device_used_->Set(double(memory.total_bytes - std::min(memory.free_bytes, memory.total_bytes)));
+  device_total_->Set(double(memory.total_bytes));
   running_.Set(stats.running);
   waiting_.Set(stats.waiting);
   kv_usage_.Set(stats.total_pages > 0 ? double(stats.total_pages - stats.free_pages) / stats.total_pages : 0.0);

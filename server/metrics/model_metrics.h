@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "kernels/backend.h"
 #include "scheduler/scheduler.h"
 
 namespace tessera {
@@ -29,8 +30,9 @@ class ModelMetrics {
   // request_success_total (any reason) or requests_cancelled_total.
   void count_accepted() { accepted_.Increment(); }
 
-  // Copies the scheduler's gauges and counters in, before a scrape.
-  void refresh(const SchedulerStats& stats);
+  // Copies the scheduler's gauges and counters in, and the memory of the
+  // model's device, before a scrape.
+  void refresh(const SchedulerStats& stats, const Backend& device);
 
  private:
   prometheus::Registry& registry_;
@@ -51,6 +53,8 @@ class ModelMetrics {
   prometheus::Counter& accepted_;
   prometheus::Counter& draft_tokens_;
   prometheus::Counter& accepted_draft_tokens_;
+  prometheus::Gauge* device_used_ = nullptr;   // labelled with the device once it is known
+  prometheus::Gauge* device_total_ = nullptr;
   std::mutex refresh_mutex_;  // scrapes may run concurrently
   uint64_t preemptions_seen_ = 0;
   uint64_t prefix_queries_seen_ = 0;

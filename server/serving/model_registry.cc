@@ -25,6 +25,7 @@ std::unique_ptr<ServedModel> load_one(const ModelConfig& c, prometheus::Registry
   const auto t0 = std::chrono::steady_clock::now();
   RunnerConfig rc;
   rc.kv_budget_bytes = uint64_t(c.kv_cache.budget_mb) << 20;
+  rc.kv_memory_fraction = c.kv_cache.memory_fraction;
   rc.page_size = c.kv_cache.page_size;
   rc.kv_dtype = kv_dtype_from_name(c.kv_cache.dtype);
   rc.capacity.max_tokens = c.scheduler.max_batch_tokens;
@@ -140,7 +141,7 @@ void ModelRegistry::drain(std::chrono::milliseconds timeout) {
 
 void ModelRegistry::refresh_metrics() const {
   if (state_.load() == ServingState::kLoading) return;
-  for (const auto& m : models_) m->metrics->refresh(m->loop->stats());
+  for (const auto& m : models_) m->metrics->refresh(m->loop->stats(), m->loop->runner().backend());
 }
 
 }  // namespace tessera

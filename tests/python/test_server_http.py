@@ -22,6 +22,12 @@ def test_models_and_health(daemon, client):
     assert status == 200 and model["count"] == len(model["tokens"]) and model["max_model_len"] > 0
 
 
+def test_metrics_report_the_device_memory(daemon):
+    total = daemon.metric("tessera:device_memory_total_bytes", model_name="smollm2", device="cpu:0")
+    used = daemon.metric("tessera:device_memory_used_bytes", model_name="smollm2", device="cpu:0")
+    assert total > 0 and 0 < used <= total
+
+
 def test_completion_usage_matches_tokenizer(daemon, client):
     prompt = "The three primary colours are"
     r = client.completions.create(model="smollm2", prompt=prompt, max_tokens=10, temperature=0)

@@ -113,6 +113,15 @@ TEST(Config, QuantizationAtLoad) {
   EXPECT_NE(error_of("models: [{name: a, path: x, quantization: {group_size: 64}}]\n").find("quantization"), std::string::npos);
 }
 
+TEST(Config, KvCacheMemoryFraction) {
+  EXPECT_DOUBLE_EQ(parse_config("models: [{name: a, path: x, kv_cache: {memory_fraction: 0.9}}]\n", "t.yaml").models[0].kv_cache.memory_fraction,
+                   0.9);
+  EXPECT_DOUBLE_EQ(parse_config("models: [{name: a, path: x}]\n", "t.yaml").models[0].kv_cache.memory_fraction, 0.0);
+  EXPECT_NE(error_of("models: [{name: a, path: x, kv_cache: {budget_mb: 64, memory_fraction: 0.5}}]\n").find("not both"),
+            std::string::npos);
+  EXPECT_NE(error_of("models: [{name: a, path: x, kv_cache: {memory_fraction: 1.5}}]\n").find("memory_fraction"), std::string::npos);
+}
+
 TEST(Config, PageSizeAlsoReadsAsVllmsBlockSize) {
   EXPECT_EQ(parse_config("models: [{name: a, path: x, kv_cache: {page_size: 32}}]\n", "t.yaml").models[0].kv_cache.page_size, 32);
   EXPECT_EQ(parse_config("models: [{name: a, path: x, kv_cache: {dtype: int8}}]\n", "t.yaml").models[0].kv_cache.dtype, "int8");

@@ -10,6 +10,7 @@
 // host memory that changes before it runs, gets stale or wrong numbers here.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "kernels/backend.h"
@@ -26,7 +27,9 @@ class DeferredBackend final : public Backend {
 
   Device device() const override { return {DeviceKind::kCpu, 0}; }
   std::string describe() const override { return "deferred test backend (portable kernels, queued work)"; }
-  MemoryInfo memory_info() const override { return inner_.memory_info(); }
+  MemoryInfo memory_info() const override { return memory_ ? *memory_ : inner_.memory_info(); }
+  // Reports `memory` from now on instead of the host's.
+  void pretend_memory(const MemoryInfo& memory) { memory_ = memory; }
   void* allocate(size_t bytes) override;
   void deallocate(void* ptr) override;
   void copy_host_to_device(void* dst, const void* src, size_t bytes, Stream& stream) override;
@@ -57,6 +60,7 @@ class DeferredBackend final : public Backend {
   std::unique_ptr<Stream> stream_;
   std::vector<std::shared_ptr<const void>> weight_copies_;
   size_t recordings_ = 0, replays_ = 0;
+  std::optional<MemoryInfo> memory_;
 };
 
 }  // namespace tessera::test

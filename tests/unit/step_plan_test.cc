@@ -157,6 +157,28 @@ TEST(SecondBackend, DeferredPortableBackendGivesTheSameTokens) {
   for (const auto& [id, tokens] : want) EXPECT_EQ(got.at(id), tokens) << "request " << id;
 }
 
+// A memory fraction sizes the cache from what the device reports once the
+// model is loaded: fraction x total, less what is in use.
+TEST(KvCacheSizing, MemoryFractionTakesWhatTheModelLeaves) {
+  if (!std::filesystem::exists(smollm2_path())) GTEST_SKIP() << "SmolLM2 not fetched (scripts/fetch-models.sh)";
+  auto backend = std::make_shared<test::DeferredBackend>(false);
+  backend->pretend_memory({200ull << 20, 256ull << 20});  // 56 MiB in use of 256
+  RunnerConfig config = small_config();
+  config.kv_memory_fraction = 0.5;
+  ModelRunner runner(backend, smollm2_path(), config);
+  const KvLayout& layout = runner.kv_cache().layout();
+  const int n_layers = runner.model().spec().n_layers;
+  EXPECT_EQ(runner.kv_cache().n_pages(), PagedKvCache::pages_for_budget(layout, n_layers, 72ull << 20));
+
+  config.kv_memory_fraction = 0.2;  // 51 MiB allowed, 56 in use
+  try {
+    ModelRunner refused(backend, smollm2_path(), config);
+    FAIL() << "a fraction below the memory in use was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("memory fraction"), std::string::npos) << e.what();
+  }
+}
+
 // Replayed decode steps read each new step's batch from the fixed buffers:
 // the same tokens as running every step's ops afresh.
 TEST(SecondBackend, RecordedDecodeStepsGiveTheSameTokens) {
