@@ -28,8 +28,9 @@ run_one() {  # target -> status; its log in $build_dir
   log="$build_dir/$target.log"
   if "$build_dir/tests/fuzz/$target" -max_total_time="$seconds" -rss_limit_mb=4096 -max_len=65536 \
       -artifact_prefix="$build_dir/$target-" "$corpus" >"$log" 2>&1; then
-    execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || true)
-    [ -n "$execs" ] || execs=$(grep -Eo '#[0-9]+' "$log" | tail -1 | tr -d '#')
+    # libFuzzer's closing line; its recommended dictionary can hold text that looks like "#N".
+    execs=$(grep -Eo '^Done [0-9]+ runs' "$log" | grep -Eo '[0-9]+' || true)
+    [ -n "$execs" ] || execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || true)
     echo "fuzz: $target: no finding, $execs executions in $seconds s"
   else
     echo "fuzz: $target: FINDING, see $log"
