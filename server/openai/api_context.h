@@ -9,8 +9,16 @@ struct ApiContext {
   ModelRegistry& registry;
   ApiLimits limits;
 
-  // The model a request names; 404 when there is none.
+  // The model a request names; 404 when there is none. A request that
+  // names none gets the only model served, or a 400 listing the choices.
   ServedModel& model(const std::string& name) const {
+    if (name.empty()) {
+      const auto& all = registry.models();
+      if (all.size() == 1) return *all.front();
+      std::string names;
+      for (const auto& m : all) names += (names.empty() ? "" : ", ") + m->name();
+      throw ApiError::invalid("'model' is required: this server serves " + names, "model");
+    }
     ServedModel* m = registry.find(name);
     if (!m) throw ApiError(404, "invalid_request_error", "the model '" + name + "' does not exist", "model", "model_not_found");
     return *m;

@@ -90,8 +90,8 @@ std::vector<int32_t> chat_prompt_tokens(const ServedModel& model, const Json& me
 
 void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchange& ex) {
   RequestFields f(body);
-  const std::string model_name = f.string("model").value_or("");
-  ServedModel& model = api.model(model_name);
+  ServedModel& model = api.model(f.string("model").value_or(""));
+  const std::string model_name = model.name();
   const Json* messages = f.raw("messages");
   if (!messages) throw ApiError::invalid("'messages' is required", "messages");
   GenerationRequest request = read_generation_request(f);

@@ -79,8 +79,8 @@ struct ChoiceState {
 
 void handle_completions(const ApiContext& api, const Json& body, HttpExchange& ex) {
   RequestFields f(body);
-  const std::string model_name = f.string("model").value_or("");
-  ServedModel& model = api.model(model_name);
+  ServedModel& model = api.model(f.string("model").value_or(""));
+  const std::string model_name = model.name();
   const Prompts prompts = read_prompts(f, model, api.limits.max_n);
   GenerationRequest request = read_generation_request(f);
   request.max_tokens = f.integer("max_tokens", 1, 1 << 30);

@@ -77,6 +77,14 @@ def test_grpc_http_and_cli_agree_on_greedy_text(pb, channel, daemon, tessera_bin
     assert text == cli.stdout.decode()[:-1]
 
 
+def test_model_may_be_omitted_when_one_is_served(pb, channel):
+    gen_pb2, gen_grpc = pb
+    stub = gen_grpc.GenerationStub(channel)
+    named = list(stub.Generate(gen_pb2.GenerateRequest(model="smollm2", prompt="Hello", max_tokens=6, temperature=0)))
+    unnamed = list(stub.Generate(gen_pb2.GenerateRequest(prompt="Hello", max_tokens=6, temperature=0)))
+    assert "".join(e.text for e in unnamed) == "".join(e.text for e in named)
+
+
 def test_chat_over_grpc_matches_http(pb, channel, daemon):
     gen_pb2, gen_grpc = pb
     msg = gen_pb2.ChatMessage(role="user", content="What is the capital of Italy?")

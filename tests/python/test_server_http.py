@@ -167,8 +167,22 @@ def test_two_models_in_one_daemon(tessera_bin, smollm2, gemma3):
         _, gemma = d.post("/tokenize", {"model": "gemma", "prompt": "Hello"})
         assert small["tokens"] != gemma["tokens"]  # each request reached its own model
         assert d.metric("tessera:request_success_total", model_name="gemma", finished_reason="length") == 1
+        # With several models a request must name one; the error lists them.
+        status, body = d.post("/v1/completions", {"prompt": "Hi", "max_tokens": 2})
+        assert status == 400
+        assert body["error"]["param"] == "model" and "'model' is required" in body["error"]["message"]
+        assert "small" in body["error"]["message"] and "gemma" in body["error"]["message"]
     finally:
         assert d.stop() == 0
+
+
+def test_model_may_be_omitted_when_one_is_served(daemon):
+    status, body = daemon.post("/v1/completions", {"prompt": "The capital of France is", "max_tokens": 3, "temperature": 0})
+    assert status == 200 and body["model"] == "smollm2"
+    status, body = daemon.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3})
+    assert status == 200 and body["model"] == "smollm2"
+    status, body = daemon.post("/v1/completions", {"model": "other", "prompt": "Hi", "max_tokens": 2})
+    assert status == 404 and body["error"]["code"] == "model_not_found"
 
 
 def test_serve_without_arguments_uses_the_embedded_default(tessera_bin):
