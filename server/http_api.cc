@@ -8,6 +8,7 @@
 #include "server/openai/chat_handler.h"
 #include "server/openai/completions_handler.h"
 #include "server/openai/generation_driver.h"
+#include "server/openai/tool_calls.h"
 #include "server/serving/api_keys.h"
 
 namespace tessera {
@@ -146,9 +147,11 @@ void HttpApi::tokenize(const Json& body, HttpExchange& ex) {
   std::vector<int32_t> ids;
   if (const Json* messages = f.raw("messages")) {
     const bool add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
+    const Json* tools = f.raw("tools");
+    if (tools) check_tools(*tools);
     f.refuse("prompt", "give either 'prompt' or 'messages'");
     f.finish();
-    ids = chat_prompt_tokens(model, *messages, add_generation_prompt, Json(), add_special.value_or(false));
+    ids = chat_prompt_tokens(model, *messages, add_generation_prompt, Json(), add_special.value_or(false), tools ? *tools : Json());
   } else {
     const std::optional<std::string> prompt = f.string("prompt");
     if (!prompt) throw ApiError::invalid("'prompt' or 'messages' is required", "prompt");

@@ -5,6 +5,7 @@
 #include "server/chat/message_spans.h"
 #include "server/openai/event_stream.h"
 #include "server/openai/generation_driver.h"
+#include "server/openai/tool_calls.h"
 
 namespace tessera {
 namespace {
@@ -44,16 +45,63 @@ struct ChoiceState {
   std::string text;
   Json logprobs = Json::array();
   std::string finish_reason;
+  ToolCallParser parser;        // when the request offers tools
+  std::vector<ToolCall> calls;  // parsed from `text`; `text` then holds the rest
 };
 
+// What a request asks of tools: the definitions the template shows the
+// model (null: none), and whether its output is read for calls.
+struct ToolRequest {
+  Json tools;
+  std::vector<std::string> names;  // of the offered functions
+  bool parse = false;
+  bool parallel = true;
+};
+
+ToolRequest read_tool_request(RequestFields& f, const ServedModel& model) {
+  ToolRequest t;
+  const Json* tools = f.raw("tools");
+  const Json* choice = f.raw("tool_choice");
+  if (auto parallel = f.boolean("parallel_tool_calls")) t.parallel = *parallel;
+  std::string mode = tools && tools->is_array() && !tools->empty() ? "auto" : "none";
+  if (choice) {
+    if (!choice->is_string()) {
+      throw ApiError::invalid("tool_choice naming a function needs constrained decoding, which is not available; use \"auto\" or \"none\"",
+                              "tool_choice");
+    }
+    mode = choice->get<std::string>();
+    if (mode == "required") {
+      throw ApiError::invalid("tool_choice \"required\" needs constrained decoding, which is not available; use \"auto\" or \"none\"",
+                              "tool_choice");
+    }
+    if (mode != "auto" && mode != "none") throw ApiError::invalid("tool_choice must be \"auto\" or \"none\"", "tool_choice");
+  }
+  if (!tools) return t;
+  check_tools(*tools);
+  if (mode == "none" || tools->empty()) return t;  // the model is not offered them
+  if (model.tool_format == ToolCallFormat::kNone) {
+    throw ApiError::invalid("the model '" + model.name() + "' has a chat template without a tool-call format tessera reads "
+                            "(Hermes/Qwen <tool_call>)", "tools");
+  }
+  t.tools = *tools;
+  for (const auto& tool : *tools) t.names.push_back(tool["function"]["name"].get<std::string>());
+  t.parse = true;
+  return t;
+}
+
+Json tool_call_json(const ToolCall& call) {
+  return {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+}
+
 std::string render_chat_prompt(const ServedModel& model, const Json& messages, bool add_generation_prompt,
-                               const Json& template_kwargs) {
+                               const Json& template_kwargs, const Json& tools) {
   if (!model.chat_template) {
     throw ApiError::invalid("the model '" + model.name() +
                                 "' has no chat template; set chat_template in its configuration or use /v1/completions", "messages");
   }
   ChatTemplateInput in;
-  in.messages = normalize_messages(messages);
+  in.messages = tool_arguments_as_objects(normalize_messages(messages));
+  in.tools = tools;
   in.extra = template_kwargs.is_object() ? template_kwargs : Json::object();
   in.add_generation_prompt = add_generation_prompt;
   const Vocab& vocab = model.tokenizer().vocab();
@@ -69,9 +117,9 @@ std::string render_chat_prompt(const ServedModel& model, const Json& messages, b
 }  // namespace
 
 std::vector<int32_t> chat_prompt_tokens(const ServedModel& model, const Json& messages, bool add_generation_prompt,
-                                        const Json& template_kwargs, bool add_special) {
+                                        const Json& template_kwargs, bool add_special, const Json& tools) {
   check_messages(messages);
-  const std::string text = render_chat_prompt(model, messages, add_generation_prompt, template_kwargs);
+  const std::string text = render_chat_prompt(model, messages, add_generation_prompt, template_kwargs, tools);
   check_prompt_bytes(model, text.size(), "messages");
   const Tokenizer& tokenizer = model.tokenizer();
   EncodeOptions options{.add_special = add_special, .parse_special = true};
@@ -109,21 +157,23 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
   if (const Json* rf = f.raw("response_format"); rf && !(rf->is_object() && rf->value("type", "") == "text")) {
     throw ApiError::invalid("'response_format' other than {\"type\": \"text\"} is not supported", "response_format");
   }
-  for (const char* key : {"tools", "tool_choice", "functions", "function_call", "parallel_tool_calls"}) {
-    f.refuse(key, "tool calling is not available");
-  }
+  for (const char* key : {"functions", "function_call"}) f.refuse(key, "the legacy function-calling fields are not supported; use 'tools'");
+  const ToolRequest tool_request = read_tool_request(f, model);
   f.refuse("audio", "audio output is not available");
   f.refuse("modalities", "only text is available");
   f.finish();
 
-  std::vector<int32_t> prompt = chat_prompt_tokens(model, *messages, add_generation_prompt, kwargs ? *kwargs : Json());
+  std::vector<int32_t> prompt =
+      chat_prompt_tokens(model, *messages, add_generation_prompt, kwargs ? *kwargs : Json(), false, tool_request.tools);
   if (prompt.empty()) throw ApiError::invalid("the rendered conversation has no tokens", "messages");
-  const GenerationParams params = validate_generation(request, model, api.limits, model.max_model_len - int(prompt.size()));
+  GenerationParams params = validate_generation(request, model, api.limits, model.max_model_len - int(prompt.size()));
+  params.render_special = tool_request.parse;
   auto gens = start_generations(model, {prompt}, params);
 
   const std::string id = new_response_id("chatcmpl-");
   const int64_t created = std::time(nullptr);
   std::vector<ChoiceState> choices(size_t(params.n));
+  for (ChoiceState& c : choices) c.parser = ToolCallParser(tool_request.names);
   auto chunk = [&](Json choice_list) {
     return Json{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model_name}, {"choices", std::move(choice_list)}};
   };
@@ -147,13 +197,43 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
       c.logprobs.push_back(chat_logprob(lp));
       delta_lp.push_back(chat_logprob(lp));
     }
-    c.text += u.text;
-    if (u.finish_reason) c.finish_reason = *u.finish_reason;
-    if (!stream || (u.text.empty() && u.logprobs.empty() && !u.finish_reason)) return true;
-    Json delta = u.text.empty() && u.finish_reason ? Json::object() : Json{{"content", u.text}};
-    return ex.write_chunk(sse_event(chunk(Json::array({{{"index", u.index}, {"delta", delta},
-                                                        {"logprobs", params.sampling.logprobs ? Json{{"content", delta_lp}} : Json()},
-                                                        {"finish_reason", u.finish_reason ? Json(*u.finish_reason) : Json()}}}))));
+    // The update as deltas: its text, or, when tools are offered, the
+    // text and calls the parser completed with it.
+    std::vector<ToolCallPiece> pieces;
+    if (!tool_request.parse) {
+      if (!u.text.empty()) pieces.push_back({u.text, std::nullopt});
+    } else {
+      pieces = c.parser.feed(u.text);
+      if (u.finish_reason) {
+        for (auto& p : c.parser.finish()) pieces.push_back(std::move(p));
+      }
+    }
+    Json deltas = Json::array();
+    for (ToolCallPiece& p : pieces) {
+      if (!p.call) {
+        c.text += p.text;
+        deltas.push_back({{"content", std::move(p.text)}});
+      } else if (tool_request.parallel || c.calls.empty()) {
+        Json call = tool_call_json(*p.call);
+        call["index"] = c.calls.size();
+        deltas.push_back({{"tool_calls", Json::array({std::move(call)})}});
+        c.calls.push_back(std::move(*p.call));
+      }
+    }
+    if (u.finish_reason) c.finish_reason = *u.finish_reason == "stop" && !c.calls.empty() ? "tool_calls" : *u.finish_reason;
+    if (!stream) return true;
+    if (deltas.empty() && (!delta_lp.empty() || u.finish_reason)) {
+      deltas.push_back(delta_lp.empty() ? Json::object() : Json{{"content", ""}});
+    }
+    for (size_t k = 0; k < deltas.size(); ++k) {
+      const Json lp = params.sampling.logprobs && k == 0 ? Json{{"content", delta_lp}} : Json();
+      const Json reason = k + 1 == deltas.size() && u.finish_reason ? Json(c.finish_reason) : Json();
+      if (!ex.write_chunk(sse_event(chunk(Json::array({{{"index", u.index}, {"delta", deltas[k]}, {"logprobs", lp},
+                                                         {"finish_reason", reason}}}))))) {
+        return false;
+      }
+    }
+    return true;
   });
   if (!completed) return;
   const Json usage = usage_of(gens);
@@ -161,7 +241,16 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
   if (!error.empty()) throw ApiError(500, "server_error", error);
   Json list = Json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
-    list.push_back({{"index", i}, {"message", {{"role", "assistant"}, {"content", choices[i].text}}},
+    Json message = {{"role", "assistant"}, {"content", choices[i].text}};
+    if (!choices[i].calls.empty()) {
+      // Beside calls, the text is what the model wrote before them, if anything.
+      const std::string& text = choices[i].text;
+      const size_t first = text.find_first_not_of(" \t\r\n"), last = text.find_last_not_of(" \t\r\n");
+      message["content"] = first == std::string::npos ? Json() : Json(text.substr(first, last - first + 1));
+      message["tool_calls"] = Json::array();
+      for (const ToolCall& call : choices[i].calls) message["tool_calls"].push_back(tool_call_json(call));
+    }
+    list.push_back({{"index", i}, {"message", std::move(message)},
                     {"logprobs", params.sampling.logprobs ? Json{{"content", choices[i].logprobs}} : Json()},
                     {"finish_reason", choices[i].finish_reason}});
   }

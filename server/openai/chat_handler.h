@@ -14,7 +14,8 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
 // conversation. Control-token text the client
 // wrote inside a message stays plain text unless the model's configuration
 // sets parse_special_in_messages; the template's own markers are tokens.
+// `tools`: the request's tool definitions for the template, or null.
 std::vector<int32_t> chat_prompt_tokens(const ServedModel& model, const Json& messages, bool add_generation_prompt,
-                                        const Json& template_kwargs, bool add_special = false);
+                                        const Json& template_kwargs, bool add_special = false, const Json& tools = Json());
 
 }  // namespace tessera

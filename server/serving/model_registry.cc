@@ -47,6 +47,7 @@ std::unique_ptr<ServedModel> load_one(const ModelConfig& c, prometheus::Registry
   if (!template_source.empty()) {
     try {
       m->chat_template.emplace(template_source);
+      m->tool_format = tool_call_format_of(template_source);
     } catch (const std::exception& e) {
       throw Error("model '" + c.name + "': chat template: " + e.what());
     }

@@ -10,6 +10,7 @@
 #include "scheduler/model_loop.h"
 #include "server/chat/chat_template.h"
 #include "server/metrics/model_metrics.h"
+#include "server/openai/tool_calls.h"
 
 namespace tessera {
 
@@ -17,6 +18,7 @@ struct ServedModel {
   ModelConfig config;
   std::unique_ptr<ModelLoop> loop;
   std::optional<ChatTemplate> chat_template;  // none: chat requests are refused
+  ToolCallFormat tool_format = ToolCallFormat::kNone;  // how its template asks for tool calls
   int max_model_len = 0;
   std::time_t created = 0;
   std::unique_ptr<ModelMetrics> metrics;

@@ -53,7 +53,7 @@ std::unique_ptr<TextGeneration> TextGeneration::start(ServedModel& model, std::v
     model.metrics->count_accepted();
     Choice c;
     c.request_id = s.request_id;
-    c.detok = std::make_unique<IncrementalDetokenizer>(model.tokenizer());
+    c.detok = std::make_unique<IncrementalDetokenizer>(model.tokenizer(), params.render_special);
     c.stops = std::make_unique<StopMatcher>(params.stop);
     g->choices_.push_back(std::move(c));
     ++g->open_choices_;

@@ -23,6 +23,9 @@ struct GenerationParams {
   std::vector<int32_t> stop_token_ids;  // in addition to the model's end-of-generation tokens
   bool ignore_eos = false;
   int priority = 0;
+  // Control tokens appear in the text: tool-call markup such as Qwen's
+  // <tool_call> is one, and the tool-call parser reads it.
+  bool render_special = false;
 };
 
 struct TokenLogprob {

@@ -1,0 +1,162 @@
+#include "server/openai/tool_calls.h"
+
+#include <algorithm>
+#include <random>
+
+#include "server/serving/api_error.h"
+
+namespace tessera {
+namespace {
+
+constexpr std::string_view kOpen = "<tool_call>";
+constexpr std::string_view kClose = "</tool_call>";
+
+std::string new_call_id() {
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::uniform_int_distribution<size_t> pick(0, sizeof(kAlphabet) - 2);
+  std::string id = "call_";
+  for (int i = 0; i < 24; ++i) id += kAlphabet[pick(rng)];
+  return id;
+}
+
+// Length of the longest suffix of `text` that is a proper prefix of `tag`.
+size_t partial_tag_suffix(const std::string& text, std::string_view tag) {
+  for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n) {
+    if (text.compare(text.size() - n, n, tag.substr(0, n)) == 0) return n;
+  }
+  return 0;
+}
+
+bool is_blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
+
+}  // namespace
+
+ToolCallFormat tool_call_format_of(const std::string& template_source) {
+  return template_source.find(kOpen) != std::string::npos ? ToolCallFormat::kHermes : ToolCallFormat::kNone;
+}
+
+void ToolCallParser::parse_call(const std::string& body, std::vector<ToolCallPiece>& out) {
+  const auto json = nlohmann::ordered_json::parse(body, nullptr, false);
+  const bool valid = json.is_object() && json.contains("name") && json["name"].is_string() &&
+                     (!json.contains("arguments") || json["arguments"].is_object());
+  if (!valid) {
+    // Not a call after all: the model's text, as it wrote it.
+    out.push_back({std::string(kOpen) + body + (inside_ ? "" : std::string(kClose)), std::nullopt});
+    return;
+  }
+  const auto arguments = json.contains("arguments") ? json["arguments"] : nlohmann::ordered_json::object();
+  out.push_back({"", ToolCall{new_call_id(), json["name"].get<std::string>(), arguments.dump()}});
+  ++calls_;
+}
+
+std::optional<std::vector<ToolCall>> ToolCallParser::bare_calls() const {
+  std::vector<ToolCall> calls;
+  size_t begin = 0;
+  while (begin < buffer_.size()) {
+    size_t end = buffer_.find('\n', begin);
+    if (end == std::string::npos) end = buffer_.size();
+    const std::string line = buffer_.substr(begin, end - begin);
+    begin = end + 1;
+    if (is_blank(line)) continue;
+    const auto json = nlohmann::ordered_json::parse(line, nullptr, false);
+    if (!json.is_object() || json.size() != 2 || !json.contains("name") || !json["name"].is_string() ||
+        !json.contains("arguments") || !json["arguments"].is_object()) {
+      return std::nullopt;
+    }
+    const std::string name = json["name"].get<std::string>();
+    if (std::find(tools_.begin(), tools_.end(), name) == tools_.end()) return std::nullopt;
+    calls.push_back({new_call_id(), name, json["arguments"].dump()});
+  }
+  if (calls.empty()) return std::nullopt;
+  return calls;
+}
+
+std::vector<ToolCallPiece> ToolCallParser::feed(const std::string& text) {
+  buffer_ += text;
+  std::vector<ToolCallPiece> out;
+  if (start_ == Start::kUnknown) {
+    const size_t first = buffer_.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) return out;
+    start_ = buffer_[first] == '{' ? Start::kBare : Start::kTagged;
+  }
+  if (start_ == Start::kBare) return out;  // read whole, at the end
+  for (;;) {
+    if (!inside_) {
+      const size_t open = buffer_.find(kOpen);
+      const size_t keep = open == std::string::npos ? partial_tag_suffix(buffer_, kOpen) : 0;
+      std::string before = buffer_.substr(0, open == std::string::npos ? buffer_.size() - keep : open);
+      // Between and after calls, the model's line breaks are not content.
+      if (!before.empty() && !(calls_ > 0 && is_blank(before))) out.push_back({std::move(before), std::nullopt});
+      if (open == std::string::npos) {
+        buffer_.erase(0, buffer_.size() - keep);
+        return out;
+      }
+      buffer_.erase(0, open + kOpen.size());
+      inside_ = true;
+    }
+    const size_t close = buffer_.find(kClose);
+    if (close == std::string::npos) return out;
+    inside_ = false;
+    parse_call(buffer_.substr(0, close), out);
+    buffer_.erase(0, close + kClose.size());
+  }
+}
+
+std::vector<ToolCallPiece> ToolCallParser::finish() {
+  std::vector<ToolCallPiece> out;
+  if (start_ == Start::kBare) {
+    if (auto calls = bare_calls()) {
+      for (ToolCall& call : *calls) out.push_back({"", std::move(call)});
+      calls_ += int(calls->size());
+    } else {
+      out.push_back({buffer_, std::nullopt});
+    }
+    buffer_.clear();
+    return out;
+  }
+  if (inside_) {
+    parse_call(buffer_, out);
+    inside_ = false;
+  } else if (!buffer_.empty() && !(calls_ > 0 && is_blank(buffer_))) {
+    out.push_back({buffer_, std::nullopt});
+  }
+  buffer_.clear();
+  return out;
+}
+
+void check_tools(const nlohmann::ordered_json& tools) {
+  if (!tools.is_array()) throw ApiError::invalid("'tools' must be an array", "tools");
+  for (const auto& tool : tools) {
+    if (!tool.is_object() || tool.value("type", "") != "function" || !tool.contains("function") || !tool["function"].is_object()) {
+      throw ApiError::invalid("each tool must be {\"type\": \"function\", \"function\": {...}}", "tools");
+    }
+    const auto& fn = tool["function"];
+    const auto name = fn.find("name");
+    if (name == fn.end() || !name->is_string() || name->get<std::string>().empty() || name->get<std::string>().size() > 64 ||
+        name->get<std::string>().find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+            std::string::npos) {
+      throw ApiError::invalid("each function needs a 'name' of 1 to 64 letters, digits, '_' or '-'", "tools");
+    }
+    if (fn.contains("parameters") && !fn["parameters"].is_object()) {
+      throw ApiError::invalid("function '" + name->get<std::string>() + "': 'parameters' must be a JSON schema object", "tools");
+    }
+  }
+}
+
+nlohmann::ordered_json tool_arguments_as_objects(const nlohmann::ordered_json& messages) {
+  nlohmann::ordered_json out = messages;
+  for (auto& m : out) {
+    if (!m.is_object() || !m.contains("tool_calls") || !m["tool_calls"].is_array()) continue;
+    for (auto& call : m["tool_calls"]) {
+      if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) continue;
+      auto& fn = call["function"];
+      if (!fn.contains("arguments") || !fn["arguments"].is_string()) continue;
+      auto parsed = nlohmann::ordered_json::parse(fn["arguments"].get<std::string>(), nullptr, false);
+      if (parsed.is_object()) fn["arguments"] = std::move(parsed);
+    }
+  }
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,70 @@
+#pragma once
+// Tool calling for chat completions: the request's tools checked and the
+// model's output split into text and calls. Calls are recognised in the
+// Hermes format Qwen 2.5 and Hermes models are trained on:
+//   <tool_call>\n{"name": "...", "arguments": {...}}\n</tool_call>
+// read incrementally, so a stream can hand out text as it comes and each
+// call as soon as its closing tag arrives. Small models (Qwen2.5-Coder-0.5B)
+// often answer with the bare object instead, {"name": ..., "arguments": ...}:
+// an output that starts with "{" is held back to the end and read as calls
+// when it is nothing but such objects (one per line) naming offered tools.
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+// The formats of tool calls a chat template teaches its model.
+enum class ToolCallFormat { kNone, kHermes };
+
+// The format a template's source uses, from the markup it teaches.
+ToolCallFormat tool_call_format_of(const std::string& template_source);
+
+struct ToolCall {
+  std::string id;         // "call_" and 24 random letters and digits
+  std::string name;
+  std::string arguments;  // a JSON object, as text
+};
+
+// One piece of parsed output: text, or a complete call.
+struct ToolCallPiece {
+  std::string text;
+  std::optional<ToolCall> call;
+};
+
+class ToolCallParser {
+ public:
+  // `tools`: the names of the functions the request offers.
+  explicit ToolCallParser(std::vector<std::string> tools = {}) : tools_(std::move(tools)) {}
+
+  // Pieces that are complete after `text` arrives; a possible start of a
+  // tag is held back until it resolves.
+  std::vector<ToolCallPiece> feed(const std::string& text);
+  // What is left at the end of the output: held-back text, and a call whose
+  // closing tag never came (models often stop right after the JSON).
+  std::vector<ToolCallPiece> finish();
+  int calls() const { return calls_; }
+
+ private:
+  void parse_call(const std::string& body, std::vector<ToolCallPiece>& out);
+  // The held-back output as bare calls, or nothing when it is not all calls.
+  std::optional<std::vector<ToolCall>> bare_calls() const;
+
+  enum class Start { kUnknown, kBare, kTagged };
+  std::vector<std::string> tools_;
+  std::string buffer_;
+  Start start_ = Start::kUnknown;
+  bool inside_ = false;
+  int calls_ = 0;
+};
+
+// Checks `tools` (an array of {"type": "function", "function": {"name",
+// "description"?, "parameters"?}}); throws ApiError naming what is wrong.
+void check_tools(const nlohmann::ordered_json& tools);
+
+// The "arguments" strings of assistant tool calls in a conversation turned
+// into objects, as chat templates expect them.
+nlohmann::ordered_json tool_arguments_as_objects(const nlohmann::ordered_json& messages);
+
+}  // namespace tessera
