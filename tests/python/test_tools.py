@@ -8,6 +8,7 @@ import json
 import openai
 import pytest
 
+from conftest import DATA
 from daemon import Daemon
 
 TOOLS = [{"type": "function", "function": {
@@ -89,3 +90,20 @@ def test_a_template_without_a_call_format_is_refused(served):
     d, _ = served
     status, reply = d.post("/v1/chat/completions", {"model": "smollm2", "messages": QUESTION, "tools": TOOLS})
     assert status == 400 and reply["error"]["param"] == "tools" and "tool-call format" in reply["error"]["message"]
+
+
+def test_history_as_the_openai_client_sends_it_renders_as_transformers_does(served):
+    # The golden (Python jinja2, scripts/gen_chat_template_goldens.py) has the
+    # call's arguments as an object, as transformers takes them; clients send
+    # them as a JSON string.
+    d, _ = served
+    goldens = json.loads((DATA / "chat-templates" / "goldens.json").read_text())["cases"]
+    [case] = [c for c in goldens if c["template"] == "Qwen-Qwen2.5-Coder-0.5B-Instruct.jinja"
+              and c["conversation"] == "tool_call" and c["add_generation_prompt"] and c["tools"]]
+    messages = json.loads(json.dumps(case["messages"]))
+    for message in messages:
+        for call in message.get("tool_calls", []):
+            call["function"]["arguments"] = json.dumps(call["function"]["arguments"])
+    _, ours = d.post("/tokenize", {"model": "qwen", "messages": messages, "tools": case["tools"]})
+    _, reference = d.post("/tokenize", {"model": "qwen", "prompt": case["output"], "add_special_tokens": False})
+    assert ours["tokens"] == reference["tokens"]
