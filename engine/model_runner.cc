@@ -27,10 +27,8 @@ uint64_t budget_for_fraction(const Backend& backend, double fraction) {
 ModelRunner::ModelRunner(std::shared_ptr<Backend> backend, const std::string& model_path, const RunnerConfig& config)
     : backend_(std::move(backend)), model_(Model::load(model_path, *backend_, config.load)) {
   const DecoderSpec& spec = model_->spec();
-  // Everything but the cache first, so a memory fraction sees it in use.
+  // The activations and logits first, so a memory fraction sees them in use.
   decoder_ = std::make_unique<Decoder>(spec, model_->weights(), *backend_, config.capacity);
-  const int64_t context_pages = (int64_t(spec.max_context) + config.page_size - 1) / config.page_size;
-  batch_ = std::make_unique<BatchBuffers>(*backend_, config.capacity, int(std::max<int64_t>(context_pages, 1)));
   logits_for(config.capacity.max_seqs);
   const KvLayout layout{config.kv_dtype, config.page_size, spec.n_kv_heads, spec.head_dim};
   const uint64_t budget =
@@ -41,6 +39,8 @@ ModelRunner::ModelRunner(std::shared_ptr<Backend> backend, const std::string& mo
                 std::to_string(PagedKvCache::bytes_per_page(layout, spec.n_layers)) + " bytes)");
   }
   kv_ = std::make_unique<PagedKvCache>(*backend_, layout, spec.n_layers, pages);
+  const int64_t pages_per_seq = std::min<int64_t>(pages, (int64_t(spec.max_context) + config.page_size - 1) / config.page_size);
+  batch_ = std::make_unique<BatchBuffers>(*backend_, config.capacity, int(std::max<int64_t>(pages_per_seq, 1)));
 }
 
 ModelRunner::~ModelRunner() = default;

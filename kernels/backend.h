@@ -138,11 +138,7 @@ class Backend {
   // where the backend does not record (the caller then runs `enqueue`).
   // Everything the work reads and writes must stay at the same addresses
   // for as long as the recording is replayed.
-  virtual std::unique_ptr<Recording> record(Stream& stream, const std::function<void()>& enqueue) {
-    (void)stream;
-    (void)enqueue;
-    return nullptr;
-  }
+  virtual std::unique_ptr<Recording> record(Stream&, const std::function<void()>&) { return nullptr; }
 };
 
 // Device memory owned through the backend that allocated it.

@@ -76,27 +76,41 @@ std::vector<ToolCallPiece> ToolCallParser::feed(const std::string& text) {
   buffer_ += text;
   std::vector<ToolCallPiece> out;
   if (start_ == Start::kUnknown) {
-    const size_t first = buffer_.find_first_not_of(" \t\r\n");
+    // Everything before this text was blank: only the new text decides.
+    const size_t first = text.find_first_not_of(" \t\r\n");
     if (first == std::string::npos) return out;
-    start_ = buffer_[first] == '{' ? Start::kBare : Start::kTagged;
+    start_ = text[first] == '{' ? Start::kBare : Start::kTagged;
   }
   if (start_ == Start::kBare) return out;  // read whole, at the end
   for (;;) {
     if (!inside_) {
-      const size_t open = buffer_.find(kOpen);
-      const size_t keep = open == std::string::npos ? partial_tag_suffix(buffer_, kOpen) : 0;
-      std::string before = buffer_.substr(0, open == std::string::npos ? buffer_.size() - keep : open);
-      // Between and after calls, the model's line breaks are not content.
-      if (!before.empty() && !(calls_ > 0 && is_blank(before))) out.push_back({std::move(before), std::nullopt});
+      // A held blank run holds no tag: only what follows it is searched.
+      const size_t open = buffer_.find(kOpen, held_blank_);
+      const size_t end = open == std::string::npos ? buffer_.size() - partial_tag_suffix(buffer_, kOpen) : open;
+      // Between and after calls, the model's line breaks are not content:
+      // blank text after a call waits to see whether text or a call follows.
+      const bool blank = calls_ > 0 && is_blank(buffer_.substr(held_blank_, end - held_blank_));
+      if (open == std::string::npos && blank) {
+        held_blank_ = end;
+        return out;
+      }
+      if (end > 0 && !blank) out.push_back({buffer_.substr(0, end), std::nullopt});
+      held_blank_ = 0;
       if (open == std::string::npos) {
-        buffer_.erase(0, buffer_.size() - keep);
+        buffer_.erase(0, end);
         return out;
       }
       buffer_.erase(0, open + kOpen.size());
       inside_ = true;
     }
-    const size_t close = buffer_.find(kClose);
-    if (close == std::string::npos) return out;
+    // Only the new text (and a tag it may complete) is searched: a long
+    // call costs linear time, not a scan of its body per token.
+    const size_t close = buffer_.find(kClose, scanned_);
+    if (close == std::string::npos) {
+      scanned_ = buffer_.size() - std::min(buffer_.size(), kClose.size() - 1);
+      return out;
+    }
+    scanned_ = 0;
     inside_ = false;
     parse_call(buffer_.substr(0, close), out);
     buffer_.erase(0, close + kClose.size());
@@ -118,10 +132,12 @@ std::vector<ToolCallPiece> ToolCallParser::finish() {
   if (inside_) {
     parse_call(buffer_, out);
     inside_ = false;
+    scanned_ = 0;
   } else if (!buffer_.empty() && !(calls_ > 0 && is_blank(buffer_))) {
     out.push_back({buffer_, std::nullopt});
   }
   buffer_.clear();
+  held_blank_ = 0;
   return out;
 }
 

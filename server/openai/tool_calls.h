@@ -56,6 +56,8 @@ class ToolCallParser {
   std::string buffer_;
   Start start_ = Start::kUnknown;
   bool inside_ = false;
+  size_t scanned_ = 0;  // inside a call: where in buffer_ the closing tag may start
+  size_t held_blank_ = 0;  // outside, after a call: the blank text held at the front of buffer_
   int calls_ = 0;
 };
 

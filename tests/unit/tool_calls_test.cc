@@ -48,6 +48,18 @@ TEST(ToolCalls, SeveralCallsAndTheLineBreaksBetweenThem) {
   EXPECT_NE(p.calls[0].id, p.calls[1].id);
 }
 
+TEST(ToolCalls, OneCharacterAtATime) {
+  const std::string long_value(5000, 'x');
+  const std::string output = "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": \"" + long_value +
+                             "</tool_\"}}\n</tool_call>\nDone.";
+  std::vector<std::string> pieces;
+  for (char c : output) pieces.push_back(std::string(1, c));
+  const Parsed p = parse(pieces);
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].arguments, "{\"q\":\"" + long_value + "</tool_\"}");
+  EXPECT_EQ(p.text, "\nDone.");
+}
+
 TEST(ToolCalls, UnclosedCallAtTheEndStillCounts) {
   const Parsed p = parse({"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}"});
   ASSERT_EQ(p.calls.size(), 1u);
