@@ -1,0 +1,117 @@
+#include "engine/grammar/compiled_grammar.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace tessera::grammar {
+namespace {
+
+std::string state_key(const StackSet& state) {
+  return std::string(reinterpret_cast<const char*>(state.data()), state.size() * sizeof(uint32_t));
+}
+
+bool holds_exit(const StackSet& s) { return std::binary_search(s.begin(), s.end(), ParseStacks::kExit); }
+
+}  // namespace
+
+CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab, CompiledGrammarLimits limits)
+    : grammar_(std::move(grammar)), vocab_(std::move(vocab)), limits_(limits), stacks_(grammar_, limits.max_stack_nodes),
+      tables_(grammar_.elements.size()) {}
+
+StackSet CompiledGrammar::advance(const StackSet& state, int32_t token) {
+  const std::string& bytes = vocab_->text(token);
+  if (bytes.empty()) return {};
+  scratch_a_ = state;
+  for (unsigned char b : bytes) {
+    stacks_.advance(scratch_a_, b, scratch_b_);
+    std::swap(scratch_a_, scratch_b_);
+    if (scratch_a_.empty()) break;
+  }
+  return scratch_a_;
+}
+
+const CompiledGrammar::PositionTable& CompiledGrammar::table(uint32_t position) {
+  PositionTable& t = tables_[position];
+  if (!t.built) {
+    build_table(position, t);
+    t.built = true;
+    ++tables_built_;
+  }
+  return t;
+}
+
+// Walks every token from a stack holding only `position` above kExit, in
+// sorted order so each token reuses the states of the prefix it shares with
+// the previous one. A token is accepted when its bytes are consumed (its
+// rule may end exactly at its last byte), context-dependent when the rule
+// ended with bytes left over, rejected otherwise.
+void CompiledGrammar::build_table(uint32_t position, PositionTable& t) {
+  enum Verdict : uint8_t { kReject, kAccept, kDepends };
+  const std::vector<int32_t>& sorted = vocab_->sorted();
+  const std::vector<uint32_t>& shared = vocab_->shared_prefix();
+  std::vector<StackSet> history(vocab_->longest() + 1);
+  std::vector<uint8_t> exited(vocab_->longest() + 1, 0);
+  history[0] = {stacks_.start_at(position)};
+  size_t valid = 0;                                        // history[0..valid] belong to the previous token
+  size_t dead_at = std::numeric_limits<size_t>::max();     // where the previous token's state emptied
+  std::vector<int32_t> accepted;
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    const std::string& bytes = vocab_->text(sorted[i]);
+    const size_t common = std::min<size_t>(shared[i], valid);
+    Verdict verdict;
+    if (dead_at != std::numeric_limits<size_t>::max() && shared[i] >= dead_at) {
+      verdict = exited[dead_at] ? kDepends : kReject;  // a prefix already failed
+    } else {
+      dead_at = std::numeric_limits<size_t>::max();
+      size_t j = common;
+      while (j < bytes.size()) {
+        exited[j + 1] = exited[j] || holds_exit(history[j]);
+        stacks_.advance(history[j], static_cast<unsigned char>(bytes[j]), history[j + 1]);
+        ++j;
+        if (history[j].empty()) {
+          dead_at = j;
+          break;
+        }
+      }
+      valid = j;
+      if (dead_at == j) verdict = exited[j] ? kDepends : kReject;
+      else verdict = kAccept;
+    }
+    if (verdict == kAccept) accepted.push_back(sorted[i]);
+    else if (verdict == kDepends) t.context_dependent.push_back(sorted[i]);
+  }
+  if (accepted.size() * 32 > vocab_->size()) {
+    t.dense = true;
+    t.accepted = TokenMask(vocab_->size());
+    for (int32_t id : accepted) t.accepted.set(id);
+  } else {
+    t.accepted_ids = std::move(accepted);
+  }
+}
+
+const TokenMask& CompiledGrammar::allowed(const StackSet& state) {
+  const std::string key = state_key(state);
+  if (auto found = mask_index_.find(key); found != mask_index_.end()) {
+    masks_.splice(masks_.end(), masks_, found->second);
+    return found->second->second;
+  }
+  TokenMask mask(vocab_->size());
+  for (uint32_t stack : state) {
+    if (stack == ParseStacks::kEmpty || stack == ParseStacks::kExit) continue;
+    const PositionTable& t = table(stacks_.top(stack));
+    if (t.dense) mask.merge(t.accepted);
+    for (int32_t id : t.accepted_ids) mask.set(id);
+    for (int32_t id : t.context_dependent) {
+      if (!mask.test(id) && accepts({stack}, id)) mask.set(id);
+    }
+  }
+  if (masks_.size() >= limits_.cached_masks) {
+    mask_index_.erase(masks_.front().first);
+    masks_.pop_front();
+  }
+  masks_.emplace_back(key, std::move(mask));
+  mask_index_[key] = std::prev(masks_.end());
+  return masks_.back().second;
+}
+
+}  // namespace tessera::grammar

@@ -1,0 +1,64 @@
+#pragma once
+// A grammar bound to a vocabulary: which tokens may come next in a parser
+// state. For each byte-set position the tokens are sorted once into those
+// the position accepts whatever lies below it on the stack, those it
+// rejects, and the few (typically ones that close a string or object) that
+// leave its rule and must be checked against the actual stack. A state's
+// mask is then the union of its tops' accepted sets plus those checks, and
+// is cached by state, so most steps cost a lookup.
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/grammar/grammar.h"
+#include "engine/grammar/parse_stacks.h"
+#include "engine/grammar/token_vocabulary.h"
+
+namespace tessera::grammar {
+
+struct CompiledGrammarLimits {
+  size_t max_stack_nodes = 1u << 20;
+  size_t cached_masks = 256;
+};
+
+class CompiledGrammar {
+ public:
+  CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab, CompiledGrammarLimits limits = {});
+
+  const TokenVocabulary& vocab() const { return *vocab_; }
+  StackSet initial() { return stacks_.initial(); }
+  // The state after the token's bytes; empty when the token does not fit.
+  StackSet advance(const StackSet& state, int32_t token);
+  bool accepts(const StackSet& state, int32_t token) { return !advance(state, token).empty(); }
+  // The tokens that may follow `state` (end-of-generation tokens aside).
+  const TokenMask& allowed(const StackSet& state);
+  // Positions whose token tables were built (for tests and reports).
+  size_t tables_built() const { return tables_built_; }
+
+ private:
+  struct PositionTable {
+    bool built = false;
+    std::vector<int32_t> accepted_ids;  // when sparse
+    TokenMask accepted;                 // when dense
+    bool dense = false;
+    std::vector<int32_t> context_dependent;
+  };
+  const PositionTable& table(uint32_t position);
+  void build_table(uint32_t position, PositionTable& table);
+
+  Grammar grammar_;
+  std::shared_ptr<const TokenVocabulary> vocab_;
+  CompiledGrammarLimits limits_;
+  ParseStacks stacks_;
+  std::vector<PositionTable> tables_;  // [element position]
+  size_t tables_built_ = 0;
+  // Masks by state, least recently used first.
+  std::list<std::pair<std::string, TokenMask>> masks_;
+  std::unordered_map<std::string, std::list<std::pair<std::string, TokenMask>>::iterator> mask_index_;
+  StackSet scratch_a_, scratch_b_;
+};
+
+}  // namespace tessera::grammar

@@ -1,0 +1,26 @@
+#include "engine/grammar/grammar_cache.h"
+
+#include "engine/grammar/gbnf_parser.h"
+
+namespace tessera::grammar {
+
+GrammarCache::GrammarCache(std::function<std::vector<std::string>()> vocabulary, size_t capacity)
+    : vocabulary_(std::move(vocabulary)), capacity_(capacity) {}
+
+std::shared_ptr<CompiledGrammar> GrammarCache::get(const std::string& gbnf) {
+  if (auto found = index_.find(gbnf); found != index_.end()) {
+    entries_.splice(entries_.end(), entries_, found->second);
+    return found->second->second;
+  }
+  if (!vocab_) vocab_ = std::make_shared<const TokenVocabulary>(vocabulary_());
+  auto compiled = std::make_shared<CompiledGrammar>(parse_gbnf(gbnf), vocab_);
+  if (entries_.size() >= capacity_) {
+    index_.erase(entries_.front().first);
+    entries_.pop_front();
+  }
+  entries_.emplace_back(gbnf, compiled);
+  index_[gbnf] = std::prev(entries_.end());
+  return compiled;
+}
+
+}  // namespace tessera::grammar

@@ -1,0 +1,31 @@
+#pragma once
+// Compiled grammars of one vocabulary, by grammar text: requests with the
+// same schema share the compiled form and the token masks it has learnt.
+// Used from one thread (the model loop's).
+#include <functional>
+#include <list>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "engine/grammar/compiled_grammar.h"
+
+namespace tessera::grammar {
+
+class GrammarCache {
+ public:
+  // `vocabulary` builds the token texts the first time a grammar is compiled.
+  GrammarCache(std::function<std::vector<std::string>()> vocabulary, size_t capacity = 32);
+
+  // Throws GrammarError when the text does not compile.
+  std::shared_ptr<CompiledGrammar> get(const std::string& gbnf);
+
+ private:
+  std::function<std::vector<std::string>()> vocabulary_;
+  std::shared_ptr<const TokenVocabulary> vocab_;
+  size_t capacity_;
+  std::list<std::pair<std::string, std::shared_ptr<CompiledGrammar>>> entries_;  // least recently used first
+  std::unordered_map<std::string, decltype(entries_)::iterator> index_;
+};
+
+}  // namespace tessera::grammar

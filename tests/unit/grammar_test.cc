@@ -1,0 +1,273 @@
+// Output grammars: GBNF parsing, the byte-level parser, token masks
+// against a token-by-token check, and the JSON schema / regex lowerings
+// against independent matchers (std::regex, hand-checked JSON).
+#include <gtest/gtest.h>
+
+#include <random>
+#include <regex>
+
+#include "engine/grammar/compiled_grammar.h"
+#include "engine/grammar/gbnf_parser.h"
+#include "engine/grammar/grammar_matcher.h"
+#include "engine/grammar/integer_range.h"
+#include "engine/grammar/json_schema_to_gbnf.h"
+#include "engine/grammar/regex_to_gbnf.h"
+#include "engine/grammar/utf8_ranges.h"
+
+namespace tessera::grammar {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+bool matches(const std::string& gbnf, const std::string& text) {
+  const Grammar g = parse_gbnf(gbnf);
+  ParseStacks stacks(g, 1u << 20);
+  StackSet state = stacks.initial(), next;
+  for (unsigned char b : text) {
+    stacks.advance(state, b, next);
+    state.swap(next);
+    if (state.empty()) return false;
+  }
+  return std::binary_search(state.begin(), state.end(), ParseStacks::kEmpty);
+}
+
+TEST(Gbnf, ParsesRulesAcrossLinesWithCommentsAndRepetitions) {
+  const std::string g = R"(# a list of small numbers
+root ::= "[" num
+   ( "," num )* "]"   # rule bodies may span lines
+num  ::= [1-9] [0-9]{0,2} | "0"
+)";
+  EXPECT_TRUE(matches(g, "[1,20,300]"));
+  EXPECT_TRUE(matches(g, "[0]"));
+  EXPECT_FALSE(matches(g, "[1000]"));
+  EXPECT_FALSE(matches(g, "[01]"));
+  EXPECT_FALSE(matches(g, "[1,]"));
+}
+
+TEST(Gbnf, RefusesBadGrammarsWithTheReason) {
+  auto message = [](const std::string& g) {
+    try {
+      parse_gbnf(g);
+    } catch (const GrammarError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(message("root ::= item\n").find("'item' is used but never defined"), std::string::npos);
+  EXPECT_NE(message("root ::= root \"a\" | \"b\"\n").find("left recursion"), std::string::npos);
+  EXPECT_NE(message("root ::= x root\nx ::= \"a\"?\n").find("left recursion"), std::string::npos);
+  EXPECT_NE(message("root ::= \"a\\q\"\n").find("unknown escape"), std::string::npos);
+  EXPECT_NE(message("root ::= \"a\"{3,1}\n").find("below its minimum"), std::string::npos);
+  EXPECT_NE(message("root ::= \"a\"{99999}\n").find("above"), std::string::npos);
+  EXPECT_NE(message("root ::= [b-a]\n").find("backwards"), std::string::npos);
+  EXPECT_NE(message("x ::= \"a\"\n").find("no root"), std::string::npos);
+  EXPECT_NE(message("root ::= ((((\"a\"\n").find("expected ')'"), std::string::npos);
+}
+
+TEST(Gbnf, ClassesWorkOnCodePointsSplitAcrossBytes) {
+  const std::string g = "root ::= [α-ω]+ [^a-z]\n";
+  EXPECT_TRUE(matches(g, "αβγ!"));
+  EXPECT_TRUE(matches(g, "ω日"));
+  EXPECT_FALSE(matches(g, "αz"));
+  EXPECT_FALSE(matches(g, "a!"));
+  EXPECT_FALSE(matches(g, "\xCE!"));  // a lone lead byte is not a character
+}
+
+TEST(Utf8Ranges, SequencesCoverExactlyTheRange) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 50; ++trial) {
+    uint32_t lo = rng() % 0x110000, hi = rng() % 0x110000;
+    if (lo > hi) std::swap(lo, hi);
+    std::vector<ByteRangeSequence> seqs;
+    utf8_sequences(lo, hi, [&](const ByteRangeSequence& s) { seqs.push_back(s); });
+    for (int probe = 0; probe < 200; ++probe) {
+      const uint32_t cp = probe < 4 ? std::vector<uint32_t>{lo, hi, lo ? lo - 1 : 0, hi + 1}[size_t(probe)] : rng() % 0x110000;
+      if (cp > kMaxCodePoint || (cp >= 0xD800 && cp <= 0xDFFF)) continue;
+      std::string bytes;
+      append_utf8(bytes, cp);
+      bool covered = false;
+      for (const auto& s : seqs) {
+        if (s.size() != bytes.size()) continue;
+        bool all = true;
+        for (size_t i = 0; i < s.size(); ++i) all &= uint8_t(bytes[i]) >= s[i].first && uint8_t(bytes[i]) <= s[i].second;
+        covered |= all;
+      }
+      EXPECT_EQ(covered, cp >= lo && cp <= hi) << std::hex << cp << " in [" << lo << ", " << hi << "]";
+    }
+  }
+}
+
+// A vocabulary of JSON-ish pieces, some of which cross rule boundaries.
+std::vector<std::string> small_vocab() {
+  std::vector<std::string> v = {"", "{", "}", "\"", "\":", "\",", "\"}", "{\"", ":", ",", " ", "  ", "\n", "name", "age",
+                                "na", "me", "1", "12", "0", "-", ".", "5", "true", "false", "null", "[", "]", "],", "\\",
+                                "\\n", "\\\"", "ab", "é", "\xC3", "\xA9", "x\"", "\": \"", "\": ", "e", "E+", "[{", "}]"};
+  for (int c = 32; c < 127; ++c) v.push_back(std::string(1, char(c)));
+  return v;
+}
+
+TEST(CompiledGrammar, MasksEqualChecksTokenByToken) {
+  const Json schema = Json::parse(R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},
+    "tags":{"type":"array","items":{"enum":["a","b"]},"maxItems":3}},"required":["name"]})");
+  auto vocab = std::make_shared<TokenVocabulary>(small_vocab());
+  CompiledGrammar g(parse_gbnf(json_schema_to_gbnf(schema)), vocab);
+  // Walk a valid output byte by byte and compare masks at every state reached.
+  const std::string text = R"({"name": "x\"é", "age": -12, "tags": ["a","b"]})";
+  StackSet state = g.initial();
+  for (size_t i = 0; i <= text.size(); ++i) {
+    const TokenMask& mask = g.allowed(state);
+    for (int32_t id = 0; id < int32_t(vocab->size()); ++id) {
+      EXPECT_EQ(mask.test(id), !vocab->text(id).empty() && g.accepts(state, id))
+          << "token '" << vocab->text(id) << "' after '" << text.substr(0, i) << "'";
+    }
+    if (i == text.size()) break;
+    const int32_t byte_token = int32_t(std::find(small_vocab().begin(), small_vocab().end(), std::string(1, text[i])) - small_vocab().begin());
+    if (byte_token < int32_t(vocab->size()) && vocab->text(byte_token) == std::string(1, text[i])) {
+      state = g.advance(state, byte_token);
+    } else {
+      // Bytes with no single-byte token (the two halves of é) exist as tokens too.
+      const auto& all = small_vocab();
+      const int32_t id = int32_t(std::find(all.begin(), all.end(), std::string(1, text[i])) - all.begin());
+      ASSERT_LT(size_t(id), all.size()) << "no token for byte " << int(uint8_t(text[i]));
+      state = g.advance(state, id);
+    }
+    ASSERT_FALSE(state.empty()) << "the schema's grammar refused '" << text.substr(0, i + 1) << "'";
+  }
+  EXPECT_TRUE(std::binary_search(state.begin(), state.end(), ParseStacks::kEmpty));
+  EXPECT_GT(g.tables_built(), 5u);
+}
+
+TEST(GrammarMatcher, AllowsEndTokensOnlyOnceTheGrammarMatched) {
+  auto vocab = std::make_shared<TokenVocabulary>(std::vector<std::string>{"", "yes", "no", "y", "es", "!"});
+  auto g = std::make_shared<CompiledGrammar>(parse_gbnf("root ::= \"yes\" | \"no\"\n"), vocab);
+  GrammarMatcher m(g, {0});
+  EXPECT_FALSE(m.allows(0));
+  EXPECT_FALSE(m.allows(5));
+  EXPECT_TRUE(m.allows(3));
+  std::vector<float> logits = {1.0f, 0.5f, 0.2f, 3.0f, 0.1f, 9.0f};
+  m.mask_logits(logits);
+  EXPECT_EQ(logits[5], -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(logits[0], -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(logits[3], 3.0f);
+  ASSERT_TRUE(m.advance(3));
+  EXPECT_FALSE(m.advance(2));
+  ASSERT_TRUE(m.advance(4));
+  EXPECT_TRUE(m.complete());
+  std::vector<float> end = {1.0f, 0.5f, 0.2f, 3.0f, 0.1f, 9.0f};
+  m.mask_logits(end);
+  EXPECT_EQ(end[0], 1.0f);  // the end token keeps its logit
+  for (size_t i = 1; i < end.size(); ++i) EXPECT_EQ(end[i], -std::numeric_limits<float>::infinity());
+}
+
+TEST(IntegerRange, AcceptsExactlyTheRange) {
+  const std::vector<std::pair<int64_t, int64_t>> ranges = {{0, 0}, {0, 9}, {1, 100}, {-5, 5}, {18, 120}, {-1234, -17}, {7, 7},
+                                                           {99, 1001}, {-1000000, 999999}};
+  for (const auto& [lo, hi] : ranges) {
+    const std::string g = "root ::= " + integer_range_gbnf(lo, hi) + "\n";
+    for (int64_t v = lo - 150; v <= hi + 150; v += (hi - lo > 5000 ? 997 : 1)) {
+      EXPECT_EQ(matches(g, std::to_string(v)), v >= lo && v <= hi) << v << " in [" << lo << ", " << hi << "]";
+    }
+    EXPECT_FALSE(matches(g, "007"));
+    EXPECT_FALSE(matches(g, "-0"));
+  }
+}
+
+TEST(RegexLowering, AgreesWithStdRegex) {
+  const std::vector<std::string> patterns = {"[a-c]+x?", "(ab|cd){2,3}", "\\d{3}-\\d{4}", "[^0-9]*[0-9]", "a.c",
+                                             "(?:[A-Z][a-z]+ ?)+", "\\w+@\\w+\\.(com|org)", "colou?r", "x{2,}y{0,1}",
+                                             "^(true|false)$", "[\\s,]+", "(a|b)*c"};
+  std::mt19937 rng(3);
+  const std::string alphabet = "abcdxyzACZ019-@. ,\nrolu";
+  for (const std::string& p : patterns) {
+    const std::string g = regex_to_gbnf(p);
+    const std::regex reference(p, std::regex::ECMAScript);
+    int agreed_matches = 0;
+    for (int i = 0; i < 3000; ++i) {
+      std::string s;
+      const int len = int(rng() % 9);
+      for (int k = 0; k < len; ++k) s += alphabet[rng() % alphabet.size()];
+      const bool expected = std::regex_match(s, reference);
+      EXPECT_EQ(matches(g, s), expected) << "pattern " << p << " on '" << s << "'";
+      agreed_matches += expected;
+    }
+    (void)agreed_matches;
+  }
+  for (const std::string& p : {"123-4567", "ccx", "Hello World", "me@x.org", "colour", "abcdcd", "xxx"}) {
+    bool any = false;
+    for (const std::string& pattern : patterns) any |= matches(regex_to_gbnf(pattern), p) && std::regex_match(p, std::regex(pattern));
+    EXPECT_TRUE(any) << p;
+  }
+}
+
+TEST(RegexLowering, RefusesWhatAGrammarCannotExpress) {
+  for (const char* p : {"(a)\\1", "(?=a)b", "\\bword", "a$b", "(abc", "[z-a]", "a++"}) {
+    EXPECT_THROW(regex_to_gbnf(p), GrammarError) << p;
+  }
+}
+
+TEST(JsonSchemaLowering, AcceptsValidAndRefusesInvalidDocuments) {
+  const Json schema = Json::parse(R"({
+    "$defs": {"point": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}}, "required": ["x", "y"]}},
+    "type": "object",
+    "properties": {
+      "id": {"type": "string", "format": "uuid"},
+      "kind": {"enum": ["a", "b", 3]},
+      "points": {"type": "array", "items": {"$ref": "#/$defs/point"}, "minItems": 1, "maxItems": 2},
+      "note": {"type": ["string", "null"], "maxLength": 4},
+      "age": {"type": "integer", "minimum": 0, "maximum": 150},
+      "fixed": {"const": {"k": [1, 2]}}
+    },
+    "required": ["id", "points"]
+  })");
+  const std::string g = json_schema_to_gbnf(schema);
+  const std::string id = "\"123e4567-e89b-12d3-a456-426614174000\"";
+  EXPECT_TRUE(matches(g, "{\"id\": " + id + ", \"points\": [{\"x\": 1, \"y\": -2.5e3}]}"));
+  EXPECT_TRUE(matches(g, "{\"id\":" + id + ",\"kind\":3,\"points\":[{\"x\":0,\"y\":0},{\"x\":1,\"y\":1}],\"note\":null,\"age\":150,\"fixed\":{\"k\":[1,2]}}"));
+  EXPECT_TRUE(matches(g, "{\"id\":" + id + ",\"points\":[{\"x\":0,\"y\":0}],\"note\":\"abcd\"}"));
+  EXPECT_FALSE(matches(g, "{\"id\":" + id + ",\"points\":[]}"));                      // minItems
+  EXPECT_FALSE(matches(g, "{\"points\":[{\"x\":0,\"y\":0}]}"));                       // required id
+  EXPECT_FALSE(matches(g, "{\"id\":" + id + ",\"points\":[{\"x\":0}]}"));             // required y
+  EXPECT_FALSE(matches(g, "{\"id\":" + id + ",\"points\":[{\"x\":0,\"y\":0}],\"note\":\"abcde\"}"));  // maxLength
+  EXPECT_FALSE(matches(g, "{\"id\":" + id + ",\"points\":[{\"x\":0,\"y\":0}],\"age\":151}"));
+  EXPECT_FALSE(matches(g, "{\"id\":" + id + ",\"points\":[{\"x\":0,\"y\":0}],\"other\":1}"));  // no additional keys
+  EXPECT_FALSE(matches(g, "{\"id\":\"nope\",\"points\":[{\"x\":0,\"y\":0}]}"));               // format
+}
+
+TEST(JsonSchemaLowering, RecursiveReferencesAndAdditionalProperties) {
+  const Json tree = Json::parse(R"({"type":"object","properties":{"v":{"type":"integer"},
+    "children":{"type":"array","items":{"$ref":"#"}}},"required":["v"],"additionalProperties":{"type":"boolean"}})");
+  const std::string g = json_schema_to_gbnf(tree);
+  EXPECT_TRUE(matches(g, R"({"v":1,"children":[{"v":2},{"v":3,"children":[{"v":4,"x":true}]}]})"));
+  EXPECT_FALSE(matches(g, R"({"v":1,"children":[{"w":2}]})"));
+  EXPECT_FALSE(matches(g, R"({"v":1,"x":3})"));
+}
+
+TEST(JsonSchemaLowering, NamesTheUnsupportedKeyword) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"type":"array","uniqueItems":true})", "uniqueItems"},
+      {R"({"type":"number","multipleOf":2})", "multipleOf"},
+      {R"({"type":"object","patternProperties":{}})", "patternProperties"},
+      {R"({"type":"string","format":"hostname"})", "hostname"},
+      {R"({"$ref":"http://example.com/s.json"})", "$ref"},
+      {R"({"not":{"type":"string"}})", "not"},
+  };
+  for (const auto& [text, keyword] : cases) {
+    try {
+      json_schema_to_gbnf(Json::parse(text));
+      ADD_FAILURE() << text << " was accepted";
+    } catch (const GrammarError& e) {
+      EXPECT_NE(std::string(e.what()).find(keyword), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(JsonSchemaLowering, JsonObjectAcceptsAnyObjectOnly) {
+  const std::string g = json_object_gbnf();
+  EXPECT_TRUE(matches(g, R"({"a": [1, {"b": null}], "c": "\u00e9"})"));
+  EXPECT_TRUE(matches(g, "{}"));
+  EXPECT_FALSE(matches(g, "[1]"));
+  EXPECT_FALSE(matches(g, R"({"a": 01})"));
+}
+
+}  // namespace
+}  // namespace tessera::grammar
