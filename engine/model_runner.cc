@@ -24,8 +24,40 @@ uint64_t budget_for_fraction(const Backend& backend, double fraction) {
 
 }  // namespace
 
+namespace {
+
+// What an output grammar sees of each token: its bytes, or nothing for
+// tokens no grammar may produce (control tokens, ids past the tokenizer's).
+std::vector<std::string> grammar_token_texts(const Model& model) {
+  const Tokenizer& tokenizer = model.tokenizer();
+  const Vocab& vocab = tokenizer.vocab();
+  std::vector<std::string> texts(size_t(model.spec().vocab_size));
+  for (size_t id = 0; id < texts.size() && id < vocab.size(); ++id) {
+    const TokenKind kind = vocab.kinds[id];
+    if (kind == TokenKind::kNormal || kind == TokenKind::kByte || kind == TokenKind::kUserDefined) {
+      texts[id] = tokenizer.token_bytes(TokenId(id));
+    }
+  }
+  return texts;
+}
+
+// The sampler's view of a sequence's grammar.
+class GrammarFilter : public TokenFilter {
+ public:
+  explicit GrammarFilter(grammar::GrammarMatcher& matcher) : matcher_(matcher) {}
+  bool allows(int32_t token) override { return matcher_.allows(token); }
+  void mask_logits(std::span<float> logits) override { matcher_.mask_logits(logits); }
+
+ private:
+  grammar::GrammarMatcher& matcher_;
+};
+
+}  // namespace
+
 ModelRunner::ModelRunner(std::shared_ptr<Backend> backend, const std::string& model_path, const RunnerConfig& config)
-    : backend_(std::move(backend)), model_(Model::load(model_path, *backend_, config.load)) {
+    : backend_(std::move(backend)),
+      model_(Model::load(model_path, *backend_, config.load)),
+      grammars_([this] { return grammar_token_texts(*model_); }) {
   const DecoderSpec& spec = model_->spec();
   // The activations and logits first, so a memory fraction sees them in use.
   decoder_ = std::make_unique<Decoder>(spec, model_->weights(), *backend_, config.capacity);
@@ -78,7 +110,44 @@ void ModelRunner::register_sequences(const StepPlan& plan) {
     state.prompt_len = s.prompt_len;
     state.sampling = s.sampling;
     state.rng.seed(s.seed);
+    if (!s.sampling.grammar.empty()) start_grammar(s.seq_id, state);
   }
+}
+
+void ModelRunner::start_grammar(uint64_t seq_id, SequenceState& state) {
+  // The server compiled this text before accepting the request, so a
+  // failure here is a malformed plan.
+  try {
+    state.matcher = std::make_unique<grammar::GrammarMatcher>(grammars_.get(state.sampling.grammar.gbnf),
+                                                              state.sampling.grammar.end_tokens);
+    for (size_t i = state.prompt_len; i < state.tokens.size(); ++i) {
+      if (!state.matcher->advance(state.tokens[i])) fail(seq_id, "its output so far does not fit its grammar");
+    }
+  } catch (const grammar::GrammarError& e) {
+    fail(seq_id, std::string("output grammar: ") + e.what());
+  }
+}
+
+bool ModelRunner::draw(SequenceState& state, size_t row, SampledToken& token, std::string& error) {
+  const size_t vocab = size_t(model_->spec().vocab_size);
+  std::copy(host_logits_.begin() + long(row * vocab), host_logits_.begin() + long((row + 1) * vocab), sample_scratch_.begin());
+  if (!state.matcher) {
+    token = sample_token(sample_scratch_, state.sampling, state.tokens, state.prompt_len, state.rng);
+  } else {
+    try {
+      GrammarFilter filter(*state.matcher);
+      token = sample_token(sample_scratch_, state.sampling, state.tokens, state.prompt_len, state.rng, &filter);
+      if (!state.matcher->advance(token.id)) {
+        error = "the output grammar admits no token here";
+        return false;
+      }
+    } catch (const grammar::GrammarError& e) {
+      error = e.what();
+      return false;
+    }
+  }
+  state.tokens.push_back(token.id);
+  return true;
 }
 
 void ModelRunner::apply_steps(const StepPlan& plan) {
@@ -163,12 +232,7 @@ StepResult ModelRunner::sample(const StepPlan& plan, int n_logit_rows) {
       last_row = row++;
     }
     if (!s.sample) continue;
-    SequenceState& state = sequences_.at(s.seq_id);
-    std::copy(host_logits_.begin() + long(last_row * vocab), host_logits_.begin() + long((last_row + 1) * vocab),
-              sample_scratch_.begin());
-    r.token = sample_token(sample_scratch_, state.sampling, state.tokens, state.prompt_len, state.rng);
-    r.sampled = true;
-    state.tokens.push_back(r.token.id);
+    r.sampled = draw(sequences_.at(s.seq_id), last_row, r.token, r.error);
   }
   if (row != size_t(n_logit_rows)) throw Error("engine: logit rows do not match the plan");
   return result;
@@ -177,14 +241,11 @@ StepResult ModelRunner::sample(const StepPlan& plan, int n_logit_rows) {
 void ModelRunner::verify_draft(const SequenceStep& s, size_t first_row, SequenceResult& r) {
   // Row i holds the logits after step token i; the proposal for the next
   // position is step token i + 1.
-  const size_t vocab = size_t(model_->spec().vocab_size);
   const size_t first_draft = s.tokens.size() - s.draft;
   SequenceState& state = sequences_.at(s.seq_id);
   for (size_t i = first_draft - 1; i < s.tokens.size(); ++i) {
-    const size_t row = first_row + i;
-    std::copy(host_logits_.begin() + long(row * vocab), host_logits_.begin() + long((row + 1) * vocab), sample_scratch_.begin());
-    const SampledToken drawn = sample_token(sample_scratch_, state.sampling, state.tokens, state.prompt_len, state.rng);
-    state.tokens.push_back(drawn.id);
+    SampledToken drawn;
+    if (!draw(state, first_row + i, drawn, r.error)) return;
     if (i + 1 < s.tokens.size() && drawn.id == s.tokens[i + 1]) {
       r.accepted.push_back(drawn);
       continue;

@@ -8,6 +8,8 @@
 #include <unordered_map>
 
 #include "engine/batch_buffers.h"
+#include "engine/grammar/grammar_cache.h"
+#include "engine/grammar/grammar_matcher.h"
 #include "engine/kv_cache.h"
 #include "engine/step_plan.h"
 #include "engine/step_recordings.h"
@@ -54,6 +56,7 @@ class ModelRunner {
     SamplingParams sampling;
     std::mt19937_64 rng;
     std::vector<int32_t> pages;
+    std::unique_ptr<grammar::GrammarMatcher> matcher;  // when the output is constrained
   };
 
   void check_tokens(uint64_t seq_id, const std::vector<int32_t>& tokens) const;
@@ -64,6 +67,11 @@ class ModelRunner {
   // Draws after each token of a step with draft tokens, accepting proposals
   // until a draw differs from one; the logits of the step start at `first_row`.
   void verify_draft(const SequenceStep& s, size_t first_row, SequenceResult& r);
+  // Draws from logits row `row` for the sequence and follows its grammar;
+  // a grammar failure is the sequence's error, not the step's.
+  bool draw(SequenceState& state, size_t row, SampledToken& token, std::string& error);
+  // The sequence's matcher, advanced over any output it already has.
+  void start_grammar(uint64_t seq_id, SequenceState& state);
 
   std::shared_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;
@@ -76,6 +84,7 @@ class ModelRunner {
   DeviceBuffer logits_;           // (rows, vocab) on the device
   std::vector<float> host_logits_;   // (rows, vocab) copied back for sampling
   std::vector<float> sample_scratch_;  // (vocab): one row, modified by the sampler
+  grammar::GrammarCache grammars_;
 };
 
 }  // namespace tessera

@@ -81,13 +81,25 @@ int32_t draw(std::span<float> logits, const SamplingParams& p, std::mt19937_64& 
 }  // namespace
 
 SampledToken sample_token(std::span<float> logits, const SamplingParams& params, std::span<const int32_t> history,
-                          size_t prompt_len, std::mt19937_64& rng) {
+                          size_t prompt_len, std::mt19937_64& rng, TokenFilter* filter) {
   const int32_t vocab = int32_t(logits.size());
   for (const auto& [id, bias] : params.logit_bias) {
     if (id >= 0 && id < vocab) logits[size_t(id)] += bias;
   }
   apply_penalties(logits, params, history, prompt_len);
   SampledToken out;
+  const bool reports = params.logprobs || params.top_logprobs > 0;
+  if (filter && params.greedy() && !reports) {
+    // The most likely allowed token is the most likely token whenever that
+    // one is allowed: mask only when it is not.
+    out.id = argmax(logits);
+    if (!filter->allows(out.id)) {
+      filter->mask_logits(logits);
+      out.id = argmax(logits);
+    }
+    return out;
+  }
+  if (filter) filter->mask_logits(logits);
   out.id = params.greedy() ? argmax(logits) : draw(logits, params, rng);
   if (params.logprobs || params.top_logprobs > 0) {
     std::vector<float> lp;

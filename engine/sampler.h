@@ -12,6 +12,17 @@
 
 namespace tessera {
 
+// Limits which tokens may be drawn (an output grammar). The sampler asks
+// first whether the most likely token is allowed, which is cheap, and masks
+// the whole row only when it must.
+class TokenFilter {
+ public:
+  virtual ~TokenFilter() = default;
+  virtual bool allows(int32_t token) = 0;
+  // Sets the logits of tokens that may not be drawn to -infinity.
+  virtual void mask_logits(std::span<float> logits) = 0;
+};
+
 struct SampledToken {
   int32_t id = -1;
   float logprob = 0.0f;                          // of the chosen token
@@ -20,7 +31,9 @@ struct SampledToken {
 
 // `logits` is modified in place. `history` holds the prompt and the output so
 // far; the first `prompt_len` of it are the prompt.
+// With a filter, the draw (and the reported log-probabilities) come from the
+// filtered distribution.
 SampledToken sample_token(std::span<float> logits, const SamplingParams& params, std::span<const int32_t> history,
-                          size_t prompt_len, std::mt19937_64& rng);
+                          size_t prompt_len, std::mt19937_64& rng, TokenFilter* filter = nullptr);
 
 }  // namespace tessera

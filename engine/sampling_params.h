@@ -2,10 +2,22 @@
 // Per-request sampling parameters, applied per row of the batch.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
 namespace tessera {
+
+// Output constrained to a grammar (GBNF text, what every structured-output
+// request is lowered to); empty text: unconstrained. End tokens are allowed
+// once the grammar has matched.
+struct OutputGrammar {
+  std::string gbnf;
+  std::vector<int32_t> end_tokens;
+
+  bool empty() const { return gbnf.empty(); }
+  bool operator==(const OutputGrammar&) const = default;
+};
 
 struct SamplingParams {
   float temperature = 1.0f;         // 0: greedy
@@ -19,6 +31,7 @@ struct SamplingParams {
   std::optional<uint64_t> seed;     // same seed, same output
   int top_logprobs = 0;             // how many alternatives to report
   bool logprobs = false;            // report the chosen token's log-probability
+  OutputGrammar grammar;
 
   bool greedy() const { return temperature <= 0.0f; }
 };

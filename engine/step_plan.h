@@ -6,6 +6,7 @@
 // step and by deltas after that; the runner keeps each sequence's sampling
 // parameters, random generator, tokens and page table between steps.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/sampler.h"
@@ -54,6 +55,7 @@ struct SequenceResult {
   bool sampled = false;
   std::vector<SampledToken> accepted;  // draft tokens drawn as proposed, in order, before `token`
   SampledToken token;
+  std::string error;          // the sequence failed (its output grammar); nothing was sampled
   std::vector<float> logits;  // [tokens][vocab] when all_logits was asked
 };
 

@@ -10,7 +10,7 @@ namespace tessera {
 namespace {
 
 constexpr uint32_t kMagic = 0x4c505354;  // "TSPL"
-constexpr uint16_t kVersion = 2;
+constexpr uint16_t kVersion = 3;
 
 class Writer {
  public:
@@ -89,6 +89,8 @@ void put_sampling(Writer& w, const SamplingParams& p) {
   w.put(p.seed.value_or(0));
   w.put(int32_t(p.top_logprobs));
   w.put(uint8_t(p.logprobs));
+  w.put_vector(std::vector<char>(p.grammar.gbnf.begin(), p.grammar.gbnf.end()));
+  w.put_vector(p.grammar.end_tokens);
 }
 
 SamplingParams get_sampling(Reader& r) {
@@ -111,6 +113,9 @@ SamplingParams get_sampling(Reader& r) {
   else if (seed != 0) throw Error("step plan: a seed without its flag");
   p.top_logprobs = r.get<int32_t>("top_logprobs");
   p.logprobs = r.get_bool("logprobs");
+  const std::vector<char> gbnf = r.get_vector<char>("grammar");
+  p.grammar.gbnf.assign(gbnf.begin(), gbnf.end());
+  p.grammar.end_tokens = r.get_vector<int32_t>("grammar end tokens");
   return p;
 }
 

@@ -349,6 +349,10 @@ void Scheduler::postprocess(const StepPlan& plan, const StepResult& result) {
     s.computed += step.tokens.size() - step.draft + accepted;
     accepted_tokens_ += accepted;
     register_full_pages(s);
+    if (!r.error.empty()) {
+      finish(s, FinishReason::kError, r.error);
+      continue;
+    }
     if (!r.sampled) continue;
     bool open = true;
     for (size_t a = 0; a < accepted && open; ++a) open = emit_token(s, r.accepted[a]);

@@ -236,7 +236,8 @@ class SchemaConverter {
     }
     const uint64_t fixed = std::min<uint64_t>(prefix.size(), max);
     if (!more && min > fixed) refuse(path, "'minItems' needs more items than 'prefixItems' allows");
-    const std::string unit = item + " ws";
+    // A rule, so the item's text appears once however deep arrays nest.
+    const std::string unit = new_rule(item + " ws");
     // The further items once `i` items were written.
     auto further = [&](uint64_t i) -> std::string {
       if (!more || max <= i) return "";

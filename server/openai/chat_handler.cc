@@ -154,9 +154,6 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
   const bool add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
   const Json* kwargs = f.raw("chat_template_kwargs");
   if (kwargs && !kwargs->is_object()) throw ApiError::invalid("'chat_template_kwargs' must be an object", "chat_template_kwargs");
-  if (const Json* rf = f.raw("response_format"); rf && !(rf->is_object() && rf->value("type", "") == "text")) {
-    throw ApiError::invalid("'response_format' other than {\"type\": \"text\"} is not supported", "response_format");
-  }
   for (const char* key : {"functions", "function_call"}) f.refuse(key, "the legacy function-calling fields are not supported; use 'tools'");
   const ToolRequest tool_request = read_tool_request(f, model);
   f.refuse("audio", "audio output is not available");

@@ -41,6 +41,106 @@ std::vector<int64_t> read_stop_token_ids(RequestFields& f) {
   return ids;
 }
 
+// A schema given as an object, or as JSON text (vLLM accepts both).
+Json schema_value(const Json& v, const std::string& param) {
+  if (v.is_object() || v.is_boolean()) return v;
+  if (v.is_string()) return parse_bounded_json(v.get<std::string>(), JsonLimits{});
+  throw ApiError::invalid("'" + param + "' must be a JSON schema (an object, or its text)", param);
+}
+
+std::string text_value(const Json& v, const std::string& param) {
+  if (!v.is_string()) throw ApiError::invalid("'" + param + "' must be a string", param);
+  return v.get<std::string>();
+}
+
+std::vector<std::string> choice_values(const Json& v, const std::string& param) {
+  if (!v.is_array()) throw ApiError::invalid("'" + param + "' must be an array of strings", param);
+  std::vector<std::string> out;
+  for (const Json& c : v) {
+    if (!c.is_string()) throw ApiError::invalid("'" + param + "' must be an array of strings", param);
+    out.push_back(c.get<std::string>());
+  }
+  return out;
+}
+
+std::optional<StructuredOutput> from_response_format(const Json& rf) {
+  const std::string param = "response_format";
+  if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string()) {
+    throw ApiError::invalid("'response_format' must be an object with a 'type'", param);
+  }
+  const std::string type = rf["type"].get<std::string>();
+  if (type == "text") return std::nullopt;
+  StructuredOutput s;
+  s.param = param;
+  if (type == "json_object") return s;
+  if (type != "json_schema") {
+    throw ApiError::invalid("'response_format' type must be 'text', 'json_object' or 'json_schema'", param);
+  }
+  const Json* spec = rf.contains("json_schema") ? &rf["json_schema"] : nullptr;
+  if (!spec || !spec->is_object() || !spec->contains("schema")) {
+    throw ApiError::invalid("'response_format' of type 'json_schema' needs 'json_schema': {name, schema}", param);
+  }
+  s.kind = StructuredOutput::Kind::kJsonSchema;
+  s.schema = schema_value((*spec)["schema"], param);
+  return s;
+}
+
+// vLLM's structured_outputs object: one of json, regex, choice, grammar, json_object.
+StructuredOutput from_structured_outputs(const Json& so) {
+  const std::string param = "structured_outputs";
+  if (!so.is_object()) throw ApiError::invalid("'structured_outputs' must be an object", param);
+  std::optional<StructuredOutput> found;
+  auto take = [&](StructuredOutput s) {
+    if (found) throw ApiError::invalid("'structured_outputs' must name one of json, regex, choice, grammar, json_object", param);
+    s.param = param;
+    found = std::move(s);
+  };
+  for (const auto& [key, value] : so.items()) {
+    if (value.is_null()) continue;
+    StructuredOutput s;
+    if (key == "json") s.kind = StructuredOutput::Kind::kJsonSchema, s.schema = schema_value(value, param);
+    else if (key == "regex") s.kind = StructuredOutput::Kind::kRegex, s.text = text_value(value, param);
+    else if (key == "choice") s.kind = StructuredOutput::Kind::kChoice, s.choices = choice_values(value, param);
+    else if (key == "grammar") s.kind = StructuredOutput::Kind::kGrammar, s.text = text_value(value, param);
+    else if (key == "json_object") {
+      if (!value.is_boolean()) throw ApiError::invalid("'structured_outputs.json_object' must be a boolean", param);
+      if (!value.get<bool>()) continue;
+    } else if (key == "disable_fallback" || key == "disable_any_whitespace" || key == "disable_additional_properties") {
+      continue;
+    } else {
+      throw ApiError::invalid("'structured_outputs." + key + "' is not supported", param);
+    }
+    take(std::move(s));
+  }
+  if (!found) throw ApiError::invalid("'structured_outputs' must name one of json, regex, choice, grammar, json_object", param);
+  return *found;
+}
+
+// At most one way of constraining the output per request.
+std::optional<StructuredOutput> read_structured_output(RequestFields& f) {
+  std::optional<StructuredOutput> out;
+  auto set = [&](std::optional<StructuredOutput> s, const std::string& param) {
+    if (!s) return;
+    if (out) {
+      throw ApiError::invalid("'" + param + "' and '" + out->param + "' both constrain the output; send one", param);
+    }
+    s->param = param;
+    out = std::move(s);
+  };
+  if (const Json* v = f.raw("response_format")) set(from_response_format(*v), "response_format");
+  if (const Json* v = f.raw("structured_outputs")) set(from_structured_outputs(*v), "structured_outputs");
+  if (const Json* v = f.raw("guided_json")) {
+    StructuredOutput s{StructuredOutput::Kind::kJsonSchema, schema_value(*v, "guided_json"), {}, {}, {}};
+    set(std::move(s), "guided_json");
+  }
+  if (const Json* v = f.raw("guided_regex")) set(StructuredOutput{StructuredOutput::Kind::kRegex, {}, text_value(*v, "guided_regex"), {}, {}}, "guided_regex");
+  if (const Json* v = f.raw("guided_choice")) set(StructuredOutput{StructuredOutput::Kind::kChoice, {}, {}, choice_values(*v, "guided_choice"), {}}, "guided_choice");
+  if (const Json* v = f.raw("guided_grammar")) set(StructuredOutput{StructuredOutput::Kind::kGrammar, {}, text_value(*v, "guided_grammar"), {}, {}}, "guided_grammar");
+  f.ignore("guided_decoding_backend");
+  f.refuse("guided_whitespace_pattern", "a custom whitespace pattern is not supported");
+  return out;
+}
+
 }  // namespace
 
 GenerationRequest read_generation_request(RequestFields& f) {
@@ -60,6 +160,7 @@ GenerationRequest read_generation_request(RequestFields& f) {
   r.stop_token_ids = read_stop_token_ids(f);
   r.ignore_eos = f.boolean("ignore_eos").value_or(false);
   r.priority = f.integer("priority", -kAnyInteger, kAnyInteger);
+  r.structured = read_structured_output(f);
   f.ignore("user");
   return r;
 }

@@ -11,6 +11,7 @@
 
 #include "server/serving/bounded_json.h"
 #include "server/serving/served_model.h"
+#include "server/serving/structured_output.h"
 #include "server/serving/text_generation.h"
 
 namespace tessera {
@@ -35,6 +36,7 @@ struct GenerationRequest {
   bool ignore_eos = false;
   bool logprobs = false;
   std::optional<int64_t> top_logprobs;  // alternatives per token; needs logprobs
+  std::optional<StructuredOutput> structured;
 };
 
 // 400 (ApiError naming the field) for any value out of range.

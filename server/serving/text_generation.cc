@@ -28,6 +28,7 @@ std::unique_ptr<TextGeneration> TextGeneration::start(ServedModel& model, std::v
     r.max_new_tokens = params.max_tokens;
     r.priority = params.priority;
     r.stop_token_ids = stop_ids;
+    if (!r.sampling.grammar.empty()) r.sampling.grammar.end_tokens = stop_ids;
     r.ignore_eos = params.ignore_eos;
     const Submission s = model.loop->submit(std::move(r), g->stream_);
     if (s.admission != Admission::kAccepted) {

@@ -1,0 +1,61 @@
+#include "server/serving/structured_output.h"
+
+#include "engine/grammar/gbnf_parser.h"
+#include "engine/grammar/gbnf_text.h"
+#include "engine/grammar/json_schema_to_gbnf.h"
+#include "engine/grammar/regex_to_gbnf.h"
+#include "server/serving/api_error.h"
+
+namespace tessera {
+namespace {
+
+// Grammar text past this is refused before compiling: compile time and
+// memory grow with it.
+constexpr size_t kMaxGrammarBytes = 512u << 10;
+constexpr size_t kMaxChoices = 1024;
+
+std::string lower(const StructuredOutput& s) {
+  switch (s.kind) {
+    case StructuredOutput::Kind::kJsonSchema: return grammar::json_schema_to_gbnf(s.schema);
+    case StructuredOutput::Kind::kJsonObject: return grammar::json_object_gbnf();
+    case StructuredOutput::Kind::kRegex: return grammar::regex_to_gbnf(s.text);
+    case StructuredOutput::Kind::kGrammar: return s.text;
+    case StructuredOutput::Kind::kChoice: {
+      if (s.choices.empty()) throw ApiError::invalid("'" + s.param + "' must list at least one choice", s.param);
+      if (s.choices.size() > kMaxChoices) {
+        throw ApiError::invalid("'" + s.param + "' lists more than " + std::to_string(kMaxChoices) + " choices", s.param);
+      }
+      std::string g = "root ::= ";
+      for (size_t i = 0; i < s.choices.size(); ++i) g += (i ? " | " : "") + grammar::gbnf_literal(s.choices[i]);
+      return g + "\n";
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+void check_grammar_text(const std::string& gbnf, const std::string& param) {
+  if (gbnf.size() > kMaxGrammarBytes) {
+    throw ApiError::invalid("'" + param + "' makes a grammar of " + std::to_string(gbnf.size()) + " bytes; at most " +
+                                std::to_string(kMaxGrammarBytes) + " are allowed", param);
+  }
+  try {
+    grammar::parse_gbnf(gbnf);
+  } catch (const grammar::GrammarError& e) {
+    throw ApiError::invalid("'" + param + "': " + e.what(), param);
+  }
+}
+
+std::string structured_output_gbnf(const StructuredOutput& s) {
+  std::string gbnf;
+  try {
+    gbnf = lower(s);
+  } catch (const grammar::GrammarError& e) {
+    throw ApiError::invalid("'" + s.param + "': " + e.what(), s.param);
+  }
+  check_grammar_text(gbnf, s.param);
+  return gbnf;
+}
+
+}  // namespace tessera

@@ -1,0 +1,28 @@
+#pragma once
+// Structured-output requests (response_format, vLLM's guided_* and
+// structured_outputs fields, their gRPC equivalents, required tool calls)
+// lowered to the one grammar form the engine runs.
+#include <string>
+#include <vector>
+
+#include "server/serving/bounded_json.h"
+
+namespace tessera {
+
+struct StructuredOutput {
+  enum class Kind : uint8_t { kJsonSchema, kJsonObject, kRegex, kChoice, kGrammar };
+  Kind kind = Kind::kJsonObject;
+  Json schema;                       // kJsonSchema
+  std::string text;                  // kRegex, kGrammar
+  std::vector<std::string> choices;  // kChoice
+  std::string param;                 // the request field it came from, named in errors
+};
+
+// GBNF text for the constraint, checked to compile; a 400 naming the
+// request field (and the schema keyword or grammar position) otherwise.
+std::string structured_output_gbnf(const StructuredOutput& s);
+
+// Checks that grammar text compiles within the limits; 400 naming `param`.
+void check_grammar_text(const std::string& gbnf, const std::string& param);
+
+}  // namespace tessera
