@@ -29,6 +29,7 @@ python_packages=(
   "gguf==0.17.1"
   "jinja2>=3.1"
   "openai>=1.40"
+  "jsonschema>=4.0"
   "grpcio>=1.60"
   "grpcio-tools>=1.60"
   "grpcio-health-checking>=1.60"

@@ -35,11 +35,14 @@ const std::set<std::string> kAnnotations = {"title", "description", "examples", 
 
 class SchemaConverter {
  public:
-  explicit SchemaConverter(const Json& root) : root_(root) {}
+  // Rules get names starting with `prefix`, so several schemas share a grammar.
+  SchemaConverter(const Json& root, std::string prefix) : root_(root), prefix_(std::move(prefix)) {}
 
-  std::string convert() {
+  // Defines `name` as the schema's documents; returns every rule but the
+  // shared primitives.
+  std::string convert(const std::string& name) {
     const std::string top = visit(root_, "/", 0);
-    return "root ::= " + top + "\n" + body_ + kPrimitiveRules;
+    return name + " ::= " + top + "\n" + body_;
   }
 
  private:
@@ -48,7 +51,7 @@ class SchemaConverter {
   }
 
   std::string new_rule(const std::string& text) {
-    const std::string name = "s" + std::to_string(rule_count_++);
+    const std::string name = prefix_ + std::to_string(rule_count_++);
     define(name, text);
     return name;
   }
@@ -121,7 +124,7 @@ class SchemaConverter {
     }
     if (!target) refuse(path, "'$ref' '" + ref + "' is not '#' or a name under '#/$defs' or '#/definitions'");
     // Named before it is visited, so a schema that refers to itself ends.
-    const std::string name = "s" + std::to_string(rule_count_++);
+    const std::string name = prefix_ + std::to_string(rule_count_++);
     refs_.emplace(ref, name);
     define(name, visit(*target, ref, 1));
     return name;
@@ -158,7 +161,7 @@ class SchemaConverter {
   // Keys in the order the schema lists them, the optional ones each
   // skippable: rest_i is what may follow once something was written.
   std::string object(const Json& schema, const std::string& path, int depth) {
-    check_keywords(schema, path, {"properties", "required", "additionalProperties"});
+    check_keywords(schema, path, {"properties", "required", "additionalProperties", "maxProperties"});
     const Json empty = Json::object();
     const Json& props = schema.contains("properties") ? schema["properties"] : empty;
     if (!props.is_object()) refuse(path, "'properties' must be an object");
@@ -178,6 +181,16 @@ class SchemaConverter {
         extra = new_rule("json-string ws \":\" ws " + visit(ap, path + "additionalProperties", depth + 1) + " ws");
       }
     }
+    // maxProperties bounds the additional keys so that even an object with
+    // every listed property stays within it.
+    const uint64_t max_props = count(schema, "maxProperties", path, UINT64_MAX);
+    if (max_props < required.size()) refuse(path, "'maxProperties' is below the number of required properties");
+    uint64_t max_extra = UINT64_MAX;
+    if (max_props != UINT64_MAX) max_extra = max_props > props.size() ? max_props - props.size() : 0;
+    if (max_props != UINT64_MAX && props.size() > max_props) {
+      refuse(path, "'maxProperties' below the number of listed properties is not supported");
+    }
+    if (max_extra == 0) extra.clear();
     std::vector<std::pair<std::string, bool>> pairs;  // rule, required
     for (const auto& [key, sub] : props.items()) {
       const std::string value = visit(sub, path + "properties/" + key + "/", depth + 1);
@@ -185,8 +198,10 @@ class SchemaConverter {
     }
     // after[i]: the rest from property i on, something already written.
     std::vector<std::string> after(pairs.size() + 1), first(pairs.size() + 1);
-    after[pairs.size()] = extra.empty() ? "\"\"" : new_rule("( \",\" ws " + extra + " )*");
-    first[pairs.size()] = extra.empty() ? "\"\"" : new_rule("( " + extra + " ( \",\" ws " + extra + " )* )?");
+    const std::string more = max_extra == UINT64_MAX ? "*" : "{0," + std::to_string(max_extra) + "}";
+    const std::string more_after_one = max_extra == UINT64_MAX ? "*" : "{0," + std::to_string(max_extra - 1) + "}";
+    after[pairs.size()] = extra.empty() ? "\"\"" : new_rule("( \",\" ws " + extra + " )" + more);
+    first[pairs.size()] = extra.empty() ? "\"\"" : new_rule("( " + extra + " ( \",\" ws " + extra + " )" + more_after_one + " )?");
     for (size_t i = pairs.size(); i-- > 0;) {
       const auto& [pair, is_required] = pairs[i];
       std::string a = "\",\" ws " + pair + " " + after[i + 1];
@@ -290,9 +305,12 @@ class SchemaConverter {
     if (name == "date-time") return "( " + formats.at("date") + " ) \"T\" ( " + formats.at("time") + " )";
     auto found = formats.find(name);
     if (found == formats.end()) refuse(path, "the string format '" + name + "' is not supported (date, time, date-time, uuid, email, ipv4 are)");
-    if (name == "ipv4" && !octet_defined_) {
-      define("ip-octet", "\"25\" [0-5] | \"2\" [0-4] [0-9] | \"1\" [0-9] [0-9] | [1-9] [0-9] | [0-9]");
+    if (name == "ipv4") {
+      if (octet_defined_) return ipv4_;
+      ipv4_ = prefix_ + "ip-octet \".\" " + prefix_ + "ip-octet \".\" " + prefix_ + "ip-octet \".\" " + prefix_ + "ip-octet";
+      define(prefix_ + "ip-octet", "\"25\" [0-5] | \"2\" [0-4] [0-9] | \"1\" [0-9] [0-9] | [1-9] [0-9] | [0-9]");
       octet_defined_ = true;
+      return ipv4_;
     }
     return found->second;
   }
@@ -318,11 +336,17 @@ class SchemaConverter {
   size_t rule_count_ = 0;
   std::map<std::string, std::string> refs_;
   bool octet_defined_ = false;
+  std::string ipv4_;
+  std::string prefix_;
 };
 
 }  // namespace
 
-std::string json_schema_to_gbnf(const Json& schema) { return SchemaConverter(schema).convert(); }
+std::string json_schema_to_gbnf(const Json& schema) { return SchemaConverter(schema, "s").convert("root") + kPrimitiveRules; }
+
+std::string json_schema_rules(const Json& schema, const std::string& name) {
+  return SchemaConverter(schema, name + "-").convert(name);
+}
 
 std::string json_value_rules() { return kPrimitiveRules; }
 

@@ -16,6 +16,10 @@ namespace tessera::grammar {
 // Grammar text whose root matches the JSON texts the schema accepts.
 std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);
 
+// Rules defining `name` as the schema's documents, for grammars that
+// combine several schemas; they need json_value_rules() once beside them.
+std::string json_schema_rules(const nlohmann::ordered_json& schema, const std::string& name);
+
 // Grammar text whose root matches any JSON object (response_format json_object).
 std::string json_object_gbnf();
 

@@ -5,6 +5,7 @@
 #include "server/chat/message_spans.h"
 #include "server/openai/event_stream.h"
 #include "server/openai/generation_driver.h"
+#include "server/openai/tool_call_grammar.h"
 #include "server/openai/tool_calls.h"
 
 namespace tessera {
@@ -56,7 +57,18 @@ struct ToolRequest {
   std::vector<std::string> names;  // of the offered functions
   bool parse = false;
   bool parallel = true;
+  std::optional<StructuredOutput> forced;  // tool_choice "required" or named: the grammar of a call
 };
+
+// A named choice, {"type": "function", "function": {"name": ...}}: its name.
+std::string named_tool_choice(const Json& choice) {
+  if (!choice.is_object() || choice.value("type", "") != "function" || !choice.contains("function") ||
+      !choice["function"].is_object() || !choice["function"].contains("name") || !choice["function"]["name"].is_string()) {
+    throw ApiError::invalid("tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+                            "\"function\": {\"name\": ...}}", "tool_choice");
+  }
+  return choice["function"]["name"].get<std::string>();
+}
 
 ToolRequest read_tool_request(RequestFields& f, const ServedModel& model) {
   ToolRequest t;
@@ -64,20 +76,26 @@ ToolRequest read_tool_request(RequestFields& f, const ServedModel& model) {
   const Json* choice = f.raw("tool_choice");
   if (auto parallel = f.boolean("parallel_tool_calls")) t.parallel = *parallel;
   std::string mode = tools && tools->is_array() && !tools->empty() ? "auto" : "none";
+  std::string named;
   if (choice) {
-    if (!choice->is_string()) {
-      throw ApiError::invalid("tool_choice naming a function needs constrained decoding, which is not available; use \"auto\" or \"none\"",
-                              "tool_choice");
+    if (choice->is_string()) {
+      mode = choice->get<std::string>();
+      if (mode != "auto" && mode != "none" && mode != "required") {
+        throw ApiError::invalid("tool_choice must be \"none\", \"auto\", \"required\" or a named function", "tool_choice");
+      }
+    } else {
+      named = named_tool_choice(*choice);
+      mode = "named";
     }
-    mode = choice->get<std::string>();
-    if (mode == "required") {
-      throw ApiError::invalid("tool_choice \"required\" needs constrained decoding, which is not available; use \"auto\" or \"none\"",
-                              "tool_choice");
-    }
-    if (mode != "auto" && mode != "none") throw ApiError::invalid("tool_choice must be \"auto\" or \"none\"", "tool_choice");
   }
-  if (!tools) return t;
+  if (!tools) {
+    if (mode == "required" || mode == "named") throw ApiError::invalid("tool_choice " + mode + " needs 'tools'", "tool_choice");
+    return t;
+  }
   check_tools(*tools);
+  if ((mode == "required" || mode == "named") && tools->empty()) {
+    throw ApiError::invalid("tool_choice " + mode + " needs at least one tool", "tool_choice");
+  }
   if (mode == "none" || tools->empty()) return t;  // the model is not offered them
   if (model.tool_format == ToolCallFormat::kNone) {
     throw ApiError::invalid("the model '" + model.name() + "' has a chat template without a tool-call format tessera reads "
@@ -86,6 +104,16 @@ ToolRequest read_tool_request(RequestFields& f, const ServedModel& model) {
   t.tools = *tools;
   for (const auto& tool : *tools) t.names.push_back(tool["function"]["name"].get<std::string>());
   t.parse = true;
+  if (mode == "required") {
+    t.forced = StructuredOutput{StructuredOutput::Kind::kGrammar, {}, tool_call_gbnf(*tools, t.parallel), {}, "tool_choice"};
+  } else if (mode == "named") {
+    Json only = Json::array();
+    for (const auto& tool : *tools) {
+      if (tool["function"]["name"] == named) only.push_back(tool);
+    }
+    if (only.empty()) throw ApiError::invalid("tool_choice names '" + named + "', which is not among the tools", "tool_choice");
+    t.forced = StructuredOutput{StructuredOutput::Kind::kGrammar, {}, tool_call_gbnf(only, false), {}, "tool_choice"};
+  }
   return t;
 }
 
@@ -156,6 +184,13 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
   if (kwargs && !kwargs->is_object()) throw ApiError::invalid("'chat_template_kwargs' must be an object", "chat_template_kwargs");
   for (const char* key : {"functions", "function_call"}) f.refuse(key, "the legacy function-calling fields are not supported; use 'tools'");
   const ToolRequest tool_request = read_tool_request(f, model);
+  if (tool_request.forced) {
+    if (request.structured) {
+      throw ApiError::invalid("tool_choice " + std::string("that forces a call cannot be combined with '") + request.structured->param + "'",
+                              "tool_choice");
+    }
+    request.structured = tool_request.forced;
+  }
   f.refuse("audio", "audio output is not available");
   f.refuse("modalities", "only text is available");
   f.finish();

@@ -234,6 +234,12 @@ TEST(JsonSchemaLowering, RecursiveReferencesAndAdditionalProperties) {
   EXPECT_TRUE(matches(g, R"({"v":1,"children":[{"v":2},{"v":3,"children":[{"v":4,"x":true}]}]})"));
   EXPECT_FALSE(matches(g, R"({"v":1,"children":[{"w":2}]})"));
   EXPECT_FALSE(matches(g, R"({"v":1,"x":3})"));
+  const Json bounded = Json::parse(R"({"type":"object","properties":{"v":{"type":"integer"}},"additionalProperties":true,"maxProperties":3})");
+  const std::string b = json_schema_to_gbnf(bounded);
+  EXPECT_TRUE(matches(b, R"({"v":1,"a":2,"b":[3]})"));
+  EXPECT_TRUE(matches(b, R"({"a":2,"b":3})"));
+  EXPECT_FALSE(matches(b, R"({"v":1,"a":2,"b":3,"c":4})"));
+  EXPECT_FALSE(matches(b, R"({"a":2,"b":3,"c":4})"));  // sound even when 'v' is left out
 }
 
 TEST(JsonSchemaLowering, NamesTheUnsupportedKeyword) {
