@@ -17,6 +17,37 @@ grpc::Status status_of(const ApiError& e) {
   }
 }
 
+std::optional<StructuredOutput> structured_output_of(const v1::GenerateRequest& r) {
+  if (!r.has_structured_output()) return std::nullopt;
+  const v1::StructuredOutput& s = r.structured_output();
+  StructuredOutput out;
+  out.param = "structured_output";
+  switch (s.constraint_case()) {
+    case v1::StructuredOutput::kJsonSchema:
+      out.kind = StructuredOutput::Kind::kJsonSchema;
+      out.schema = parse_bounded_json(s.json_schema(), JsonLimits{});
+      break;
+    case v1::StructuredOutput::kJsonObject:
+      if (!s.json_object()) return std::nullopt;
+      out.kind = StructuredOutput::Kind::kJsonObject;
+      break;
+    case v1::StructuredOutput::kRegex:
+      out.kind = StructuredOutput::Kind::kRegex;
+      out.text = s.regex();
+      break;
+    case v1::StructuredOutput::kChoice:
+      out.kind = StructuredOutput::Kind::kChoice;
+      out.choices.assign(s.choice().choices().begin(), s.choice().choices().end());
+      break;
+    case v1::StructuredOutput::kGrammar:
+      out.kind = StructuredOutput::Kind::kGrammar;
+      out.text = s.grammar();
+      break;
+    default: return std::nullopt;
+  }
+  return out;
+}
+
 // The request's generation fields, its map size checked before converting.
 GenerationRequest generation_request_of(const v1::GenerateRequest& r) {
   GenerationRequest g;
@@ -40,6 +71,7 @@ GenerationRequest generation_request_of(const v1::GenerateRequest& r) {
   if (r.has_priority()) g.priority = r.priority();
   g.logprobs = r.logprobs();
   if (r.has_top_logprobs()) g.top_logprobs = r.top_logprobs();
+  g.structured = structured_output_of(r);
   return g;
 }
 

@@ -1,5 +1,6 @@
 """The daemon's gRPC API with a grpcio client: Generate, Tokenize, ListModels,
 health, reflection, cancellation, and parity with HTTP and the CLI."""
+import json
 import pathlib
 import sys
 import tempfile
@@ -147,3 +148,27 @@ def test_cancelled_call_frees_its_pages(pb, channel, daemon):
     assert daemon.wait_for_metric("tessera:kv_cache_usage_perc", lambda v: v == 0, model_name="smollm2") == 0
     assert daemon.metric("tessera:num_requests_running", model_name="smollm2") == 0
     assert daemon.metric("tessera:requests_cancelled_total", model_name="smollm2") == before + 1
+
+
+def test_structured_output_matches_http_and_is_checked(pb, channel, daemon):
+    gen_pb2, gen_grpc = pb
+    stub = gen_grpc.GenerationStub(channel)
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20},
+                                               "size": {"enum": ["S", "M", "L"]}}, "required": ["name", "size"]}
+    events = list(stub.Generate(gen_pb2.GenerateRequest(
+        model="smollm2", prompt="A shirt as JSON:", max_tokens=60, temperature=0,
+        structured_output=gen_pb2.StructuredOutput(json_schema=json.dumps(schema)))))
+    text = "".join(e.text for e in events)
+    value = json.loads(text)
+    assert set(value) == {"name", "size"} and value["size"] in ("S", "M", "L")
+    _, http = daemon.post("/v1/completions", {"model": "smollm2", "prompt": "A shirt as JSON:", "max_tokens": 60,
+                                              "temperature": 0, "guided_json": schema})
+    assert http["choices"][0]["text"] == text
+    choice = list(stub.Generate(gen_pb2.GenerateRequest(
+        model="smollm2", prompt="Pick:", max_tokens=8, temperature=1.0, seed=4,
+        structured_output=gen_pb2.StructuredOutput(choice=gen_pb2.ChoiceList(choices=["left", "right"])))))
+    assert "".join(e.text for e in choice) in ("left", "right")
+    with pytest.raises(grpc.RpcError) as refused:
+        list(stub.Generate(gen_pb2.GenerateRequest(model="smollm2", prompt="x", max_tokens=4,
+                                                   structured_output=gen_pb2.StructuredOutput(regex="(?=a)"))))
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "look-around" in refused.value.details()
