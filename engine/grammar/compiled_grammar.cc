@@ -89,6 +89,12 @@ void CompiledGrammar::build_table(uint32_t position, PositionTable& t) {
   }
 }
 
+void CompiledGrammar::build_all_tables() {
+  for (uint32_t p = 0; p < grammar_.elements.size(); ++p) {
+    if (grammar_.elements[p].kind == Element::Kind::kBytes) table(p);
+  }
+}
+
 const TokenMask& CompiledGrammar::allowed(const StackSet& state) {
   const std::string key = state_key(state);
   if (auto found = mask_index_.find(key); found != mask_index_.end()) {

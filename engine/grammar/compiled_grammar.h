@@ -37,6 +37,9 @@ class CompiledGrammar {
   const TokenMask& allowed(const StackSet& state);
   // Positions whose token tables were built (for tests and reports).
   size_t tables_built() const { return tables_built_; }
+  // Builds the tables of every position now rather than when first needed
+  // (the most a request can spend on them).
+  void build_all_tables();
 
  private:
   struct PositionTable {
