@@ -170,3 +170,29 @@ def test_tool_choice_errors(served):
     assert status == 400 and "not among the tools" in body["error"]["message"]
     status, body = d.post("/v1/chat/completions", {**base, "tools": [ADD], "tool_choice": "required", "guided_regex": "a"})
     assert status == 400 and body["error"]["param"] == "tool_choice"
+
+
+def test_preempted_constrained_sequences_resume_on_their_grammar(tessera_bin, smollm2):
+    # 6 MiB of KV holds about 270 tokens of SmolLM2: four constrained
+    # outputs of ~100 tokens are preempted and recomputed, and each must come
+    # out as it does alone (its matcher rebuilt from the output so far).
+    d = Daemon(tessera_bin, [], f"models:\n  - name: smollm2\n    path: {smollm2}\n    kv_cache: {{budget_mb: 6}}\n")
+    try:
+        client = openai.OpenAI(base_url=d.base + "/v1", api_key="unused", max_retries=0, timeout=300)
+        schema = {"type": "array", "items": SCHEMAS["product"], "minItems": 2, "maxItems": 2}
+
+        def run(i):
+            r = client.completions.create(model="smollm2", prompt=f"Shop {i} sells these two products as JSON:", temperature=0,
+                                          max_tokens=200, extra_body={"guided_json": schema})
+            return r.choices[0].text, r.choices[0].finish_reason
+
+        solo = [run(i) for i in range(2)]
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            together = list(pool.map(run, range(4)))
+        assert together[:2] == solo
+        for text, finish in together:
+            assert finish == "stop"
+            jsonschema.validate(json.loads(text), schema)
+        assert d.metric("tessera:num_preemptions_total", model_name="smollm2") > 0
+    finally:
+        assert d.stop() == 0
