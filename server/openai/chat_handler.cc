@@ -99,20 +99,20 @@ ToolRequest read_tool_request(RequestFields& f, const ServedModel& model) {
   if (mode == "none" || tools->empty()) return t;  // the model is not offered them
   if (model.tool_format == ToolCallFormat::kNone) {
     throw ApiError::invalid("the model '" + model.name() + "' has a chat template without a tool-call format tessera reads "
-                            "(Hermes/Qwen <tool_call>)", "tools");
+                            "(Hermes/Qwen <tool_call>, Llama 3.1+ JSON, Mistral [TOOL_CALLS])", "tools");
   }
   t.tools = *tools;
   for (const auto& tool : *tools) t.names.push_back(tool["function"]["name"].get<std::string>());
   t.parse = true;
   if (mode == "required") {
-    t.forced = StructuredOutput{StructuredOutput::Kind::kGrammar, {}, tool_call_gbnf(*tools, t.parallel), {}, "tool_choice"};
+    t.forced = StructuredOutput{StructuredOutput::Kind::kGrammar, {}, tool_call_gbnf(*tools, t.parallel, model.tool_format), {}, "tool_choice"};
   } else if (mode == "named") {
     Json only = Json::array();
     for (const auto& tool : *tools) {
       if (tool["function"]["name"] == named) only.push_back(tool);
     }
     if (only.empty()) throw ApiError::invalid("tool_choice names '" + named + "', which is not among the tools", "tool_choice");
-    t.forced = StructuredOutput{StructuredOutput::Kind::kGrammar, {}, tool_call_gbnf(only, false), {}, "tool_choice"};
+    t.forced = StructuredOutput{StructuredOutput::Kind::kGrammar, {}, tool_call_gbnf(only, false, model.tool_format), {}, "tool_choice"};
   }
   return t;
 }

@@ -7,7 +7,7 @@
 
 namespace tessera {
 
-std::string tool_call_gbnf(const Json& tools, bool parallel) {
+std::string tool_call_gbnf(const Json& tools, bool parallel, ToolCallFormat format) {
   std::string rules, calls;
   for (size_t i = 0; i < tools.size(); ++i) {
     const Json& function = tools[i]["function"];
@@ -20,12 +20,25 @@ std::string tool_call_gbnf(const Json& tools, bool parallel) {
     } catch (const grammar::GrammarError& e) {
       throw ApiError::invalid("the parameters of tool '" + name + "': " + e.what(), "tools");
     }
-    // The text Qwen's and Hermes' templates teach: the name first, then the arguments.
-    const std::string head = "{\"name\": " + Json(name).dump() + ", \"arguments\": ";
+    // The text the templates teach: the name first, then the arguments.
+    const char* key = format == ToolCallFormat::kLlamaJson ? "parameters" : "arguments";
+    const std::string head = "{\"name\": " + Json(name).dump() + ", \"" + key + "\": ";
     calls += (calls.empty() ? "" : " | ") + grammar::gbnf_literal(head) + " " + args + " \"}\"";
   }
-  std::string g = "root ::= call" + std::string(parallel ? " ( \"\\n\" call )*" : "") + "\n";
-  g += "call ::= \"<tool_call>\\n\" ( " + calls + " ) \"\\n</tool_call>\"\n";
+  std::string g;
+  switch (format) {
+    case ToolCallFormat::kMistral:
+      g = "root ::= \"[TOOL_CALLS][\" call" + std::string(parallel ? " ( \", \" call )*" : "") + " \"]\"\n";
+      g += "call ::= " + calls + "\n";
+      break;
+    case ToolCallFormat::kLlamaJson:
+      g = "root ::= call" + std::string(parallel ? " ( \"\\n\" call )*" : "") + "\n";
+      g += "call ::= " + calls + "\n";
+      break;
+    default:
+      g = "root ::= call" + std::string(parallel ? " ( \"\\n\" call )*" : "") + "\n";
+      g += "call ::= \"<tool_call>\\n\" ( " + calls + " ) \"\\n</tool_call>\"\n";
+  }
   return g + rules + grammar::json_value_rules();
 }
 

@@ -10,6 +10,8 @@ namespace {
 
 constexpr std::string_view kOpen = "<tool_call>";
 constexpr std::string_view kClose = "</tool_call>";
+constexpr std::string_view kMistralMarker = "[TOOL_CALLS]";
+constexpr std::string_view kPythonTag = "<|python_tag|>";
 
 std::string new_call_id() {
   static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
@@ -33,7 +35,14 @@ bool is_blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == s
 }  // namespace
 
 ToolCallFormat tool_call_format_of(const std::string& template_source) {
-  return template_source.find(kOpen) != std::string::npos ? ToolCallFormat::kHermes : ToolCallFormat::kNone;
+  if (template_source.find(kOpen) != std::string::npos) return ToolCallFormat::kHermes;
+  if (template_source.find(kMistralMarker) != std::string::npos) return ToolCallFormat::kMistral;
+  // Llama 3.1+ templates ask for {"name": ..., "parameters": ...} in words.
+  if (template_source.find("\"parameters\": dictionary of argument name") != std::string::npos ||
+      template_source.find(kPythonTag) != std::string::npos) {
+    return ToolCallFormat::kLlamaJson;
+  }
+  return ToolCallFormat::kNone;
 }
 
 void ToolCallParser::parse_call(const std::string& body, std::vector<ToolCallPiece>& out) {
@@ -60,15 +69,33 @@ std::optional<std::vector<ToolCall>> ToolCallParser::bare_calls() const {
     begin = end + 1;
     if (is_blank(line)) continue;
     const auto json = nlohmann::ordered_json::parse(line, nullptr, false);
+    // Hermes models write "arguments", Llama 3.1+ "parameters".
+    const char* key = json.is_object() && json.contains("parameters") ? "parameters" : "arguments";
     if (!json.is_object() || json.size() != 2 || !json.contains("name") || !json["name"].is_string() ||
-        !json.contains("arguments") || !json["arguments"].is_object()) {
+        !json.contains(key) || !json[key].is_object()) {
       return std::nullopt;
     }
     const std::string name = json["name"].get<std::string>();
     if (std::find(tools_.begin(), tools_.end(), name) == tools_.end()) return std::nullopt;
-    calls.push_back({new_call_id(), name, json["arguments"].dump()});
+    calls.push_back({new_call_id(), name, json[key].dump()});
   }
   if (calls.empty()) return std::nullopt;
+  return calls;
+}
+
+std::optional<std::vector<ToolCall>> ToolCallParser::mistral_calls() const {
+  const size_t marker = buffer_.find(kMistralMarker);
+  if (marker == std::string::npos) return std::nullopt;
+  const auto json = nlohmann::ordered_json::parse(buffer_.substr(marker + kMistralMarker.size()), nullptr, false);
+  if (!json.is_array() || json.empty()) return std::nullopt;
+  std::vector<ToolCall> calls;
+  for (const auto& call : json) {
+    if (!call.is_object() || !call.contains("name") || !call["name"].is_string()) return std::nullopt;
+    auto arguments = call.contains("arguments") ? call["arguments"] : nlohmann::ordered_json::object();
+    if (arguments.is_string()) arguments = nlohmann::ordered_json::parse(arguments.get<std::string>(), nullptr, false);
+    if (!arguments.is_object()) return std::nullopt;
+    calls.push_back({new_call_id(), call["name"].get<std::string>(), arguments.dump()});
+  }
   return calls;
 }
 
@@ -76,12 +103,18 @@ std::vector<ToolCallPiece> ToolCallParser::feed(const std::string& text) {
   buffer_ += text;
   std::vector<ToolCallPiece> out;
   if (start_ == Start::kUnknown) {
-    // Everything before this text was blank: only the new text decides.
-    const size_t first = text.find_first_not_of(" \t\r\n");
+    // Everything before this text was blank, so the buffer decides; a
+    // possible start of a marker waits for more text.
+    const size_t first = buffer_.find_first_not_of(" \t\r\n");
     if (first == std::string::npos) return out;
-    start_ = text[first] == '{' ? Start::kBare : Start::kTagged;
+    const std::string_view rest = std::string_view(buffer_).substr(first);
+    for (const std::string_view marker : {kMistralMarker, kPythonTag}) {
+      if (rest.substr(0, marker.size()) == marker) start_ = marker == kMistralMarker ? Start::kMistral : Start::kBare;
+      else if (rest.size() < marker.size() && marker.substr(0, rest.size()) == rest) return out;
+    }
+    if (start_ == Start::kUnknown) start_ = rest[0] == '{' ? Start::kBare : Start::kTagged;
   }
-  if (start_ == Start::kBare) return out;  // read whole, at the end
+  if (start_ == Start::kBare || start_ == Start::kMistral) return out;  // read whole, at the end
   for (;;) {
     if (!inside_) {
       // A held blank run holds no tag: only what follows it is searched.
@@ -119,8 +152,12 @@ std::vector<ToolCallPiece> ToolCallParser::feed(const std::string& text) {
 
 std::vector<ToolCallPiece> ToolCallParser::finish() {
   std::vector<ToolCallPiece> out;
-  if (start_ == Start::kBare) {
-    if (auto calls = bare_calls()) {
+  if (start_ == Start::kBare || start_ == Start::kMistral) {
+    const size_t tag = buffer_.find(kPythonTag);
+    if (start_ == Start::kBare && tag != std::string::npos && is_blank(buffer_.substr(0, tag))) {
+      buffer_.erase(0, tag + kPythonTag.size());
+    }
+    if (auto calls = start_ == Start::kBare ? bare_calls() : mistral_calls()) {
       for (ToolCall& call : *calls) out.push_back({"", std::move(call)});
       calls_ += int(calls->size());
     } else {

@@ -1,13 +1,16 @@
 #pragma once
 // Tool calling for chat completions: the request's tools checked and the
 // model's output split into text and calls. Calls are recognised in the
-// Hermes format Qwen 2.5 and Hermes models are trained on:
-//   <tool_call>\n{"name": "...", "arguments": {...}}\n</tool_call>
-// read incrementally, so a stream can hand out text as it comes and each
-// call as soon as its closing tag arrives. Small models (Qwen2.5-Coder-0.5B)
-// often answer with the bare object instead, {"name": ..., "arguments": ...}:
-// an output that starts with "{" is held back to the end and read as calls
-// when it is nothing but such objects (one per line) naming offered tools.
+// formats of the common model families:
+//   Hermes / Qwen 2.5:  <tool_call>\n{"name": "...", "arguments": {...}}\n</tool_call>
+//   Llama 3.1+ JSON:    {"name": "...", "parameters": {...}}  (after <|python_tag|> or bare)
+//   Mistral:            [TOOL_CALLS][{"name": "...", "arguments": {...}}, ...]
+// Tagged calls are read incrementally, so a stream can hand out text as it
+// comes and each call as soon as its closing tag arrives. Small models
+// (Qwen2.5-Coder-0.5B) often answer with the bare object instead: an output
+// that starts with "{" is held back to the end and read as calls when it is
+// nothing but such objects (one per line) naming offered tools. A Mistral
+// call list is read at the end as well.
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -16,7 +19,7 @@
 namespace tessera {
 
 // The formats of tool calls a chat template teaches its model.
-enum class ToolCallFormat { kNone, kHermes };
+enum class ToolCallFormat { kNone, kHermes, kLlamaJson, kMistral };
 
 // The format a template's source uses, from the markup it teaches.
 ToolCallFormat tool_call_format_of(const std::string& template_source);
@@ -51,7 +54,10 @@ class ToolCallParser {
   // The held-back output as bare calls, or nothing when it is not all calls.
   std::optional<std::vector<ToolCall>> bare_calls() const;
 
-  enum class Start { kUnknown, kBare, kTagged };
+  // The Mistral call list after its marker, or nothing when it is not one.
+  std::optional<std::vector<ToolCall>> mistral_calls() const;
+
+  enum class Start { kUnknown, kBare, kTagged, kMistral };
   std::vector<std::string> tools_;
   std::string buffer_;
   Start start_ = Start::kUnknown;

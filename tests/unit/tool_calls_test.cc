@@ -1,8 +1,14 @@
 // The tool-call parser over model output as it streams in: Hermes tags,
-// bare objects, and everything that must stay text.
+// bare objects, Llama 3.1 JSON, Mistral call lists, and everything that
+// must stay text; and the grammars that force a call in each format.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "engine/error.h"
+#include "engine/grammar/gbnf_parser.h"
+#include "engine/grammar/parse_stacks.h"
+#include "server/openai/tool_call_grammar.h"
 #include "server/openai/tool_calls.h"
 #include "server/serving/api_error.h"
 
@@ -27,6 +33,18 @@ Parsed parse(const std::vector<std::string>& pieces, std::vector<std::string> to
   for (const auto& piece : pieces) take(parser.feed(piece));
   take(parser.finish());
   return out;
+}
+
+// Whether the grammar text matches all of `text`.
+bool grammar_accepts(const std::string& gbnf, const std::string& text) {
+  const grammar::Grammar g = grammar::parse_gbnf(gbnf);
+  grammar::ParseStacks stacks(g, 1u << 20);
+  grammar::StackSet state = stacks.initial(), next;
+  for (unsigned char b : text) {
+    stacks.advance(state, b, next);
+    state.swap(next);
+  }
+  return std::binary_search(state.begin(), state.end(), grammar::ParseStacks::kEmpty);
 }
 
 TEST(ToolCalls, TaggedCallSplitAcrossPieces) {
@@ -102,9 +120,61 @@ TEST(ToolCalls, HistoryArgumentsBecomeObjects) {
   EXPECT_EQ(out[0]["tool_calls"][0]["function"]["arguments"], Json::parse(R"({"x": 1})"));
 }
 
+TEST(ToolCalls, LlamaJsonWithParametersAndPythonTag) {
+  const Parsed plain = parse({"{\"name\": \"search\", \"parameters\": {\"q\": \"cats\"}}"});
+  ASSERT_EQ(plain.calls.size(), 1u);
+  EXPECT_EQ(plain.calls[0].arguments, "{\"q\":\"cats\"}");
+  const Parsed tagged = parse({"<|pyth", "on_tag|>{\"name\": \"get_weather\", \"parameters\": {}}"});
+  ASSERT_EQ(tagged.calls.size(), 1u);
+  EXPECT_EQ(tagged.calls[0].name, "get_weather");
+  EXPECT_EQ(tagged.text, "");
+  EXPECT_EQ(parse({"<|python_tag|>print(1)"}).text, "print(1)");  // code for the interpreter stays text
+}
+
+TEST(ToolCalls, MistralCallLists) {
+  const Parsed two = parse({"[TOOL", "_CALLS][{\"name\": \"search\", \"arguments\": {\"q\": 1}}, ",
+                            "{\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Oslo\\\"}\"}]"});
+  ASSERT_EQ(two.calls.size(), 2u);
+  EXPECT_EQ(two.calls[1].arguments, "{\"city\":\"Oslo\"}");
+  EXPECT_EQ(parse({"[TOOL_CALLS] not json"}).text, "[TOOL_CALLS] not json");
+  EXPECT_EQ(parse({"[1, 2]"}).text, "[1, 2]");
+}
+
 TEST(ToolCalls, FormatFromTheTemplate) {
   EXPECT_EQ(tool_call_format_of("... <tool_call>\n{\"name\": ...} </tool_call>"), ToolCallFormat::kHermes);
+  EXPECT_EQ(tool_call_format_of("Respond in the format {\"name\": function name, \"parameters\": dictionary of argument name and its value}"),
+            ToolCallFormat::kLlamaJson);
+  EXPECT_EQ(tool_call_format_of("{{- '[AVAILABLE_TOOLS]' }} ... {{- '[TOOL_CALLS]' }}"), ToolCallFormat::kMistral);
   EXPECT_EQ(tool_call_format_of("{% for m in messages %}{{ m.content }}{% endfor %}"), ToolCallFormat::kNone);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// A forced call's grammar accepts exactly the format's calls, and the
+// parser reads what it accepts back as those calls.
+TEST(ToolCallGrammar, EachFormatsForcedCallParsesBack) {
+  using Json = nlohmann::ordered_json;
+  const Json tools = Json::parse(R"([{"type": "function", "function": {"name": "search",
+      "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}}])");
+  const std::vector<std::pair<ToolCallFormat, std::string>> cases = {
+      {ToolCallFormat::kHermes, "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}\n</tool_call>"},
+      {ToolCallFormat::kLlamaJson, "{\"name\": \"search\", \"parameters\": {\"q\": \"x\"}}"},
+      {ToolCallFormat::kMistral, "[TOOL_CALLS][{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}]"},
+  };
+  for (const auto& [format, text] : cases) {
+    const std::string g = tool_call_gbnf(tools, true, format);
+    EXPECT_TRUE(grammar_accepts(g, text)) << text;
+    EXPECT_FALSE(grammar_accepts(g, text.substr(0, text.size() - 1))) << text;
+    const Parsed parsed = parse({text}, {"search"});
+    ASSERT_EQ(parsed.calls.size(), 1u) << text;
+    EXPECT_EQ(parsed.calls[0].arguments, "{\"q\":\"x\"}");
+  }
+  EXPECT_FALSE(grammar_accepts(tool_call_gbnf(tools, false, ToolCallFormat::kHermes),
+                               "<tool_call>\n{\"name\": \"search\", \"arguments\": {}}\n</tool_call>"));  // q is required
 }
 
 }  // namespace
