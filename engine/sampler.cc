@@ -42,26 +42,44 @@ void log_softmax(std::span<const float> logits, std::vector<float>& out) {
 
 int32_t argmax(std::span<const float> v) { return int32_t(std::max_element(v.begin(), v.end()) - v.begin()); }
 
-// Candidates after temperature, top-k, top-p and min-p, with their probabilities.
-int32_t draw(std::span<float> logits, const SamplingParams& p, std::mt19937_64& rng) {
-  std::vector<int32_t> order(logits.size());
-  std::iota(order.begin(), order.end(), 0);
-  size_t keep = order.size();
-  if (p.top_k > 0 && size_t(p.top_k) < keep) keep = size_t(p.top_k);
-  // Sort only as much as needed: ties keep the lower id first.
+// The first `k` ids of `order` sorted best first (ties: lower id first).
+void sort_best(std::vector<int32_t>& order, size_t k, std::span<const float> logits) {
   auto better = [&](int32_t a, int32_t b) { return logits[size_t(a)] > logits[size_t(b)] || (logits[size_t(a)] == logits[size_t(b)] && a < b); };
-  std::partial_sort(order.begin(), order.begin() + long(keep), order.end(), better);
-  order.resize(keep);
+  std::partial_sort(order.begin(), order.begin() + long(k), order.end(), better);
+}
+
+// A draw after temperature, top-k, top-p and min-p. Only as much of the
+// vocabulary is sorted as the filters look at: none for plain temperature
+// sampling, the top-k, or a growing prefix until it holds top_p of the mass.
+int32_t draw(std::span<float> logits, const SamplingParams& p, std::mt19937_64& rng) {
+  const size_t n = logits.size();
   const float inv_t = 1.0f / p.temperature;
-  const float mx = logits[size_t(order[0])] * inv_t;
-  std::vector<double> probs(order.size());
+  const float mx = *std::max_element(logits.begin(), logits.end()) * inv_t;
+  std::vector<double> weight(n);  // by id, relative to the most likely token
+  for (size_t i = 0; i < n; ++i) weight[i] = std::exp(double(logits[i] * inv_t - mx));
+  if (p.top_k <= 0 && p.top_p >= 1.0f && p.min_p <= 0.0f) {
+    std::discrete_distribution<size_t> pick(weight.begin(), weight.end());
+    return int32_t(pick(rng));
+  }
+  std::vector<int32_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  size_t keep = p.top_k > 0 ? std::min(n, size_t(p.top_k)) : n;
+  size_t sorted = std::min<size_t>(keep, 256);
+  sort_best(order, sorted, logits);
   double total = 0.0;
-  for (size_t i = 0; i < order.size(); ++i) total += probs[i] = std::exp(double(logits[size_t(order[i])] * inv_t - mx));
-  size_t cut = order.size();
+  if (keep < n) {
+    sort_best(order, keep, logits);
+    sorted = keep;
+    for (size_t i = 0; i < keep; ++i) total += weight[size_t(order[i])];
+  } else {
+    for (double w : weight) total += w;
+  }
+  size_t cut = keep;
   if (p.top_p < 1.0f) {
     double cumulative = 0.0;
-    for (size_t i = 0; i < order.size(); ++i) {
-      cumulative += probs[i] / total;
+    for (size_t i = 0; i < keep; ++i) {
+      if (i == sorted) sort_best(order, sorted = std::min(keep, sorted * 4), logits);
+      cumulative += weight[size_t(order[i])] / total;
       if (cumulative >= double(p.top_p)) {
         cut = i + 1;
         break;
@@ -69,12 +87,18 @@ int32_t draw(std::span<float> logits, const SamplingParams& p, std::mt19937_64& 
     }
   }
   if (p.min_p > 0.0f) {
-    const double floor = double(p.min_p) * probs[0];
+    const double floor = double(p.min_p) * weight[size_t(order[0])];
     size_t i = 1;
-    while (i < cut && probs[i] >= floor) ++i;
+    for (; i < cut; ++i) {
+      if (i == sorted) sort_best(order, sorted = std::min(keep, sorted * 4), logits);
+      if (weight[size_t(order[i])] < floor) break;
+    }
     cut = i;
   }
-  std::discrete_distribution<size_t> pick(probs.begin(), probs.begin() + long(cut));
+  if (cut > sorted) sort_best(order, cut, logits);
+  std::vector<double> probs(cut);
+  for (size_t i = 0; i < cut; ++i) probs[i] = weight[size_t(order[i])];
+  std::discrete_distribution<size_t> pick(probs.begin(), probs.end());
   return order[pick(rng)];
 }
 

@@ -88,6 +88,23 @@ TEST(Sampler, TopKTopPAndMinPRestrictTheCandidates) {
   for (const auto& [id, count] : draw_counts(min_p, base, 2000, 5)) EXPECT_LT(id, 2) << count;
 }
 
+// A large vocabulary where top-p and min-p keep thousands of candidates,
+// more than the first sorted prefix: the cut falls where the full sort puts it.
+TEST(Sampler, FiltersOverALargeVocabularySortAsFarAsTheyReach) {
+  std::vector<float> base(10000);
+  for (size_t i = 0; i < base.size(); ++i) base[i] = i < 600 ? 0.0f : -1.0f - float(i % 7);
+  SamplingParams top_p;
+  top_p.top_p = 0.4f;  // the 600 equal best tokens hold 0.43 of the mass: the cut falls among them
+  std::map<int32_t, int> seen = draw_counts(top_p, base, 1000, 8);
+  for (const auto& [id, count] : seen) EXPECT_LT(id, 600) << count;
+  EXPECT_GT(seen.size(), 300u);  // draws spread over more than the first 256
+  SamplingParams min_p;
+  min_p.min_p = 0.9f;  // keeps exactly the 600 best
+  seen = draw_counts(min_p, base, 1000, 9);
+  for (const auto& [id, count] : seen) EXPECT_LT(id, 600) << count;
+  EXPECT_GT(seen.size(), 350u);
+}
+
 TEST(Sampler, TemperatureOneFollowsTheDistribution) {
   const std::vector<float> base{std::log(0.7f), std::log(0.2f), std::log(0.1f)};
   SamplingParams p;
