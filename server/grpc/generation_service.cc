@@ -1,6 +1,8 @@
 #include "server/grpc/generation_service.h"
 
+#include "server/grpc/grpc_chat.h"
 #include "server/openai/chat_handler.h"
+#include "server/openai/tool_calls.h"
 #include "server/openai/generation_driver.h"
 #include "server/serving/api_keys.h"
 
@@ -110,7 +112,8 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
   if (grpc::Status auth = authenticate(*context); !auth.ok()) return auth;
   try {
     api_.registry.require_serving();
-    const GenerationRequest generation = generation_request_of(*request);
+    GenerationRequest generation = generation_request_of(*request);
+    ToolRequest tools;
     ServedModel& model = api_.model(request->model());
 
     std::vector<int32_t> prompt;
@@ -126,17 +129,26 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
         break;
       }
       case v1::GenerateRequest::kChat: {
-        Json messages = Json::array();
-        for (const auto& m : request->chat().messages()) messages.push_back({{"role", m.role()}, {"content", m.content()}});
-        prompt = chat_prompt_tokens(model, messages, !request->chat().no_generation_prompt(), Json());
+        GrpcChat chat = read_grpc_chat(request->chat(), model);
+        tools = std::move(chat.tools);
+        if (tools.forced) {
+          if (generation.structured) {
+            throw ApiError::invalid("a tool_choice that forces a call cannot be combined with structured_output", "tool_choice");
+          }
+          generation.structured = tools.forced;
+        }
+        prompt = chat_prompt_tokens(model, chat.messages, !request->chat().no_generation_prompt(), Json(), false, tools.tools);
         default_max_tokens = model.max_model_len - int(prompt.size());
         break;
       }
       default: throw ApiError::invalid("one of 'prompt', 'prompt_token_ids' or 'chat' is required", "prompt");
     }
     if (prompt.empty()) throw ApiError::invalid("the prompt has no tokens", "prompt");
-    const GenerationParams params = validate_generation(generation, model, api_.limits, default_max_tokens);
+    GenerationParams params = validate_generation(generation, model, api_.limits, default_max_tokens);
+    params.render_special = tools.parse;
     auto gens = start_generations(model, {prompt}, params);
+    std::vector<ToolCallParser> parsers(size_t(params.n), ToolCallParser(tools.names));
+    std::vector<int> calls_made(size_t(params.n), 0);
     std::string error;
     const bool completed = drive_generations(gens, [context] { return context->IsCancelled(); }, [&](size_t, const ChoiceUpdate& u) {
       if (!u.error.empty()) {
@@ -146,9 +158,32 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
       if (u.text.empty() && u.logprobs.empty() && !u.finish_reason) return true;
       v1::GenerateResponse out;
       out.set_index(u.index);
-      out.set_text(u.text);
+      if (!tools.parse) {
+        out.set_text(u.text);
+      } else {
+        // As the HTTP endpoint does: text and the calls completed with it.
+        ToolCallParser& parser = parsers[size_t(u.index)];
+        std::vector<ToolCallPiece> pieces = parser.feed(u.text);
+        if (u.finish_reason) {
+          for (auto& p : parser.finish()) pieces.push_back(std::move(p));
+        }
+        for (ToolCallPiece& p : pieces) {
+          if (!p.call) {
+            out.mutable_text()->append(p.text);
+          } else if (tools.parallel || calls_made[size_t(u.index)] == 0) {
+            v1::ToolCall* call = out.add_tool_calls();
+            call->set_id(p.call->id);
+            call->set_name(p.call->name);
+            call->set_arguments(p.call->arguments);
+            ++calls_made[size_t(u.index)];
+          }
+        }
+      }
       for (const auto& lp : u.logprobs) *out.add_tokens() = token_message(lp);
-      if (u.finish_reason) out.set_finish_reason(*u.finish_reason);
+      if (out.text().empty() && out.tool_calls().empty() && out.tokens().empty() && !u.finish_reason) return true;
+      if (u.finish_reason) {
+        out.set_finish_reason(*u.finish_reason == "stop" && calls_made[size_t(u.index)] > 0 ? "tool_calls" : *u.finish_reason);
+      }
       return writer->Write(out);
     });
     if (!completed) return {grpc::StatusCode::CANCELLED, "the client cancelled the request"};

@@ -5,8 +5,8 @@
 #include "server/chat/message_spans.h"
 #include "server/openai/event_stream.h"
 #include "server/openai/generation_driver.h"
-#include "server/openai/tool_call_grammar.h"
 #include "server/openai/tool_calls.h"
+#include "server/openai/tool_request.h"
 
 namespace tessera {
 namespace {
@@ -49,73 +49,6 @@ struct ChoiceState {
   ToolCallParser parser;        // when the request offers tools
   std::vector<ToolCall> calls;  // parsed from `text`; `text` then holds the rest
 };
-
-// What a request asks of tools: the definitions the template shows the
-// model (null: none), and whether its output is read for calls.
-struct ToolRequest {
-  Json tools;
-  std::vector<std::string> names;  // of the offered functions
-  bool parse = false;
-  bool parallel = true;
-  std::optional<StructuredOutput> forced;  // tool_choice "required" or named: the grammar of a call
-};
-
-// A named choice, {"type": "function", "function": {"name": ...}}: its name.
-std::string named_tool_choice(const Json& choice) {
-  if (!choice.is_object() || choice.value("type", "") != "function" || !choice.contains("function") ||
-      !choice["function"].is_object() || !choice["function"].contains("name") || !choice["function"]["name"].is_string()) {
-    throw ApiError::invalid("tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
-                            "\"function\": {\"name\": ...}}", "tool_choice");
-  }
-  return choice["function"]["name"].get<std::string>();
-}
-
-ToolRequest read_tool_request(RequestFields& f, const ServedModel& model) {
-  ToolRequest t;
-  const Json* tools = f.raw("tools");
-  const Json* choice = f.raw("tool_choice");
-  if (auto parallel = f.boolean("parallel_tool_calls")) t.parallel = *parallel;
-  std::string mode = tools && tools->is_array() && !tools->empty() ? "auto" : "none";
-  std::string named;
-  if (choice) {
-    if (choice->is_string()) {
-      mode = choice->get<std::string>();
-      if (mode != "auto" && mode != "none" && mode != "required") {
-        throw ApiError::invalid("tool_choice must be \"none\", \"auto\", \"required\" or a named function", "tool_choice");
-      }
-    } else {
-      named = named_tool_choice(*choice);
-      mode = "named";
-    }
-  }
-  if (!tools) {
-    if (mode == "required" || mode == "named") throw ApiError::invalid("tool_choice " + mode + " needs 'tools'", "tool_choice");
-    return t;
-  }
-  check_tools(*tools);
-  if ((mode == "required" || mode == "named") && tools->empty()) {
-    throw ApiError::invalid("tool_choice " + mode + " needs at least one tool", "tool_choice");
-  }
-  if (mode == "none" || tools->empty()) return t;  // the model is not offered them
-  if (model.tool_format == ToolCallFormat::kNone) {
-    throw ApiError::invalid("the model '" + model.name() + "' has a chat template without a tool-call format tessera reads "
-                            "(Hermes/Qwen <tool_call>, Llama 3.1+ JSON, Mistral [TOOL_CALLS])", "tools");
-  }
-  t.tools = *tools;
-  for (const auto& tool : *tools) t.names.push_back(tool["function"]["name"].get<std::string>());
-  t.parse = true;
-  if (mode == "required") {
-    t.forced = StructuredOutput{StructuredOutput::Kind::kGrammar, {}, tool_call_gbnf(*tools, t.parallel, model.tool_format), {}, "tool_choice"};
-  } else if (mode == "named") {
-    Json only = Json::array();
-    for (const auto& tool : *tools) {
-      if (tool["function"]["name"] == named) only.push_back(tool);
-    }
-    if (only.empty()) throw ApiError::invalid("tool_choice names '" + named + "', which is not among the tools", "tool_choice");
-    t.forced = StructuredOutput{StructuredOutput::Kind::kGrammar, {}, tool_call_gbnf(only, false, model.tool_format), {}, "tool_choice"};
-  }
-  return t;
-}
 
 Json tool_call_json(const ToolCall& call) {
   return {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}};

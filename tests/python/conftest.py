@@ -2,6 +2,8 @@
 import os
 import pathlib
 import subprocess
+import sys
+import tempfile
 
 import pytest
 
@@ -57,3 +59,17 @@ def run(args, **kwargs):
     """Runs a command; bytes arguments pass through unchanged."""
     argv = [a if isinstance(a, bytes) else str(a) for a in args]
     return subprocess.run(argv, capture_output=True, timeout=120, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def pb():
+    """Python stubs generated from the daemon's own .proto."""
+    from grpc_tools import protoc
+    out = pathlib.Path(tempfile.mkdtemp())
+    proto_dir = ROOT / "server" / "proto"
+    rc = protoc.main(["protoc", f"-I{proto_dir}", f"--python_out={out}", f"--grpc_python_out={out}",
+                      str(proto_dir / "tessera" / "v1" / "generation.proto")])
+    assert rc == 0
+    sys.path.insert(0, str(out))
+    from tessera.v1 import generation_pb2, generation_pb2_grpc
+    return generation_pb2, generation_pb2_grpc

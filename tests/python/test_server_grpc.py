@@ -1,9 +1,6 @@
 """The daemon's gRPC API with a grpcio client: Generate, Tokenize, ListModels,
 health, reflection, cancellation, and parity with HTTP and the CLI."""
 import json
-import pathlib
-import sys
-import tempfile
 import time
 
 import grpc
@@ -12,21 +9,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from conftest import ROOT, run
-
-
-@pytest.fixture(scope="module")
-def pb():
-    """Python stubs generated from the daemon's own .proto."""
-    from grpc_tools import protoc
-    out = pathlib.Path(tempfile.mkdtemp())
-    proto_dir = ROOT / "server" / "proto"
-    rc = protoc.main(["protoc", f"-I{proto_dir}", f"--python_out={out}", f"--grpc_python_out={out}",
-                      str(proto_dir / "tessera" / "v1" / "generation.proto")])
-    assert rc == 0
-    sys.path.insert(0, str(out))
-    from tessera.v1 import generation_pb2, generation_pb2_grpc
-    return generation_pb2, generation_pb2_grpc
+from conftest import run
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ round trip tools -> tool_calls -> role: tool -> answer, streaming and not,
 and the refusals."""
 import json
 
+import grpc
 import openai
 import pytest
 
@@ -74,9 +75,10 @@ def test_tool_choice_none_answers_in_text(served):
 
 
 @pytest.mark.parametrize("body,param,text", [
-    ({"tools": TOOLS, "tool_choice": "required"}, "tool_choice", "constrained decoding"),
-    ({"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "get_weather"}}}, "tool_choice",
-     "constrained decoding"),
+    ({"tools": TOOLS, "tool_choice": "sometimes"}, "tool_choice", "must be"),
+    ({"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "get_time"}}}, "tool_choice",
+     "not among the tools"),
+    ({"tools": TOOLS, "tool_choice": {"type": "function"}}, "tool_choice", "must be"),
     ({"tools": [{"type": "function", "function": {"name": "bad name"}}]}, "tools", "name"),
     ({"functions": [{"name": "f"}]}, "functions", "tools"),
 ])
@@ -107,3 +109,42 @@ def test_history_as_the_openai_client_sends_it_renders_as_transformers_does(serv
     _, ours = d.post("/tokenize", {"model": "qwen", "messages": messages, "tools": case["tools"]})
     _, reference = d.post("/tokenize", {"model": "qwen", "prompt": case["output"], "add_special_tokens": False})
     assert ours["tokens"] == reference["tokens"]
+
+
+def grpc_chat(served, pb, **chat):
+    d, _ = served
+    gen_pb2, gen_grpc = pb
+    with grpc.insecure_channel(f"127.0.0.1:{d.grpc_port}") as channel:
+        request = gen_pb2.GenerateRequest(model="qwen", max_tokens=100, temperature=0, chat=gen_pb2.ChatMessages(**chat))
+        return list(gen_grpc.GenerationStub(channel).Generate(request))
+
+
+def test_round_trip_over_grpc_matches_http(served, pb):
+    gen_pb2, _ = pb
+    _, client = served
+    events = grpc_chat(served, pb, messages=[gen_pb2.ChatMessage(role="user", content=QUESTION[0]["content"])],
+                       tools=json.dumps(TOOLS))
+    calls = [c for e in events for c in e.tool_calls]
+    assert [e.finish_reason for e in events if e.finish_reason] == ["tool_calls"]
+    [call] = calls
+    http = client.chat.completions.create(model="qwen", messages=QUESTION, tools=TOOLS, temperature=0, max_tokens=100)
+    assert call.name == http.choices[0].message.tool_calls[0].function.name
+    assert json.loads(call.arguments) == json.loads(http.choices[0].message.tool_calls[0].function.arguments)
+    answer = grpc_chat(served, pb, tools=json.dumps(TOOLS), messages=[
+        gen_pb2.ChatMessage(role="user", content=QUESTION[0]["content"]),
+        gen_pb2.ChatMessage(role="assistant", tool_calls=[call]),
+        gen_pb2.ChatMessage(role="tool", tool_call_id=call.id, content=json.dumps({"temperature_c": 18}))])
+    assert "".join(e.text for e in answer)
+    assert not [c for e in answer for c in e.tool_calls]
+
+
+def test_required_tool_choice_over_grpc(served, pb):
+    gen_pb2, _ = pb
+    events = grpc_chat(served, pb, messages=[gen_pb2.ChatMessage(role="user", content="Tell me a joke.")],
+                       tools=json.dumps(TOOLS), tool_choice="required")
+    [call] = [c for e in events for c in e.tool_calls]
+    assert call.name == "get_weather" and isinstance(json.loads(call.arguments)["city"], str)
+    with pytest.raises(grpc.RpcError) as refused:
+        grpc_chat(served, pb, messages=[gen_pb2.ChatMessage(role="user", content="x")], tools=json.dumps(TOOLS),
+                  tool_choice="no_such_function")
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "not among the tools" in refused.value.details()
