@@ -38,6 +38,7 @@ StepPlan full_plan() {
   p.seed = 42;
   p.top_logprobs = 5;
   p.logprobs = true;
+  p.grammar = {"root ::= \"{\" [a-z]* \"}\"\n", {2, 151645}};
   plan.new_sequences.emplace_back().seq_id = 8;
   plan.steps.push_back({7, {1, 2, 3}, 0, 0, {4, 5}, false, true});
   plan.steps.push_back({8, {9}, 12, 1, {6}, true, false});
@@ -57,6 +58,7 @@ void expect_same(const SamplingParams& a, const SamplingParams& b) {
   EXPECT_EQ(a.seed, b.seed);
   EXPECT_EQ(a.top_logprobs, b.top_logprobs);
   EXPECT_EQ(a.logprobs, b.logprobs);
+  EXPECT_EQ(a.grammar, b.grammar);
 }
 
 TEST(StepPlanCodec, EveryFieldRoundTrips) {
