@@ -18,7 +18,6 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from conftest import DATA
 from daemon import Daemon
-from test_server_grpc import pb  # noqa: F401  (fixture)
 
 TICK = os.sysconf("SC_CLK_TCK")
 
