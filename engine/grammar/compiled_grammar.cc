@@ -14,9 +14,10 @@ bool holds_exit(const StackSet& s) { return std::binary_search(s.begin(), s.end(
 
 }  // namespace
 
-CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab, CompiledGrammarLimits limits)
+CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab, CompiledGrammarLimits limits,
+                                 std::shared_ptr<TableStore> shared)
     : grammar_(std::move(grammar)), vocab_(std::move(vocab)), limits_(limits), stacks_(grammar_, limits.max_stack_nodes),
-      tables_(grammar_.elements.size()) {}
+      shared_(std::move(shared)), tables_(grammar_.elements.size()) {}
 
 StackSet CompiledGrammar::advance(const StackSet& state, int32_t token) {
   const std::string& bytes = vocab_->text(token);
@@ -30,14 +31,19 @@ StackSet CompiledGrammar::advance(const StackSet& state, int32_t token) {
   return scratch_a_;
 }
 
-const CompiledGrammar::PositionTable& CompiledGrammar::table(uint32_t position) {
-  PositionTable& t = tables_[position];
-  if (!t.built) {
-    build_table(position, t);
-    t.built = true;
-    ++tables_built_;
+const PositionTable& CompiledGrammar::table(uint32_t position) {
+  std::shared_ptr<const PositionTable>& t = tables_[position];
+  if (t) return *t;
+  const std::string form = shared_ ? reachable_form(grammar_, position, limits_.max_shared_form_bytes) : std::string();
+  if (!form.empty()) t = shared_->find(form);
+  if (t) {
+    ++tables_shared_;
+    return *t;
   }
-  return t;
+  t = build_table(position);
+  ++tables_built_;
+  if (!form.empty()) shared_->insert(form, t);
+  return *t;
 }
 
 // Walks every token from a stack holding only `position` above kExit, in
@@ -45,7 +51,9 @@ const CompiledGrammar::PositionTable& CompiledGrammar::table(uint32_t position) 
 // the previous one. A token is accepted when its bytes are consumed (its
 // rule may end exactly at its last byte), context-dependent when the rule
 // ended with bytes left over, rejected otherwise.
-void CompiledGrammar::build_table(uint32_t position, PositionTable& t) {
+std::shared_ptr<const PositionTable> CompiledGrammar::build_table(uint32_t position) {
+  auto table = std::make_shared<PositionTable>();
+  PositionTable& t = *table;
   enum Verdict : uint8_t { kReject, kAccept, kDepends };
   const std::vector<int32_t>& sorted = vocab_->sorted();
   const std::vector<uint32_t>& shared = vocab_->shared_prefix();
@@ -87,6 +95,7 @@ void CompiledGrammar::build_table(uint32_t position, PositionTable& t) {
   } else {
     t.accepted_ids = std::move(accepted);
   }
+  return table;
 }
 
 void CompiledGrammar::build_all_tables() {

@@ -15,6 +15,7 @@
 
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/parse_stacks.h"
+#include "engine/grammar/token_tables.h"
 #include "engine/grammar/token_vocabulary.h"
 
 namespace tessera::grammar {
@@ -22,11 +23,14 @@ namespace tessera::grammar {
 struct CompiledGrammarLimits {
   size_t max_stack_nodes = 1u << 20;
   size_t cached_masks = 256;
+  size_t max_shared_form_bytes = 1u << 16;  // larger reachable sub-grammars are not shared
 };
 
 class CompiledGrammar {
  public:
-  CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab, CompiledGrammarLimits limits = {});
+  // `shared`: tables of other grammars of the same vocabulary (may be null).
+  CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab, CompiledGrammarLimits limits = {},
+                  std::shared_ptr<TableStore> shared = nullptr);
 
   const TokenVocabulary& vocab() const { return *vocab_; }
   StackSet initial() { return stacks_.initial(); }
@@ -35,29 +39,26 @@ class CompiledGrammar {
   bool accepts(const StackSet& state, int32_t token) { return !advance(state, token).empty(); }
   // The tokens that may follow `state` (end-of-generation tokens aside).
   const TokenMask& allowed(const StackSet& state);
-  // Positions whose token tables were built (for tests and reports).
+  // Positions whose token tables this grammar walked the vocabulary for,
+  // and those it took from the shared store (for tests and reports).
   size_t tables_built() const { return tables_built_; }
+  size_t tables_shared() const { return tables_shared_; }
   // Builds the tables of every position now rather than when first needed
   // (the most a request can spend on them).
   void build_all_tables();
 
  private:
-  struct PositionTable {
-    bool built = false;
-    std::vector<int32_t> accepted_ids;  // when sparse
-    TokenMask accepted;                 // when dense
-    bool dense = false;
-    std::vector<int32_t> context_dependent;
-  };
   const PositionTable& table(uint32_t position);
-  void build_table(uint32_t position, PositionTable& table);
+  std::shared_ptr<const PositionTable> build_table(uint32_t position);
 
   Grammar grammar_;
   std::shared_ptr<const TokenVocabulary> vocab_;
   CompiledGrammarLimits limits_;
   ParseStacks stacks_;
-  std::vector<PositionTable> tables_;  // [element position]
+  std::shared_ptr<TableStore> shared_;
+  std::vector<std::shared_ptr<const PositionTable>> tables_;  // [element position], once known
   size_t tables_built_ = 0;
+  size_t tables_shared_ = 0;
   // Masks by state, least recently used first.
   std::list<std::pair<std::string, TokenMask>> masks_;
   std::unordered_map<std::string, std::list<std::pair<std::string, TokenMask>>::iterator> mask_index_;

@@ -13,7 +13,7 @@ std::shared_ptr<CompiledGrammar> GrammarCache::get(const std::string& gbnf) {
     return found->second->second;
   }
   if (!vocab_) vocab_ = std::make_shared<const TokenVocabulary>(vocabulary_());
-  auto compiled = std::make_shared<CompiledGrammar>(parse_gbnf(gbnf), vocab_);
+  auto compiled = std::make_shared<CompiledGrammar>(parse_gbnf(gbnf), vocab_, CompiledGrammarLimits{}, tables_);
   if (entries_.size() >= capacity_) {
     index_.erase(entries_.front().first);
     entries_.pop_front();

@@ -23,6 +23,7 @@ class GrammarCache {
  private:
   std::function<std::vector<std::string>()> vocabulary_;
   std::shared_ptr<const TokenVocabulary> vocab_;
+  std::shared_ptr<TableStore> tables_ = std::make_shared<TableStore>();
   size_t capacity_;
   std::list<std::pair<std::string, std::shared_ptr<CompiledGrammar>>> entries_;  // least recently used first
   std::unordered_map<std::string, decltype(entries_)::iterator> index_;

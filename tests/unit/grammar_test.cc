@@ -131,6 +131,37 @@ TEST(CompiledGrammar, MasksEqualChecksTokenByToken) {
   EXPECT_GT(g.tables_built(), 5u);
 }
 
+// A second schema takes the tables its primitives share with the first
+// from the store, and its masks still equal token-by-token checks.
+TEST(CompiledGrammar, SharedTablesGiveTheSameMasks) {
+  const std::vector<std::string> texts = small_vocab();
+  auto vocab = std::make_shared<TokenVocabulary>(texts);
+  auto store = std::make_shared<TableStore>();
+  const Json first = Json::parse(R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"}}})");
+  CompiledGrammar a(parse_gbnf(json_schema_to_gbnf(first)), vocab, {}, store);
+  a.build_all_tables();  // positions of one grammar with the same reachable form share too
+  const Json second = Json::parse(R"({"type":"object","properties":{"name":{"type":"string"},"n":{"type":"integer"}},"required":["name"]})");
+  CompiledGrammar b(parse_gbnf(json_schema_to_gbnf(second)), vocab, {}, store);
+  CompiledGrammar alone(parse_gbnf(json_schema_to_gbnf(second)), vocab);
+  const std::string text = R"({"name": "a\"b", "n": -3})";
+  StackSet sb = b.initial(), sa = alone.initial();
+  for (size_t i = 0; i <= text.size(); ++i) {
+    const TokenMask& shared_mask = b.allowed(sb);
+    const TokenMask& own_mask = alone.allowed(sa);
+    for (int32_t id = 0; id < int32_t(vocab->size()); ++id) {
+      EXPECT_EQ(shared_mask.test(id), own_mask.test(id)) << "token '" << texts[size_t(id)] << "' after '" << text.substr(0, i) << "'";
+    }
+    if (i == text.size()) break;
+    const int32_t id = int32_t(std::find(texts.begin(), texts.end(), std::string(1, text[i])) - texts.begin());
+    ASSERT_LT(size_t(id), texts.size());
+    sb = b.advance(sb, id);
+    sa = alone.advance(sa, id);
+    ASSERT_FALSE(sb.empty());
+  }
+  EXPECT_GT(b.tables_shared(), 3u);
+  EXPECT_LT(b.tables_built(), alone.tables_built());
+}
+
 TEST(GrammarMatcher, AllowsEndTokensOnlyOnceTheGrammarMatched) {
   auto vocab = std::make_shared<TokenVocabulary>(std::vector<std::string>{"", "yes", "no", "y", "es", "!"});
   auto g = std::make_shared<CompiledGrammar>(parse_gbnf("root ::= \"yes\" | \"no\"\n"), vocab);

@@ -1,0 +1,48 @@
+#pragma once
+// What a byte-set position allows of the vocabulary whatever lies below it
+// on the stack, and a store that shares these tables between grammars: two
+// positions that reach the same sub-grammar (the string body of every JSON
+// schema, say) walk the vocabulary the same way, so the walk is done once
+// per vocabulary rather than once per schema.
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/grammar/grammar.h"
+#include "engine/grammar/token_vocabulary.h"
+
+namespace tessera::grammar {
+
+struct PositionTable {
+  std::vector<int32_t> accepted_ids;  // when few
+  TokenMask accepted;                 // when many (dense)
+  bool dense = false;
+  std::vector<int32_t> context_dependent;  // tokens that leave the position's rule with bytes left
+};
+
+// The sub-grammar a position reaches (the rest of its alternative and every
+// rule it can call), written with rules numbered by first use: equal for
+// positions whose token walks are equal. Empty when longer than `max_bytes`
+// (such positions are not shared).
+std::string reachable_form(const Grammar& grammar, uint32_t position, size_t max_bytes);
+
+// Tables by reachable form, least recently used dropped past `capacity`.
+// One vocabulary per store; used from one thread.
+class TableStore {
+ public:
+  explicit TableStore(size_t capacity = 4096) : capacity_(capacity) {}
+  std::shared_ptr<const PositionTable> find(const std::string& form);
+  void insert(const std::string& form, std::shared_ptr<const PositionTable> table);
+  size_t size() const { return entries_.size(); }
+
+ private:
+  using Entry = std::pair<std::string, std::shared_ptr<const PositionTable>>;
+  size_t capacity_;
+  std::list<Entry> entries_;
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+};
+
+}  // namespace tessera::grammar
