@@ -1,7 +1,8 @@
 #pragma once
 // Turns one row of logits into a token under that row's SamplingParams:
-// logit bias, then penalties, then (for the reported log-probabilities) a
-// log-softmax, then temperature, top-k, top-p and min-p, then a draw.
+// logit bias, then penalties, then the token filter (an output grammar),
+// then (for the reported log-probabilities) a log-softmax, then
+// temperature, top-k, top-p and min-p, then a draw.
 #include <cstdint>
 #include <random>
 #include <span>
