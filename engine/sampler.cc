@@ -135,7 +135,8 @@ SampledToken sample_token(std::span<float> logits, const SamplingParams& params,
       const size_t k = std::min(ids.size(), size_t(params.top_logprobs));
       std::partial_sort(ids.begin(), ids.begin() + long(k), ids.end(),
                         [&](int32_t a, int32_t b) { return lp[size_t(a)] > lp[size_t(b)] || (lp[size_t(a)] == lp[size_t(b)] && a < b); });
-      for (size_t i = 0; i < k; ++i) out.top.emplace_back(ids[i], lp[size_t(ids[i])]);
+      // Tokens a filter ruled out have no probability and are not alternatives.
+      for (size_t i = 0; i < k && std::isfinite(lp[size_t(ids[i])]); ++i) out.top.emplace_back(ids[i], lp[size_t(ids[i])]);
     }
   }
   return out;

@@ -4,6 +4,7 @@ outputs, grammars, tool_choice required / named with the tool's schema,
 the same greedy output whatever else is batched, and the 400s."""
 import concurrent.futures
 import json
+import math
 import re
 
 import jsonschema
@@ -196,3 +197,22 @@ def test_preempted_constrained_sequences_resume_on_their_grammar(tessera_bin, sm
         assert d.metric("tessera:num_preemptions_total", model_name="smollm2") > 0
     finally:
         assert d.stop() == 0
+
+
+def test_logprobs_come_from_the_constrained_distribution(served):
+    _, client = served
+    r = client.chat.completions.create(model="qwen", messages=[{"role": "user", "content": "Is water wet?"}], temperature=0,
+                                       max_tokens=5, logprobs=True, top_logprobs=5,
+                                       extra_body={"guided_choice": ["Yes", "No"]})
+    assert r.choices[0].message.content in ("Yes", "No")
+    first = r.choices[0].logprobs.content[0]
+    # Only tokens that start an allowed answer have probability; the rest are masked to -inf.
+    alternatives = first.top_logprobs
+    assert alternatives and all("Yes".startswith(t.token) or "No".startswith(t.token) for t in alternatives), first
+    assert abs(sum(math.exp(t.logprob) for t in alternatives) - 1.0) < 1e-3
+    # With one allowed answer, only the tokens that start it are alternatives (no -inf entries).
+    one = client.chat.completions.create(model="qwen", messages=[{"role": "user", "content": "Say OK"}], temperature=0,
+                                         max_tokens=3, logprobs=True, top_logprobs=5,
+                                         extra_body={"guided_choice": ["OK"]}).choices[0].logprobs.content[0]
+    assert one.top_logprobs and {t.token for t in one.top_logprobs} <= {"OK", "O"}
+    assert abs(sum(math.exp(t.logprob) for t in one.top_logprobs) - 1.0) < 1e-3
