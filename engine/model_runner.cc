@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/error.h"
+#include "engine/grammar/tokenizer_texts.h"
 
 namespace tessera {
 
@@ -22,25 +23,6 @@ uint64_t budget_for_fraction(const Backend& backend, double fraction) {
   return uint64_t(allowed - in_use);
 }
 
-}  // namespace
-
-namespace {
-
-// What an output grammar sees of each token: its bytes, or nothing for
-// tokens no grammar may produce (control tokens, ids past the tokenizer's).
-std::vector<std::string> grammar_token_texts(const Model& model) {
-  const Tokenizer& tokenizer = model.tokenizer();
-  const Vocab& vocab = tokenizer.vocab();
-  std::vector<std::string> texts(size_t(model.spec().vocab_size));
-  for (size_t id = 0; id < texts.size() && id < vocab.size(); ++id) {
-    const TokenKind kind = vocab.kinds[id];
-    if (kind == TokenKind::kNormal || kind == TokenKind::kByte || kind == TokenKind::kUserDefined) {
-      texts[id] = tokenizer.token_bytes(TokenId(id));
-    }
-  }
-  return texts;
-}
-
 // The sampler's view of a sequence's grammar.
 class GrammarFilter : public TokenFilter {
  public:
@@ -57,7 +39,7 @@ class GrammarFilter : public TokenFilter {
 ModelRunner::ModelRunner(std::shared_ptr<Backend> backend, const std::string& model_path, const RunnerConfig& config)
     : backend_(std::move(backend)),
       model_(Model::load(model_path, *backend_, config.load)),
-      grammars_([this] { return grammar_token_texts(*model_); }) {
+      grammars_([this] { return grammar::tokenizer_texts(model_->tokenizer(), size_t(model_->spec().vocab_size)); }) {
   const DecoderSpec& spec = model_->spec();
   // The activations and logits first, so a memory fraction sees them in use.
   decoder_ = std::make_unique<Decoder>(spec, model_->weights(), *backend_, config.capacity);
@@ -115,21 +97,27 @@ void ModelRunner::register_sequences(const StepPlan& plan) {
 }
 
 void ModelRunner::start_grammar(uint64_t seq_id, SequenceState& state) {
-  // The server compiled this text before accepting the request, so a
-  // failure here is a malformed plan.
+  // Output that does not fit its grammar is a malformed plan. A grammar
+  // that runs out of work or state is this sequence's error, reported at
+  // its first draw.
+  bool fits = true;
   try {
     state.matcher = std::make_unique<grammar::GrammarMatcher>(grammars_.get(state.sampling.grammar.gbnf),
                                                               state.sampling.grammar.end_tokens);
-    for (size_t i = state.prompt_len; i < state.tokens.size(); ++i) {
-      if (!state.matcher->advance(state.tokens[i])) fail(seq_id, "its output so far does not fit its grammar");
-    }
+    for (size_t i = state.prompt_len; i < state.tokens.size() && fits; ++i) fits = state.matcher->advance(state.tokens[i]);
   } catch (const grammar::GrammarError& e) {
-    fail(seq_id, std::string("output grammar: ") + e.what());
+    grammars_.forget(state.sampling.grammar.gbnf);
+    state.grammar_error = std::string("output grammar: ") + e.what();
   }
+  if (!fits) fail(seq_id, "its output so far does not fit its grammar");
 }
 
 bool ModelRunner::draw(SequenceState& state, size_t row, SampledToken& token, std::string& error) {
   const size_t vocab = size_t(model_->spec().vocab_size);
+  if (!state.grammar_error.empty()) {
+    error = state.grammar_error;
+    return false;
+  }
   std::copy(host_logits_.begin() + long(row * vocab), host_logits_.begin() + long((row + 1) * vocab), sample_scratch_.begin());
   if (!state.matcher) {
     token = sample_token(sample_scratch_, state.sampling, state.tokens, state.prompt_len, state.rng);
@@ -142,6 +130,7 @@ bool ModelRunner::draw(SequenceState& state, size_t row, SampledToken& token, st
         return false;
       }
     } catch (const grammar::GrammarError& e) {
+      grammars_.forget(state.sampling.grammar.gbnf);
       error = e.what();
       return false;
     }

@@ -57,6 +57,7 @@ class ModelRunner {
     std::mt19937_64 rng;
     std::vector<int32_t> pages;
     std::unique_ptr<grammar::GrammarMatcher> matcher;  // when the output is constrained
+    std::string grammar_error;                         // the grammar failed while the sequence resumed
   };
 
   void check_tokens(uint64_t seq_id, const std::vector<int32_t>& tokens) const;

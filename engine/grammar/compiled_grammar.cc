@@ -20,6 +20,11 @@ CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVoc
       shared_(std::move(shared)), tables_(grammar_.elements.size()) {}
 
 StackSet CompiledGrammar::advance(const StackSet& state, int32_t token) {
+  stacks_.set_budget(limits_.token_budget);
+  return advance_bytes(state, token);
+}
+
+StackSet CompiledGrammar::advance_bytes(const StackSet& state, int32_t token) {
   const std::string& bytes = vocab_->text(token);
   if (bytes.empty()) return {};
   scratch_a_ = state;
@@ -100,7 +105,10 @@ std::shared_ptr<const PositionTable> CompiledGrammar::build_table(uint32_t posit
 
 void CompiledGrammar::build_all_tables() {
   for (uint32_t p = 0; p < grammar_.elements.size(); ++p) {
-    if (grammar_.elements[p].kind == Element::Kind::kBytes) table(p);
+    if (grammar_.elements[p].kind == Element::Kind::kBytes) {
+      stacks_.set_budget(limits_.mask_budget);
+      table(p);
+    }
   }
 }
 
@@ -110,6 +118,7 @@ const TokenMask& CompiledGrammar::allowed(const StackSet& state) {
     masks_.splice(masks_.end(), masks_, found->second);
     return found->second->second;
   }
+  stacks_.set_budget(limits_.mask_budget);
   TokenMask mask(vocab_->size());
   for (uint32_t stack : state) {
     if (stack == ParseStacks::kEmpty || stack == ParseStacks::kExit) continue;
@@ -117,7 +126,7 @@ const TokenMask& CompiledGrammar::allowed(const StackSet& state) {
     if (t.dense) mask.merge(t.accepted);
     for (int32_t id : t.accepted_ids) mask.set(id);
     for (int32_t id : t.context_dependent) {
-      if (!mask.test(id) && accepts({stack}, id)) mask.set(id);
+      if (!mask.test(id) && !advance_bytes({stack}, id).empty()) mask.set(id);
     }
   }
   if (masks_.size() >= limits_.cached_masks) {

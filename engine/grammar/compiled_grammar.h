@@ -22,6 +22,10 @@ namespace tessera::grammar {
 
 struct CompiledGrammarLimits {
   size_t max_stack_nodes = 1u << 20;
+  // Parser work (stacks advanced by a byte) one mask may take, and one
+  // token check; a string body's table takes a few million on a 152k vocabulary.
+  uint64_t mask_budget = 1ull << 25;
+  uint64_t token_budget = 1ull << 20;
   size_t cached_masks = 256;
   size_t max_shared_form_bytes = 1u << 16;  // larger reachable sub-grammars are not shared
 };
@@ -48,6 +52,7 @@ class CompiledGrammar {
   void build_all_tables();
 
  private:
+  StackSet advance_bytes(const StackSet& state, int32_t token);
   const PositionTable& table(uint32_t position);
   std::shared_ptr<const PositionTable> build_table(uint32_t position);
 

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "engine/grammar/utf8_ranges.h"
+#include "models/tokenizer/unicode.h"
 
 namespace tessera::grammar {
 namespace {
@@ -21,6 +22,7 @@ class GbnfParser {
   GbnfParser(std::string_view text, GrammarLimits limits) : text_(text), builder_(limits) {}
 
   Grammar parse() {
+    if (!unicode::is_valid_utf8(text_)) fail("the grammar is not valid UTF-8");
     skip_space();
     while (pos_ < text_.size()) {
       const std::string name = parse_name();
@@ -149,7 +151,7 @@ class GbnfParser {
         default: fail(std::string("unknown escape '\\") + e + "'");
       }
     }
-    return decode_utf8();
+    return unicode::decode_utf8(text_, &pos_);  // valid: checked by parse()
   }
 
   uint32_t parse_hex(int digits) {
@@ -165,26 +167,12 @@ class GbnfParser {
     return v;
   }
 
-  uint32_t decode_utf8() {
-    const unsigned char c = static_cast<unsigned char>(text_[pos_]);
-    const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || pos_ + size_t(n) > text_.size()) fail("the grammar is not valid UTF-8");
-    uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
-    for (int i = 1; i < n; ++i) {
-      const unsigned char k = static_cast<unsigned char>(text_[pos_ + size_t(i)]);
-      if ((k & 0xC0) != 0x80) fail("the grammar is not valid UTF-8");
-      cp = (cp << 6) | (k & 0x3F);
-    }
-    pos_ += size_t(n);
-    return cp;
-  }
-
   std::vector<Element> parse_literal() {
     ++pos_;  // opening quote
     std::vector<Element> seq;
     while (pos_ < text_.size() && text_[pos_] != '"') {
       std::string bytes;
-      append_utf8(bytes, parse_char());
+      unicode::append_utf8(parse_char(), &bytes);
       for (unsigned char b : bytes) {
         ByteSet set;
         set.add(b);

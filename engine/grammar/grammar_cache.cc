@@ -23,4 +23,11 @@ std::shared_ptr<CompiledGrammar> GrammarCache::get(const std::string& gbnf) {
   return compiled;
 }
 
+void GrammarCache::forget(const std::string& gbnf) {
+  auto found = index_.find(gbnf);
+  if (found == index_.end()) return;
+  entries_.erase(found->second);
+  index_.erase(found);
+}
+
 }  // namespace tessera::grammar

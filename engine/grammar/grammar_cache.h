@@ -19,6 +19,9 @@ class GrammarCache {
 
   // Throws GrammarError when the text does not compile.
   std::shared_ptr<CompiledGrammar> get(const std::string& gbnf);
+  // Drops a grammar that failed (too much work or state), so its memory goes
+  // with the last sequence using it and the next request starts afresh.
+  void forget(const std::string& gbnf);
 
  private:
   std::function<std::vector<std::string>()> vocabulary_;

@@ -19,12 +19,19 @@ bool GrammarMatcher::finished() { return !grammar_->allowed(state_).any(); }
 bool GrammarMatcher::allows(int32_t token) {
   if (token < 0 || size_t(token) >= grammar_->vocab().size()) return false;
   if (is_end(token)) return complete() || finished();
-  return grammar_->accepts(state_, token);
+  checked_next_ = grammar_->advance(state_, token);
+  checked_token_ = token;
+  return !checked_next_.empty();
 }
 
 bool GrammarMatcher::advance(int32_t token) {
-  if (!allows(token)) return false;
-  if (!is_end(token)) state_ = grammar_->advance(state_, token);
+  if (token < 0 || size_t(token) >= grammar_->vocab().size()) return false;
+  if (is_end(token)) return complete() || finished();
+  // The sampler usually asked allows() for this token just before.
+  StackSet next = token == checked_token_ ? std::move(checked_next_) : grammar_->advance(state_, token);
+  checked_token_ = -1;
+  if (next.empty()) return false;
+  state_ = std::move(next);
   return true;
 }
 

@@ -34,6 +34,8 @@ class GrammarMatcher {
   std::shared_ptr<CompiledGrammar> grammar_;
   std::vector<int32_t> end_tokens_;
   StackSet state_;
+  int32_t checked_token_ = -1;  // the last token allows() checked, and the state after it
+  StackSet checked_next_;
 };
 
 }  // namespace tessera::grammar

@@ -292,6 +292,11 @@ class SchemaConverter {
     return new_rule("\"\\\"\" json-char" + reps + " \"\\\"\"");
   }
 
+  static std::string ipv4() {
+    const std::string octet = "( " + integer_range_gbnf(0, 255) + " )";
+    return octet + " \".\" " + octet + " \".\" " + octet + " \".\" " + octet;
+  }
+
   std::string format(const Json& f, const std::string& path) {
     const std::string name = f.is_string() ? f.get<std::string>() : "";
     static const std::map<std::string, std::string> formats = {
@@ -300,18 +305,11 @@ class SchemaConverter {
                  "( \"Z\" | [+-] ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] )"},
         {"uuid", "[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{12}"},
         {"email", "[a-zA-Z0-9._%+-]{1,64} \"@\" [a-zA-Z0-9-]{1,63} ( \".\" [a-zA-Z0-9-]{1,63} ){0,4} \".\" [a-zA-Z]{2,24}"},
-        {"ipv4", "ip-octet \".\" ip-octet \".\" ip-octet \".\" ip-octet"},
+        {"ipv4", ipv4()},
     };
     if (name == "date-time") return "( " + formats.at("date") + " ) \"T\" ( " + formats.at("time") + " )";
     auto found = formats.find(name);
     if (found == formats.end()) refuse(path, "the string format '" + name + "' is not supported (date, time, date-time, uuid, email, ipv4 are)");
-    if (name == "ipv4") {
-      if (octet_defined_) return ipv4_;
-      ipv4_ = prefix_ + "ip-octet \".\" " + prefix_ + "ip-octet \".\" " + prefix_ + "ip-octet \".\" " + prefix_ + "ip-octet";
-      define(prefix_ + "ip-octet", "\"25\" [0-5] | \"2\" [0-4] [0-9] | \"1\" [0-9] [0-9] | [1-9] [0-9] | [0-9]");
-      octet_defined_ = true;
-      return ipv4_;
-    }
     return found->second;
   }
 
@@ -335,8 +333,6 @@ class SchemaConverter {
   std::string body_;
   size_t rule_count_ = 0;
   std::map<std::string, std::string> refs_;
-  bool octet_defined_ = false;
-  std::string ipv4_;
   std::string prefix_;
 };
 

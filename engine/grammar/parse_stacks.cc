@@ -98,6 +98,8 @@ const StackSet& ParseStacks::advance_one(uint32_t stack, uint8_t byte) {
 }
 
 void ParseStacks::advance(const StackSet& in, uint8_t byte, StackSet& out) {
+  if (in.size() > budget_) throw GrammarError("the output constraint needs more parser work than one step may take");
+  budget_ -= in.size();
   out.clear();
   if (in.size() == 1) {
     out = advance_one(in[0], byte);

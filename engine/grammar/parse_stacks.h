@@ -32,6 +32,9 @@ class ParseStacks {
   // The stacks after consuming `byte` from any stack of `in`; kEmpty and
   // kExit consume nothing. `out` is replaced.
   void advance(const StackSet& in, uint8_t byte, StackSet& out);
+  // Work allowed until the next call, in stacks advanced by one byte; past
+  // it advance() throws, so no grammar can hold the model loop for long.
+  void set_budget(uint64_t stack_steps) { budget_ = stack_steps; }
   // The byte-set position on top of a stack other than kEmpty and kExit.
   uint32_t top(uint32_t stack) const { return nodes_[stack].position; }
   size_t size() const { return nodes_.size(); }
@@ -53,6 +56,7 @@ class ParseStacks {
   std::unordered_map<uint64_t, uint32_t> memo_;         // (stack, byte) -> index into results_
   std::vector<StackSet> results_;
   std::unordered_set<uint64_t> expanded_;               // (below, position) seen by the current expansion
+  uint64_t budget_ = UINT64_MAX;
 };
 
 }  // namespace tessera::grammar

@@ -8,6 +8,7 @@
 #include "engine/grammar/gbnf_text.h"
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/utf8_ranges.h"
+#include "models/tokenizer/unicode.h"
 
 namespace tessera::grammar {
 namespace {
@@ -60,6 +61,7 @@ class RegexConverter {
   RegexConverter(std::string_view pattern, bool json_string) : p_(pattern), json_(json_string) {}
 
   std::string convert() {
+    if (!unicode::is_valid_utf8(p_)) fail("the pattern is not valid UTF-8");
     if (!p_.empty() && p_[0] == '^') ++pos_;
     std::string out = alternation(0);
     if (pos_ < p_.size()) fail("unbalanced ')'");
@@ -134,15 +136,8 @@ class RegexConverter {
     return literal(next_code_point());
   }
 
-  uint32_t next_code_point() {
-    const unsigned char c = static_cast<unsigned char>(p_[pos_]);
-    const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || pos_ + size_t(n) > p_.size()) fail("the pattern is not valid UTF-8");
-    uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
-    for (int i = 1; i < n; ++i) cp = (cp << 6) | (static_cast<unsigned char>(p_[pos_ + size_t(i)]) & 0x3F);
-    pos_ += size_t(n);
-    return cp;
-  }
+  // The pattern is valid UTF-8 (checked by convert()).
+  uint32_t next_code_point() { return unicode::decode_utf8(p_, &pos_); }
 
   // After a backslash: \d \D \w \W \s \S as ranges.
   bool escape_class(Ranges& out) {
@@ -256,7 +251,7 @@ class RegexConverter {
         bytes = buf;
       }
     } else {
-      append_utf8(bytes, cp);
+      unicode::append_utf8(cp, &bytes);
     }
     return gbnf_literal(bytes);
   }

@@ -1,5 +1,7 @@
 #include "engine/grammar/utf8_ranges.h"
 
+#include "models/tokenizer/unicode.h"
+
 namespace tessera::grammar {
 namespace {
 
@@ -7,7 +9,7 @@ int encoded_length(uint32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0
 
 std::vector<uint8_t> encode(uint32_t cp) {
   std::string s;
-  append_utf8(s, cp);
+  unicode::append_utf8(cp, &s);
   return {s.begin(), s.end()};
 }
 
@@ -38,24 +40,6 @@ void split_same_length(uint32_t lo, uint32_t hi, const std::function<void(const 
 }
 
 }  // namespace
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
-}
 
 void utf8_sequences(uint32_t lo, uint32_t hi, const std::function<void(const ByteRangeSequence&)>& emit) {
   if (hi > kMaxCodePoint) hi = kMaxCodePoint;

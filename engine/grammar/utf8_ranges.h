@@ -16,9 +16,6 @@ using ByteRangeSequence = std::vector<std::pair<uint8_t, uint8_t>>;  // one [lo,
 // scalar values in [lo, hi] (surrogates left out).
 void utf8_sequences(uint32_t lo, uint32_t hi, const std::function<void(const ByteRangeSequence&)>& emit);
 
-// Appends the UTF-8 encoding of a scalar value.
-void append_utf8(std::string& out, uint32_t code_point);
-
 constexpr uint32_t kMaxCodePoint = 0x10FFFF;
 
 }  // namespace tessera::grammar

@@ -147,8 +147,7 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
     GenerationParams params = validate_generation(generation, model, api_.limits, default_max_tokens);
     params.render_special = tools.parse;
     auto gens = start_generations(model, {prompt}, params);
-    std::vector<ToolCallParser> parsers(size_t(params.n), ToolCallParser(tools.names));
-    std::vector<int> calls_made(size_t(params.n), 0);
+    std::vector<ToolCallParser> parsers(size_t(params.n), ToolCallParser(tools.names, tools.parallel));
     std::string error;
     const bool completed = drive_generations(gens, [context] { return context->IsCancelled(); }, [&](size_t, const ChoiceUpdate& u) {
       if (!u.error.empty()) {
@@ -162,27 +161,21 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
         out.set_text(u.text);
       } else {
         // As the HTTP endpoint does: text and the calls completed with it.
-        ToolCallParser& parser = parsers[size_t(u.index)];
-        std::vector<ToolCallPiece> pieces = parser.feed(u.text);
-        if (u.finish_reason) {
-          for (auto& p : parser.finish()) pieces.push_back(std::move(p));
-        }
-        for (ToolCallPiece& p : pieces) {
+        for (ToolCallPiece& p : parsers[size_t(u.index)].take(u.text, u.finish_reason.has_value())) {
           if (!p.call) {
             out.mutable_text()->append(p.text);
-          } else if (tools.parallel || calls_made[size_t(u.index)] == 0) {
-            v1::ToolCall* call = out.add_tool_calls();
-            call->set_id(p.call->id);
-            call->set_name(p.call->name);
-            call->set_arguments(p.call->arguments);
-            ++calls_made[size_t(u.index)];
+            continue;
           }
+          v1::ToolCall* call = out.add_tool_calls();
+          call->set_id(p.call->id);
+          call->set_name(p.call->name);
+          call->set_arguments(p.call->arguments);
         }
       }
       for (const auto& lp : u.logprobs) *out.add_tokens() = token_message(lp);
       if (out.text().empty() && out.tool_calls().empty() && out.tokens().empty() && !u.finish_reason) return true;
       if (u.finish_reason) {
-        out.set_finish_reason(*u.finish_reason == "stop" && calls_made[size_t(u.index)] > 0 ? "tool_calls" : *u.finish_reason);
+        out.set_finish_reason(*u.finish_reason == "stop" && parsers[size_t(u.index)].calls() > 0 ? "tool_calls" : *u.finish_reason);
       }
       return writer->Write(out);
     });

@@ -1,5 +1,7 @@
 #include "server/grpc/grpc_chat.h"
 
+#include "server/openai/tool_calls.h"
+
 namespace tessera {
 
 GrpcChat read_grpc_chat(const v1::ChatMessages& chat, const ServedModel& model) {
@@ -8,10 +10,7 @@ GrpcChat read_grpc_chat(const v1::ChatMessages& chat, const ServedModel& model) 
   for (const auto& m : chat.messages()) {
     Json message = {{"role", m.role()}, {"content", m.content()}};
     if (!m.tool_call_id().empty()) message["tool_call_id"] = m.tool_call_id();
-    for (const auto& call : m.tool_calls()) {
-      message["tool_calls"].push_back(
-          {{"id", call.id()}, {"type", "function"}, {"function", {{"name", call.name()}, {"arguments", call.arguments()}}}});
-    }
+    for (const auto& call : m.tool_calls()) message["tool_calls"].push_back(tool_call_json({call.id(), call.name(), call.arguments()}));
     out.messages.push_back(std::move(message));
   }
   Json fields = Json::object();

@@ -50,10 +50,6 @@ struct ChoiceState {
   std::vector<ToolCall> calls;  // parsed from `text`; `text` then holds the rest
 };
 
-Json tool_call_json(const ToolCall& call) {
-  return {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
-}
-
 std::string render_chat_prompt(const ServedModel& model, const Json& messages, bool add_generation_prompt,
                                const Json& template_kwargs, const Json& tools) {
   if (!model.chat_template) {
@@ -138,7 +134,7 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
   const std::string id = new_response_id("chatcmpl-");
   const int64_t created = std::time(nullptr);
   std::vector<ChoiceState> choices(size_t(params.n));
-  for (ChoiceState& c : choices) c.parser = ToolCallParser(tool_request.names);
+  for (ChoiceState& c : choices) c.parser = ToolCallParser(tool_request.names, tool_request.parallel);
   auto chunk = [&](Json choice_list) {
     return Json{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model_name}, {"choices", std::move(choice_list)}};
   };
@@ -168,17 +164,14 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
     if (!tool_request.parse) {
       if (!u.text.empty()) pieces.push_back({u.text, std::nullopt});
     } else {
-      pieces = c.parser.feed(u.text);
-      if (u.finish_reason) {
-        for (auto& p : c.parser.finish()) pieces.push_back(std::move(p));
-      }
+      pieces = c.parser.take(u.text, u.finish_reason.has_value());
     }
     Json deltas = Json::array();
     for (ToolCallPiece& p : pieces) {
       if (!p.call) {
         c.text += p.text;
         deltas.push_back({{"content", std::move(p.text)}});
-      } else if (tool_request.parallel || c.calls.empty()) {
+      } else {
         Json call = tool_call_json(*p.call);
         call["index"] = c.calls.size();
         deltas.push_back({{"tool_calls", Json::array({std::move(call)})}});

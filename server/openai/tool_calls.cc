@@ -178,6 +178,24 @@ std::vector<ToolCallPiece> ToolCallParser::finish() {
   return out;
 }
 
+std::vector<ToolCallPiece> ToolCallParser::take(const std::string& text, bool last) {
+  std::vector<ToolCallPiece> pieces = feed(text);
+  if (last) {
+    for (auto& p : finish()) pieces.push_back(std::move(p));
+  }
+  std::vector<ToolCallPiece> kept;
+  for (auto& p : pieces) {
+    if (p.call && !parallel_ && kept_ > 0) continue;
+    if (p.call) ++kept_;
+    kept.push_back(std::move(p));
+  }
+  return kept;
+}
+
+nlohmann::ordered_json tool_call_json(const ToolCall& call) {
+  return {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+}
+
 void check_tools(const nlohmann::ordered_json& tools) {
   if (!tools.is_array()) throw ApiError::invalid("'tools' must be an array", "tools");
   for (const auto& tool : tools) {

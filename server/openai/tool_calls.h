@@ -36,10 +36,19 @@ struct ToolCallPiece {
   std::optional<ToolCall> call;
 };
 
+// A call as OpenAI's message.tool_calls entries write it.
+nlohmann::ordered_json tool_call_json(const ToolCall& call);
+
 class ToolCallParser {
  public:
-  // `tools`: the names of the functions the request offers.
-  explicit ToolCallParser(std::vector<std::string> tools = {}) : tools_(std::move(tools)) {}
+  // `tools`: the names of the functions the request offers. Without
+  // `parallel` (parallel_tool_calls: false) only the first call is kept.
+  explicit ToolCallParser(std::vector<std::string> tools = {}, bool parallel = true)
+      : tools_(std::move(tools)), parallel_(parallel) {}
+
+  // What a streamed update completes: feed(text), then finish() when it is
+  // the output's last, with calls past the first dropped unless parallel.
+  std::vector<ToolCallPiece> take(const std::string& text, bool last);
 
   // Pieces that are complete after `text` arrives; a possible start of a
   // tag is held back until it resolves.
@@ -59,6 +68,8 @@ class ToolCallParser {
 
   enum class Start { kUnknown, kBare, kTagged, kMistral };
   std::vector<std::string> tools_;
+  bool parallel_ = true;
+  int kept_ = 0;  // calls handed out by take()
   std::string buffer_;
   Start start_ = Start::kUnknown;
   bool inside_ = false;

@@ -11,6 +11,7 @@
 #include "engine/grammar/compiled_grammar.h"
 #include "engine/grammar/gbnf_parser.h"
 #include "engine/grammar/json_schema_to_gbnf.h"
+#include "engine/grammar/tokenizer_texts.h"
 #include "models/gguf/gguf_file.h"
 #include "models/tokenizer/tokenizer.h"
 
@@ -18,18 +19,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
-
-std::vector<std::string> token_texts(const tessera::Tokenizer& tokenizer) {
-  const tessera::Vocab& vocab = tokenizer.vocab();
-  std::vector<std::string> texts(vocab.size());
-  for (size_t id = 0; id < vocab.size(); ++id) {
-    const auto kind = vocab.kinds[id];
-    if (kind == tessera::TokenKind::kNormal || kind == tessera::TokenKind::kByte || kind == tessera::TokenKind::kUserDefined) {
-      texts[id] = tokenizer.token_bytes(tessera::TokenId(id));
-    }
-  }
-  return texts;
-}
 
 }  // namespace
 
@@ -40,7 +29,7 @@ int main(int argc, char** argv) {
   }
   const tessera::Tokenizer tokenizer = tessera::Tokenizer::from_gguf(tessera::gguf::File::open(argv[1]));
   auto t0 = Clock::now();
-  auto vocab = std::make_shared<const tessera::grammar::TokenVocabulary>(token_texts(tokenizer));
+  auto vocab = std::make_shared<const tessera::grammar::TokenVocabulary>(tessera::grammar::tokenizer_texts(tokenizer, tokenizer.vocab().size()));
   std::printf("vocabulary: %zu tokens sorted in %.1f ms\n", vocab->size(), ms_since(t0));
   std::ifstream in(argv[2]);
   std::stringstream text;

@@ -13,6 +13,7 @@
 #include "engine/grammar/json_schema_to_gbnf.h"
 #include "engine/grammar/regex_to_gbnf.h"
 #include "engine/grammar/utf8_ranges.h"
+#include "models/tokenizer/unicode.h"
 
 namespace tessera::grammar {
 namespace {
@@ -84,7 +85,7 @@ TEST(Utf8Ranges, SequencesCoverExactlyTheRange) {
       const uint32_t cp = probe < 4 ? std::vector<uint32_t>{lo, hi, lo ? lo - 1 : 0, hi + 1}[size_t(probe)] : rng() % 0x110000;
       if (cp > kMaxCodePoint || (cp >= 0xD800 && cp <= 0xDFFF)) continue;
       std::string bytes;
-      append_utf8(bytes, cp);
+      unicode::append_utf8(cp, &bytes);
       bool covered = false;
       for (const auto& s : seqs) {
         if (s.size() != bytes.size()) continue;
@@ -160,6 +161,22 @@ TEST(CompiledGrammar, SharedTablesGiveTheSameMasks) {
   }
   EXPECT_GT(b.tables_shared(), 3u);
   EXPECT_LT(b.tables_built(), alone.tables_built());
+}
+
+// An ambiguous grammar costs work per stack; past the budget the mask
+// throws instead of holding the model loop.
+TEST(CompiledGrammar, WorkBeyondTheBudgetIsRefused) {
+  std::string alternatives;
+  // 200 copies of the same repetition: 200 parses alive after every letter.
+  for (int i = 0; i < 200; ++i) alternatives += (i ? " | " : "") + std::string("[a-z]+");
+  const std::string gbnf = "root ::= " + alternatives + "\n";
+  auto vocab = std::make_shared<TokenVocabulary>(small_vocab());
+  CompiledGrammar tight(parse_gbnf(gbnf), vocab, {.mask_budget = 5000, .token_budget = 100});
+  const StackSet start = tight.initial();
+  EXPECT_THROW(tight.allowed(start), GrammarError);
+  EXPECT_THROW(tight.advance(start, 13), GrammarError);  // "name": 4 bytes over 200 parses
+  CompiledGrammar roomy(parse_gbnf(gbnf), vocab);
+  EXPECT_TRUE(roomy.allowed(roomy.initial()).test(13));
 }
 
 TEST(GrammarMatcher, AllowsEndTokensOnlyOnceTheGrammarMatched) {

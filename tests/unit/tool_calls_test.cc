@@ -140,6 +140,22 @@ TEST(ToolCalls, MistralCallLists) {
   EXPECT_EQ(parse({"[1, 2]"}).text, "[1, 2]");
 }
 
+TEST(ToolCalls, WithoutParallelCallsOnlyTheFirstIsKept) {
+  const std::string two = "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": 1}}\n</tool_call>\n"
+                          "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>";
+  for (bool parallel : {true, false}) {
+    ToolCallParser parser({"search", "get_weather"}, parallel);
+    std::vector<ToolCall> calls;
+    for (size_t i = 0; i < two.size(); i += 7) {
+      for (auto& p : parser.take(two.substr(i, 7), i + 7 >= two.size())) {
+        if (p.call) calls.push_back(*p.call);
+      }
+    }
+    ASSERT_EQ(calls.size(), parallel ? 2u : 1u);
+    EXPECT_EQ(calls[0].name, "search");
+  }
+}
+
 TEST(ToolCalls, FormatFromTheTemplate) {
   EXPECT_EQ(tool_call_format_of("... <tool_call>\n{\"name\": ...} </tool_call>"), ToolCallFormat::kHermes);
   EXPECT_EQ(tool_call_format_of("Respond in the format {\"name\": function name, \"parameters\": dictionary of argument name and its value}"),
