@@ -4,6 +4,10 @@
 
 namespace tessera {
 
+std::unique_ptr<Communicator> Backend::create_communicator(const CommunicatorOptions&) {
+  throw CollectiveError(describe() + ": no collective transport for this backend");
+}
+
 std::string_view op_name(Op op) {
   switch (op) {
     case Op::kDequantize: return "dequantize";

@@ -12,6 +12,7 @@
 
 #include "engine/tensor/device.h"
 #include "engine/tensor/dtype.h"
+#include "kernels/communicator.h"
 #include "kernels/op_args.h"
 #include "quant/weight_scheme.h"
 
@@ -139,6 +140,10 @@ class Backend {
   // Everything the work reads and writes must stay at the same addresses
   // for as long as the recording is replayed.
   virtual std::unique_ptr<Recording> record(Stream&, const std::function<void()>&) { return nullptr; }
+
+  // Joins the parallel group `options` names, over the transport this
+  // device's memory calls for. Throws CollectiveError.
+  virtual std::unique_ptr<Communicator> create_communicator(const CommunicatorOptions& options);
 };
 
 // Device memory owned through the backend that allocated it.

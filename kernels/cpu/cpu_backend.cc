@@ -1,4 +1,5 @@
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/gloo_communicator.h"
 
 #include <unistd.h>
 
@@ -122,6 +123,10 @@ const KernelTable& CpuBackend::kernels() const { return cpu_kernel_table(); }
 
 std::unique_ptr<PreparedLinear> CpuBackend::prepare_linear(const QuantizedLinear& weight) {
   return std::make_unique<CpuLinear>(weight, isa_);
+}
+
+std::unique_ptr<Communicator> CpuBackend::create_communicator(const CommunicatorOptions& options) {
+  return std::make_unique<GlooCommunicator>(options);
 }
 
 std::unique_ptr<AttentionPlan> CpuBackend::create_attention_plan(int max_tokens, int max_seqs, int n_kv_heads) {

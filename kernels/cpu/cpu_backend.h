@@ -54,6 +54,7 @@ class CpuBackend final : public Backend {
   void fill_zero(void* dst, size_t bytes, Stream& stream) override;
   std::shared_ptr<const void> place_weights(const void* host, size_t bytes) override;
   Stream& default_stream() override { return stream_; }
+  std::unique_ptr<Communicator> create_communicator(const CommunicatorOptions& options) override;
   std::unique_ptr<Event> create_event() override;
   bool supports(Op op, DType dtype) const override;
   const KernelTable& kernels() const override;

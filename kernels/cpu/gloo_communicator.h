@@ -1,0 +1,46 @@
+#pragma once
+// Collectives over gloo's TCP transport, for ranks whose buffers live in
+// host memory (the CPU backend). The ranks meet through a gloo store: a
+// directory every rank can reach ("file:DIR"), or the TCP store rank 0
+// serves ("tcp:HOST:PORT").
+#include <memory>
+#include <vector>
+
+#include "kernels/communicator.h"
+
+namespace gloo {
+class Context;
+namespace rendezvous {
+class Store;
+}
+}  // namespace gloo
+
+namespace tessera::cpu {
+
+class GlooCommunicator final : public Communicator {
+ public:
+  // Blocks until every rank has joined, or the timeout passes (throws CollectiveError).
+  explicit GlooCommunicator(const CommunicatorOptions& options);
+  ~GlooCommunicator() override;
+
+ protected:
+  void run_all_reduce_sum(float* data, size_t count, Stream& stream) override;
+  void run_all_gather(const void* in, size_t bytes, void* out, Stream& stream) override;
+  void run_reduce_scatter_sum(const float* in, float* out, size_t count, Stream& stream) override;
+  void run_broadcast(void* data, size_t bytes, int root, Stream& stream) override;
+  void run_send(const void* data, size_t bytes, int peer, Stream& stream) override;
+  void run_recv(void* data, size_t bytes, int peer, Stream& stream) override;
+  void run_barrier() override;
+
+ private:
+  // Point-to-point slots: (sender, receiver, count) in a space of their own.
+  uint64_t p2p_slot(int from, int to, uint64_t count) const;
+
+  std::unique_ptr<gloo::rendezvous::Store> store_;  // kept: a TCP store's server lives in rank 0
+  std::shared_ptr<gloo::Context> context_;
+  std::vector<uint64_t> sent_, received_;  // (world): messages to and from each peer
+  std::vector<float> reduce_scratch_;  // (world, count): reduce-scatter's staging
+  uint32_t next_tag_ = 0;  // each collective its own tag, the same sequence on every rank
+};
+
+}  // namespace tessera::cpu

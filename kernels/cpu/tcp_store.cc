@@ -1,0 +1,227 @@
+#include "kernels/cpu/tcp_store.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace tessera::cpu {
+
+namespace {
+
+constexpr uint32_t kMaxKey = 4096;
+constexpr uint32_t kMaxValue = 1u << 20;
+constexpr size_t kMaxKeys = 65536;
+constexpr int kIoTimeoutMs = 10000;  // one message, once a peer has started it
+
+using Clock = std::chrono::steady_clock;
+
+// Whole-buffer I/O with a deadline per call; false on close, error or timeout.
+bool write_all(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    pollfd pfd{fd, POLLOUT, 0};
+    if (poll(&pfd, 1, kIoTimeoutMs) <= 0) return false;
+    const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (w <= 0) return false;
+    p += w;
+    n -= size_t(w);
+  }
+  return true;
+}
+
+bool read_all(int fd, void* data, size_t n, int timeout_ms = kIoTimeoutMs) {
+  char* p = static_cast<char*>(data);
+  while (n > 0) {
+    pollfd pfd{fd, POLLIN, 0};
+    if (poll(&pfd, 1, timeout_ms) <= 0) return false;
+    const ssize_t r = ::recv(fd, p, n, 0);
+    if (r <= 0) return false;
+    p += r;
+    n -= size_t(r);
+  }
+  return true;
+}
+
+bool write_u32(int fd, uint32_t v) { return write_all(fd, &v, 4); }
+bool read_u32(int fd, uint32_t& v) { return read_all(fd, &v, 4); }
+
+bool read_blob(int fd, uint32_t limit, std::string& out) {
+  uint32_t n = 0;
+  if (!read_u32(fd, n) || n > limit) return false;
+  out.resize(n);
+  return read_all(fd, out.data(), n);
+}
+
+void split_address(const std::string& address, std::string& host, std::string& port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    throw std::runtime_error("store address '" + address + "': expected HOST:PORT");
+  }
+  host = address.substr(0, colon);
+  port = address.substr(colon + 1);
+}
+
+addrinfo* resolve(const std::string& host, const std::string& port, bool passive) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  if (passive) hints.ai_flags = AI_PASSIVE;
+  addrinfo* result = nullptr;
+  const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &result);
+  if (rc != 0) throw std::runtime_error("store address " + host + ":" + port + ": " + gai_strerror(rc));
+  return result;
+}
+
+}  // namespace
+
+TcpStore::TcpStore(const std::string& address, bool serve, std::chrono::milliseconds timeout) : timeout_(timeout) {
+  split_address(address, host_, port_);
+  if (serve) {
+    addrinfo* ai = resolve(host_, port_, true);
+    for (addrinfo* a = ai; a && listen_fd_ < 0; a = a->ai_next) {
+      const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+      if (fd < 0) continue;
+      const int one = 1;
+      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+      if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 64) == 0) listen_fd_ = fd;
+      else close(fd);
+    }
+    freeaddrinfo(ai);
+    if (listen_fd_ < 0) throw std::runtime_error("store: cannot listen on " + address + ": " + std::strerror(errno));
+    server_ = std::thread([this] { serve_loop(); });
+  }
+  connect_client();
+}
+
+TcpStore::~TcpStore() {
+  stopping_ = true;
+  if (client_fd_ >= 0) close(client_fd_);
+  if (server_.joinable()) server_.join();
+  for (std::thread& t : connections_) t.join();
+  if (listen_fd_ >= 0) close(listen_fd_);
+}
+
+void TcpStore::connect_client() {
+  const auto deadline = Clock::now() + timeout_;
+  while (true) {
+    addrinfo* ai = resolve(host_, port_, false);
+    for (addrinfo* a = ai; a && client_fd_ < 0; a = a->ai_next) {
+      const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+      if (fd < 0) continue;
+      if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) client_fd_ = fd;
+      else close(fd);
+    }
+    freeaddrinfo(ai);
+    if (client_fd_ >= 0) break;
+    // The leader may not be listening yet.
+    if (Clock::now() > deadline) throw std::runtime_error("store: no leader at " + host_ + ":" + port_ + " within the timeout");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const int one = 1;
+  setsockopt(client_fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+void TcpStore::serve_loop() {
+  while (!stopping_) {
+    pollfd pfd{listen_fd_, POLLIN, 0};
+    if (poll(&pfd, 1, 100) <= 0) continue;
+    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    connections_.emplace_back([this, fd] { serve_connection(fd); });
+  }
+}
+
+void TcpStore::serve_connection(int fd) {
+  while (!stopping_) {
+    char op = 0;
+    pollfd pfd{fd, POLLIN, 0};
+    const int ready = poll(&pfd, 1, 100);
+    if (ready == 0) continue;
+    if (ready < 0 || !read_all(fd, &op, 1)) break;
+    std::string key;
+    if (!read_blob(fd, kMaxKey, key)) break;
+    if (op == 'S') {
+      std::string value;
+      if (!read_blob(fd, kMaxValue, value)) break;
+      bool stored = false;
+      {
+        std::lock_guard<std::mutex> lock(map_mutex_);
+        if (map_.size() < kMaxKeys || map_.count(key)) {
+          map_[key].assign(value.begin(), value.end());
+          stored = true;
+        }
+      }
+      if (!stored || !write_all(fd, "K", 1)) break;
+    } else if (op == 'G') {
+      std::vector<char> value;
+      bool found = false;
+      {
+        std::lock_guard<std::mutex> lock(map_mutex_);
+        const auto it = map_.find(key);
+        if (it != map_.end()) {
+          value = it->second;
+          found = true;
+        }
+      }
+      const bool ok = found ? write_all(fd, "V", 1) && write_u32(fd, uint32_t(value.size())) && write_all(fd, value.data(), value.size())
+                            : write_all(fd, "N", 1);
+      if (!ok) break;
+    } else {
+      break;
+    }
+  }
+  close(fd);
+}
+
+void TcpStore::set(const std::string& key, const std::vector<char>& data) {
+  if (key.size() > kMaxKey || data.size() > kMaxValue) throw std::runtime_error("store: key or value too large");
+  std::lock_guard<std::mutex> lock(client_mutex_);
+  char reply = 0;
+  const bool ok = write_all(client_fd_, "S", 1) && write_u32(client_fd_, uint32_t(key.size())) &&
+                  write_all(client_fd_, key.data(), key.size()) && write_u32(client_fd_, uint32_t(data.size())) &&
+                  write_all(client_fd_, data.data(), data.size()) && read_all(client_fd_, &reply, 1) && reply == 'K';
+  if (!ok) throw std::runtime_error("store: setting '" + key + "' failed: the leader's store is gone or full");
+}
+
+bool TcpStore::fetch(const std::string& key, std::vector<char>* value) {
+  if (key.size() > kMaxKey) throw std::runtime_error("store: key too large");
+  std::lock_guard<std::mutex> lock(client_mutex_);
+  char reply = 0;
+  if (!write_all(client_fd_, "G", 1) || !write_u32(client_fd_, uint32_t(key.size())) ||
+      !write_all(client_fd_, key.data(), key.size()) || !read_all(client_fd_, &reply, 1)) {
+    throw std::runtime_error("store: the leader's store is gone");
+  }
+  if (reply == 'N') return false;
+  uint32_t n = 0;
+  if (reply != 'V' || !read_u32(client_fd_, n) || n > kMaxValue) throw std::runtime_error("store: malformed reply");
+  value->resize(n);
+  if (!read_all(client_fd_, value->data(), n)) throw std::runtime_error("store: the leader's store is gone");
+  return true;
+}
+
+std::vector<char> TcpStore::get(const std::string& key) {
+  wait({key}, timeout_);
+  std::vector<char> value;
+  if (!fetch(key, &value)) throw std::runtime_error("store: key '" + key + "' vanished");
+  return value;
+}
+
+void TcpStore::wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) {
+  const auto deadline = Clock::now() + timeout;
+  std::vector<char> ignored;
+  for (const std::string& key : keys) {
+    while (!fetch(key, &ignored)) {
+      if (Clock::now() > deadline) throw std::runtime_error("store: timed out waiting for '" + key + "'");
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+}
+
+}  // namespace tessera::cpu

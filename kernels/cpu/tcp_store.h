@@ -1,0 +1,56 @@
+#pragma once
+// A gloo rendezvous store over TCP, for ranks on several machines: rank 0
+// serves a key-value map at HOST:PORT and every rank (rank 0 included) is a
+// client of it. The Debian gloo has only file and Redis stores; ranks in
+// separate pods share neither a file system nor a Redis server.
+//
+// Wire format, all integers little-endian u32:
+//   request  'S' key_len key value_len value → reply 'K'
+//            'G' key_len key                 → reply 'V' value_len value, or 'N' (absent)
+// Keys are at most 4 KiB, values at most 1 MiB, the map at most 65,536 keys;
+// a peer that breaks these, or sends anything else, is disconnected.
+#include <gloo/rendezvous/store.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tessera::cpu {
+
+class TcpStore final : public gloo::rendezvous::Store {
+ public:
+  // `address` is HOST:PORT; `serve`: this process listens there (rank 0).
+  TcpStore(const std::string& address, bool serve, std::chrono::milliseconds timeout);
+  ~TcpStore() override;
+
+  void set(const std::string& key, const std::vector<char>& data) override;
+  std::vector<char> get(const std::string& key) override;
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
+
+ private:
+  void serve_loop();
+  void serve_connection(int fd);
+  // Returns false when the key is absent.
+  bool fetch(const std::string& key, std::vector<char>* value);
+  void connect_client();
+
+  std::string host_;
+  std::string port_;
+  std::chrono::milliseconds timeout_;
+  int listen_fd_ = -1;
+  int client_fd_ = -1;
+  std::mutex client_mutex_;
+  std::atomic<bool> stopping_{false};
+  std::thread server_;
+  std::vector<std::thread> connections_;
+  std::mutex map_mutex_;
+  std::map<std::string, std::vector<char>> map_;
+};
+
+}  // namespace tessera::cpu

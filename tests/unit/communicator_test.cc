@@ -1,0 +1,150 @@
+// The gloo communicator between two ranks run as threads of this process,
+// meeting through a file store or the TCP store.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <thread>
+
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/gloo_communicator.h"
+
+namespace tessera {
+namespace {
+
+std::string fresh_dir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tessera-" + name + "-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  return dir.string();
+}
+
+// Runs body(rank, communicator, stream) on two ranks at once; rethrows the
+// first failure.
+void on_two_ranks(const std::string& rendezvous, std::chrono::milliseconds timeout,
+                  const std::function<void(int, Communicator&, Stream&)>& body) {
+  std::exception_ptr failure[2];
+  std::thread ranks[2];
+  for (int r = 0; r < 2; ++r) {
+    ranks[r] = std::thread([&, r] {
+      try {
+        cpu::CpuBackend backend(cpu::CpuBackendOptions{1, std::nullopt});
+        CommunicatorOptions options;
+        options.rank = r;
+        options.world = 2;
+        options.rendezvous = rendezvous;
+        options.timeout = timeout;
+        auto comm = backend.create_communicator(options);
+        body(r, *comm, backend.default_stream());
+      } catch (...) {
+        failure[r] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : ranks) t.join();
+  for (auto& f : failure) {
+    if (f) std::rethrow_exception(f);
+  }
+}
+
+void exercise_collectives(int rank, Communicator& comm, Stream& stream) {
+  std::vector<float> sum = {float(rank + 1), 10.0f * float(rank + 1), -1.0f};
+  comm.all_reduce_sum(sum.data(), sum.size(), stream);
+  EXPECT_EQ(sum, (std::vector<float>{3.0f, 30.0f, -2.0f}));
+
+  const int32_t mine[2] = {rank, 100 + rank};
+  int32_t all[4] = {};
+  comm.all_gather(mine, sizeof(mine), all, stream);
+  EXPECT_EQ(std::vector<int32_t>(all, all + 4), (std::vector<int32_t>{0, 100, 1, 101}));
+
+  std::vector<float> halves = {1.0f + float(rank), 2.0f, 3.0f, 4.0f * float(rank)};
+  float out[2] = {};
+  comm.reduce_scatter_sum(halves.data(), out, 2, stream);
+  if (rank == 0) EXPECT_EQ(std::vector<float>(out, out + 2), (std::vector<float>{3.0f, 4.0f}));
+  else EXPECT_EQ(std::vector<float>(out, out + 2), (std::vector<float>{6.0f, 4.0f}));
+
+  char text[6] = {};
+  if (rank == 1) std::memcpy(text, "hello", 6);
+  comm.broadcast(text, sizeof(text), 1, stream);
+  EXPECT_STREQ(text, "hello");
+
+  uint64_t message = rank == 0 ? 0xfeedu : 0;
+  if (rank == 0) comm.send(&message, sizeof(message), 1, stream);
+  else comm.recv(&message, sizeof(message), 0, stream);
+  EXPECT_EQ(message, 0xfeedu);
+  comm.barrier();
+
+  const auto records = comm.recorder().records();
+  ASSERT_EQ(records.size(), 6u);
+  EXPECT_EQ(records[0].op, CollectiveOp::kAllReduce);
+  EXPECT_EQ(records[4].op, rank == 0 ? CollectiveOp::kSend : CollectiveOp::kRecv);
+  for (const CollectiveRecord& r : records) EXPECT_EQ(r.state, CollectiveState::kCompleted);
+}
+
+TEST(GlooCommunicator, CollectivesThroughAFileStore) {
+  on_two_ranks("file:" + fresh_dir("gloo-file"), std::chrono::seconds(20), exercise_collectives);
+}
+
+TEST(GlooCommunicator, CollectivesThroughTheTcpStore) {
+  const int port = 20000 + int(getpid() % 20000);
+  on_two_ranks("tcp:127.0.0.1:" + std::to_string(port), std::chrono::seconds(20), exercise_collectives);
+}
+
+// Rank 1 leaves the second all-reduce to rank 0 alone, either by closing
+// (its communicator destroyed) or by hanging past the timeout.
+void second_collective_alone(bool hang, double max_seconds) {
+  const auto timeout = std::chrono::milliseconds(1000);
+  const auto start = std::chrono::steady_clock::now();
+  std::string rank0_error;
+  std::vector<CollectiveRecord> rank0_records;
+  double rank0_seconds = 0;
+  on_two_ranks("file:" + fresh_dir(hang ? "gloo-hang" : "gloo-close"), timeout, [&](int rank, Communicator& comm, Stream& stream) {
+    float x = 1.0f;
+    comm.all_reduce_sum(&x, 1, stream);
+    if (rank == 1) {
+      if (hang) std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+      return;
+    }
+    try {
+      comm.all_reduce_sum(&x, 1, stream);
+    } catch (const CollectiveError& e) {
+      rank0_error = e.what();
+    }
+    rank0_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    rank0_records = comm.recorder().records();
+  });
+  EXPECT_NE(rank0_error.find("all_reduce #2"), std::string::npos) << rank0_error;
+  ASSERT_EQ(rank0_records.size(), 2u);
+  EXPECT_EQ(rank0_records[0].state, CollectiveState::kCompleted);
+  EXPECT_EQ(rank0_records[1].state, CollectiveState::kFailed);
+  EXPECT_LT(rank0_seconds, max_seconds);
+}
+
+TEST(GlooCommunicator, AClosedPeerFailsTheCollective) { second_collective_alone(false, 10.0); }
+
+TEST(GlooCommunicator, AHungPeerTimesOut) { second_collective_alone(true, 2.8); }
+
+TEST(CollectiveRecorder, KeepsTheNewestRecordsOldestFirst) {
+  CollectiveRecorder recorder(0, 2, 3);
+  for (int i = 0; i < 5; ++i) recorder.finish(recorder.start(CollectiveOp::kAllReduce, uint64_t(i), -1), CollectiveState::kCompleted);
+  const uint64_t open = recorder.start(CollectiveOp::kBroadcast, 8, 0);
+  const auto records = recorder.records();
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0].seq, 4u);
+  EXPECT_EQ(records[2].seq, open);
+  EXPECT_EQ(records[2].state, CollectiveState::kStarted);
+  EXPECT_NE(recorder.dump_json().find("\"op\": \"broadcast\""), std::string::npos);
+}
+
+TEST(GlooCommunicator, RefusesABadRendezvous) {
+  CommunicatorOptions options;
+  options.world = 1;
+  options.rendezvous = "redis:x";
+  EXPECT_THROW(cpu::GlooCommunicator{options}, CollectiveError);
+  options.rank = 3;
+  EXPECT_THROW(cpu::GlooCommunicator{options}, CollectiveError);
+}
+
+}  // namespace
+}  // namespace tessera
