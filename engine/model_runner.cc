@@ -4,6 +4,7 @@
 
 #include "engine/error.h"
 #include "engine/grammar/tokenizer_texts.h"
+#include "engine/parallel/plan_broadcast.h"
 
 namespace tessera {
 
@@ -36,18 +37,22 @@ class GrammarFilter : public TokenFilter {
 
 }  // namespace
 
-ModelRunner::ModelRunner(std::shared_ptr<Backend> backend, const std::string& model_path, const RunnerConfig& config)
+ModelRunner::ModelRunner(std::shared_ptr<Backend> backend, const std::string& model_path, const RunnerConfig& config,
+                         Communicator* comm)
     : backend_(std::move(backend)),
+      comm_(comm),
       model_(Model::load(model_path, *backend_, config.load)),
       grammars_([this] { return grammar::tokenizer_texts(model_->tokenizer(), size_t(model_->spec().vocab_size)); }) {
-  const DecoderSpec& spec = model_->spec();
+  const DecoderSpec& spec = model_->rank_spec();
   // The activations and logits first, so a memory fraction sees them in use.
-  decoder_ = std::make_unique<Decoder>(spec, model_->weights(), *backend_, config.capacity);
+  decoder_ = std::make_unique<Decoder>(spec, model_->weights(), *backend_, config.capacity, comm_);
   logits_for(config.capacity.max_seqs);
   const KvLayout layout{config.kv_dtype, config.page_size, spec.n_kv_heads, spec.head_dim};
   const uint64_t budget =
       config.kv_memory_fraction > 0.0 ? budget_for_fraction(*backend_, config.kv_memory_fraction) : config.kv_budget_bytes;
-  const int64_t pages = PagedKvCache::pages_for_budget(layout, spec.n_layers, budget);
+  // Every rank of a group holds the same pages, counted as if unsharded.
+  const KvLayout whole{config.kv_dtype, config.page_size, model_->spec().n_kv_heads, spec.head_dim};
+  const int64_t pages = PagedKvCache::pages_for_budget(whole, spec.n_layers, budget);
   if (pages < 1) {
     throw Error("KV cache budget of " + std::to_string(budget) + " bytes holds no page (one page needs " +
                 std::to_string(PagedKvCache::bytes_per_page(layout, spec.n_layers)) + " bytes)");
@@ -139,7 +144,7 @@ bool ModelRunner::draw(SequenceState& state, size_t row, SampledToken& token, st
   return true;
 }
 
-void ModelRunner::apply_steps(const StepPlan& plan) {
+void ModelRunner::apply_steps(const StepPlan& plan, bool follower) {
   const int ps = page_size();
   for (const SequenceStep& s : plan.steps) {
     auto found = sequences_.find(s.seq_id);
@@ -149,7 +154,10 @@ void ModelRunner::apply_steps(const StepPlan& plan) {
     if (s.draft != 0 && (s.draft >= s.tokens.size() || !s.sample || s.all_logits)) {
       fail(s.seq_id, "draft tokens need a sampled step with a token before them and no other logits");
     }
-    if (s.start_position < 0 || size_t(s.start_position) > state.tokens.size()) fail(s.seq_id, "start position out of range");
+    // A follower keeps no tokens: rank 0 checks them and samples.
+    if (s.start_position < 0 || (!follower && size_t(s.start_position) > state.tokens.size())) {
+      fail(s.seq_id, "start position out of range");
+    }
     check_tokens(s.seq_id, s.tokens);
     if (s.pages_from > state.pages.size()) fail(s.seq_id, "page table update starts past its end");
     for (int32_t page : s.pages) {
@@ -160,7 +168,9 @@ void ModelRunner::apply_steps(const StepPlan& plan) {
     const int64_t end = int64_t(s.start_position) + int64_t(s.tokens.size());
     if (int64_t(state.pages.size()) * ps < end) fail(s.seq_id, "page table too short for position " + std::to_string(end - 1));
     // The step's tokens must agree with what the sequence already holds;
-    // the part beyond it extends the sequence; draft tokens join it only once accepted.
+    // the part beyond it extends the sequence; draft tokens join it only once
+    // accepted.
+    if (follower) continue;
     for (size_t i = 0; i < s.tokens.size() - s.draft; ++i) {
       const size_t pos = size_t(s.start_position) + i;
       if (pos == state.tokens.size()) state.tokens.push_back(s.tokens[i]);
@@ -171,7 +181,24 @@ void ModelRunner::apply_steps(const StepPlan& plan) {
 
 StepResult ModelRunner::step(const StepPlan& plan) {
   register_sequences(plan);
-  apply_steps(plan);
+  apply_steps(plan, false);
+  if (comm_ && comm_->world() > 1) broadcast_plan(*comm_, plan, backend_->default_stream());
+  const int n_logit_rows = run_forward(plan, true);
+  if (n_logit_rows < 0) return {};
+  return sample(plan, n_logit_rows);
+}
+
+void ModelRunner::follow(const StepPlan& plan) {
+  for (uint64_t id : plan.finished) sequences_.erase(id);
+  for (const NewSequence& s : plan.new_sequences) {
+    check_tokens(s.seq_id, s.tokens);
+    sequences_[s.seq_id] = SequenceState{};
+  }
+  apply_steps(plan, true);
+  run_forward(plan, false);
+}
+
+int ModelRunner::run_forward(const StepPlan& plan, bool copy_logits) {
   std::vector<BatchSequence> seqs;
   seqs.reserve(plan.steps.size());
   for (const SequenceStep& s : plan.steps) {
@@ -179,8 +206,7 @@ StepResult ModelRunner::step(const StepPlan& plan) {
     seqs.push_back({s.tokens.data(), int32_t(s.tokens.size()), s.start_position, state.pages.data(), s.all_logits || s.draft > 0,
                     s.sample});
   }
-  StepResult result;
-  if (seqs.empty()) return result;
+  if (seqs.empty()) return -1;
   Stream& stream = backend_->default_stream();
   const ForwardBatch batch = batch_->fill(seqs, page_size(), stream);
   float* logits = logits_for(batch.n_logit_rows);
@@ -192,11 +218,15 @@ StepResult ModelRunner::step(const StepPlan& plan) {
   } else {
     enqueue();
   }
+  if (!copy_logits) {
+    stream.synchronize();
+    return batch.n_logit_rows;
+  }
   const size_t n_values = size_t(batch.n_logit_rows) * size_t(model_->spec().vocab_size);
   host_logits_.resize(n_values);
   backend_->copy_device_to_host(host_logits_.data(), logits, n_values * sizeof(float), stream);
   stream.synchronize();
-  return sample(plan, batch.n_logit_rows);
+  return batch.n_logit_rows;
 }
 
 StepResult ModelRunner::sample(const StepPlan& plan, int n_logit_rows) {

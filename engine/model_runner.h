@@ -34,7 +34,10 @@ struct RunnerConfig {
 class ModelRunner {
  public:
   // Loads the model at `model_path` onto `backend`. Throws tessera::Error.
-  ModelRunner(std::shared_ptr<Backend> backend, const std::string& model_path, const RunnerConfig& config);
+  // With config.load.tensor_rank over several ranks, `comm` is that group
+  // (outliving the runner); rank 0 samples, the others follow its plans.
+  ModelRunner(std::shared_ptr<Backend> backend, const std::string& model_path, const RunnerConfig& config,
+              Communicator* comm = nullptr);
   ~ModelRunner();
 
   const Model& model() const { return *model_; }
@@ -46,6 +49,9 @@ class ModelRunner {
 
   // Throws tessera::Error when the plan is malformed (ids, pages, positions).
   StepResult step(const StepPlan& plan);
+  // A tensor-parallel rank other than 0: runs the forward pass of a plan
+  // rank 0 has already checked and will sample; returns nothing.
+  void follow(const StepPlan& plan);
   void set_observer(ActivationObserver observer) { decoder_->set_observer(std::move(observer)); }
   void set_profile(OpProfile* profile) { decoder_->set_profile(profile); }
 
@@ -62,7 +68,9 @@ class ModelRunner {
 
   void check_tokens(uint64_t seq_id, const std::vector<int32_t>& tokens) const;
   void register_sequences(const StepPlan& plan);
-  void apply_steps(const StepPlan& plan);
+  void apply_steps(const StepPlan& plan, bool follower);
+  // Fills the batch and runs the forward pass; returns the logit rows.
+  int run_forward(const StepPlan& plan, bool copy_logits);
   float* logits_for(int rows);
   StepResult sample(const StepPlan& plan, int n_logit_rows);
   // Draws after each token of a step with draft tokens, accepting proposals
@@ -75,6 +83,7 @@ class ModelRunner {
   void start_grammar(uint64_t seq_id, SequenceState& state);
 
   std::shared_ptr<Backend> backend_;
+  Communicator* comm_ = nullptr;
   std::unique_ptr<Model> model_;
   std::unique_ptr<PagedKvCache> kv_;
   std::unique_ptr<Decoder> decoder_;

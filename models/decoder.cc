@@ -46,22 +46,43 @@ void Decoder::linear(const Pass& pass, const char* name, const LinearArgs& args)
   timed(pass, name, [&] { pass.ops.linear(args, pass.stream); }, bytes);
 }
 
-Decoder::Decoder(const DecoderSpec& spec, const DecoderWeights& weights, Backend& backend, const DecoderCapacity& capacity)
-    : spec_(spec), w_(weights), capacity_(capacity) {
+Decoder::Decoder(const DecoderSpec& spec, const DecoderWeights& weights, Backend& backend, const DecoderCapacity& capacity,
+                 Communicator* comm)
+    : spec_(spec), w_(weights), capacity_(capacity), comm_(weights.shard.sharded() ? comm : nullptr) {
   if (capacity.max_tokens <= 0 || capacity.max_seqs <= 0) throw Error("decoder: capacity must be positive");
+  const TensorShard& shard = weights.shard;
+  if (shard.sharded() && (!comm || comm->world() != shard.world || comm->rank() != shard.rank)) {
+    throw Error("decoder: tensor-parallel weights of rank " + std::to_string(shard.rank) + " of " + std::to_string(shard.world) +
+                " need that rank's communicator");
+  }
   const size_t t = size_t(capacity.max_tokens);
   const size_t d = size_t(spec.d_model), f = size_t(spec.ffn_dim);
   const size_t q_dim = size_t(spec.n_heads) * size_t(spec.head_dim), kv_dim = size_t(spec.n_kv_heads) * size_t(spec.head_dim);
+  // Sharded, a rank's attention output and FFN activation are gathered
+  // from their buffers, which therefore hold the whole width.
+  const size_t attn_width = shard.sharded() ? size_t(shard.q.total()) : q_dim, ffn_width = shard.sharded() ? size_t(shard.ffn.total()) : f;
   const Workspace::Region x = workspace_.reserve<float>(t * d), h = workspace_.reserve<float>(t * d),
                           q = workspace_.reserve<float>(t * q_dim), k = workspace_.reserve<float>(t * kv_dim),
-                          v = workspace_.reserve<float>(t * kv_dim), attn = workspace_.reserve<float>(t * q_dim),
-                          proj = workspace_.reserve<float>(t * d), gate = workspace_.reserve<float>(t * f),
+                          v = workspace_.reserve<float>(t * kv_dim), attn = workspace_.reserve<float>(t * attn_width),
+                          proj = workspace_.reserve<float>(t * d), gate = workspace_.reserve<float>(t * ffn_width),
                           up = workspace_.reserve<float>(t * f), rows = workspace_.reserve<float>(t * d);
+  Workspace::Region whole{}, part{}, gathered{};
+  if (shard.sharded() && shard.exact()) {
+    const size_t widest = size_t(std::max({shard.q.largest(), shard.ffn.largest(), shard.model.largest()}));
+    whole = workspace_.reserve<float>(t * std::max(attn_width, ffn_width));
+    part = workspace_.reserve<float>(t * d);
+    gathered = workspace_.reserve<float>(size_t(shard.world) * t * widest);
+  }
   workspace_.commit(backend);
   act_ = {workspace_.get<float>(x),    workspace_.get<float>(h),    workspace_.get<float>(q),
           workspace_.get<float>(k),    workspace_.get<float>(v),    workspace_.get<float>(attn),
           workspace_.get<float>(proj), workspace_.get<float>(gate), workspace_.get<float>(up),
           workspace_.get<float>(rows)};
+  if (shard.sharded() && shard.exact()) {
+    act_.whole = workspace_.get<float>(whole);
+    act_.part = workspace_.get<float>(part);
+    act_.gathered = workspace_.get<float>(gathered);
+  }
   plan_ = backend.create_attention_plan(capacity.max_tokens, capacity.max_seqs, spec.n_kv_heads);
   auto place = [&](const std::vector<float>& table) -> const float* {
     if (table.empty()) return nullptr;
@@ -150,8 +171,7 @@ void Decoder::attention_block(const Pass& pass, int layer, const ForwardBatch& b
                            layout.head_dim, kv.k_scales, kv.v_scales, k_center};
   timed(pass, "attention", [&] { pass.ops.attention({plan_.get(), q, spec_.n_heads, paged, params, attn}, pass.stream); });
   observe(pass, "attention", layer, attn, n, q_width);
-  const LinearOutput o[] = {{lw.o.get(), proj}};
-  linear(pass, "attn_out", {attn, n, o, 1});
+  project_out(pass, "attn_out", *lw.o, attn, n, w_.shard.q, proj);
   observe(pass, "attention_proj", layer, proj, n, spec_.d_model);
   if (spec_.post_attention_norm) {
     timed(pass, "post_norm", [&] { pass.ops.rms_norm({proj, lw.post_attn_norm, offset, eps, n, spec_.d_model, proj}, pass.stream); });
@@ -175,8 +195,7 @@ void Decoder::ffn_block(const Pass& pass, int layer, int n) {
     pass.ops.gated_activation({op_activation(spec_.activation), gate, up, int64_t(n) * spec_.ffn_dim, gate}, pass.stream);
   });
   observe(pass, "ffn_act", layer, gate, n, spec_.ffn_dim);
-  const LinearOutput down[] = {{lw.down.get(), proj}};
-  linear(pass, "down", {gate, n, down, 1});
+  project_out(pass, "down", *lw.down, gate, n, w_.shard.ffn, proj);
   observe(pass, "ffn_out", layer, proj, n, spec_.d_model);
   if (spec_.post_ffn_norm) {
     timed(pass, "post_norm", [&] { pass.ops.rms_norm({proj, lw.post_ffn_norm, offset, eps, n, spec_.d_model, proj}, pass.stream); });
@@ -191,11 +210,62 @@ void Decoder::output_head(const Pass& pass, const ForwardBatch& batch, float* lo
     pass.ops.gather_rows({x, d, batch.logit_rows, n_rows, rows}, pass.stream);
     pass.ops.rms_norm({rows, w_.output_norm, spec_.norm_weight_offset, spec_.norm_eps, n_rows, d, rows}, pass.stream);
   });
-  const LinearOutput out[] = {{w_.output.get(), logits}};
+  // A sharded head writes this rank's vocabulary rows apart, then gathers.
+  const int64_t head_rows = w_.output->rows();
+  if (comm_) {
+    const size_t bytes = size_t(n_rows * head_rows) * sizeof(float);
+    if (rank_logits_.size() < bytes) rank_logits_ = DeviceBuffer(pass.backend, bytes);
+  }
+  float* head_out = comm_ ? rank_logits_.data_as<float>() : logits;
+  const LinearOutput out[] = {{w_.output.get(), head_out}};
   linear(pass, "output", {rows, n_rows, out, 1});
   if (spec_.final_logit_softcap > 0.0f) {
-    timed(pass, "softcap", [&] { pass.ops.softcap({logits, n_rows * spec_.vocab_size, spec_.final_logit_softcap}, pass.stream); });
+    timed(pass, "softcap", [&] { pass.ops.softcap({head_out, n_rows * head_rows, spec_.final_logit_softcap}, pass.stream); });
   }
+  if (comm_) {
+    const size_t bytes = size_t(n_rows * head_rows) * sizeof(float) * size_t(comm_->world());
+    if (gathered_logits_.size() < bytes) gathered_logits_ = DeviceBuffer(pass.backend, bytes);
+    gather_columns(pass, head_out, n_rows, w_.shard.vocab, gathered_logits_.data_as<float>(), logits);
+  }
+}
+
+void Decoder::project_out(const Pass& pass, const char* name, const PreparedLinear& weight, const float* in, int n,
+                          const ChannelSplit& in_split, float* out) {
+  const TensorShard& shard = w_.shard;
+  if (comm_ && shard.exact()) {
+    gather_columns(pass, in, n, in_split, act_.gathered, act_.whole);
+    const LinearOutput part[] = {{&weight, act_.part}};
+    linear(pass, name, {act_.whole, n, part, 1});
+    gather_columns(pass, act_.part, n, shard.model, act_.gathered, out);
+    return;
+  }
+  const LinearOutput whole[] = {{&weight, out}};
+  linear(pass, name, {in, n, whole, 1});
+  if (comm_) timed(pass, "all_reduce", [&] { comm_->all_reduce_sum(out, size_t(n) * size_t(spec_.d_model), pass.stream); });
+}
+
+void Decoder::gather_columns(const Pass& pass, const float* part, int64_t n, const ChannelSplit& split, float* gathered, float* out) {
+  const int64_t world = comm_->world(), unit = split.unit, widest = split.largest(), total = split.total();
+  // Each rank sends (n, its count) with slack up to (n, widest); in units
+  // of `unit` channels, output row (t, first_k / unit + j) is gathered row
+  // (k * n * widest + t * count_k) / unit + j.
+  std::vector<int32_t>& order = gather_order_host_;
+  order.resize(size_t(n * total / unit));
+  for (int64_t k = 0; k < world; ++k) {
+    const int64_t first = split.first[size_t(k)] / unit, units = split.count[size_t(k)] / unit;
+    for (int64_t t = 0; t < n; ++t) {
+      const int64_t from = (k * n * widest + t * units * unit) / unit, to = t * (total / unit) + first;
+      for (int64_t j = 0; j < units; ++j) order[size_t(to + j)] = int32_t(from + j);
+    }
+  }
+  const size_t order_bytes = order.size() * sizeof(int32_t);
+  if (gather_order_.size() < order_bytes) gather_order_ = DeviceBuffer(pass.backend, order_bytes);
+  const size_t share_bytes = size_t(n * widest) * sizeof(float);
+  timed(pass, "all_gather", [&] {
+    pass.backend.copy_host_to_device(gather_order_.data(), order.data(), order_bytes, pass.stream);
+    comm_->all_gather(part, share_bytes, gathered, pass.stream);
+    pass.ops.gather_rows({gathered, unit, gather_order_.data_as<int32_t>(), int64_t(order.size()), out}, pass.stream);
+  });
 }
 
 void Decoder::forward(Backend& backend, Stream& stream, const ForwardBatch& batch, const KvLayout& layout,

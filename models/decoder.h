@@ -57,7 +57,10 @@ using ActivationObserver = std::function<void(const char* name, int layer, const
 class Decoder {
  public:
   // Lays out the activation workspace and the attention plan on `backend`.
-  Decoder(const DecoderSpec& spec, const DecoderWeights& weights, Backend& backend, const DecoderCapacity& capacity);
+  // `spec` is the rank's spec (its heads and FFN width); a sharded `weights`
+  // needs `comm`, the tensor-parallel group, which must outlive the decoder.
+  Decoder(const DecoderSpec& spec, const DecoderWeights& weights, Backend& backend, const DecoderCapacity& capacity,
+          Communicator* comm = nullptr);
   ~Decoder();
 
   void set_observer(ActivationObserver observer) { observer_ = std::move(observer); }
@@ -67,7 +70,7 @@ class Decoder {
   const DecoderCapacity& capacity() const { return capacity_; }
   // Whether a pass may be recorded and replayed: not while an observer or a
   // profile needs the host between its steps.
-  bool recordable() const { return !observer_ && !profile_; }
+  bool recordable() const { return !observer_ && !profile_ && !comm_; }
 
   // Queues the pass on `stream`; writes (batch.n_logit_rows, vocab) logits
   // to device memory at `logits`.
@@ -88,6 +91,10 @@ class Decoder {
     float* gate = nullptr;  // (tokens, ffn_dim)
     float* up = nullptr;    // (tokens, ffn_dim)
     float* rows = nullptr;  // (logit rows, d_model)
+    // Exact tensor parallelism only:
+    float* whole = nullptr;     // (tokens, attention or FFN width): a gathered projection input
+    float* part = nullptr;      // (tokens, this rank's d_model rows): a projection's share
+    float* gathered = nullptr;  // (world, tokens, widest share): all-gather staging
   };
   // What one forward pass runs with.
   struct Pass {
@@ -99,6 +106,13 @@ class Decoder {
   void attention_block(const Pass& pass, int layer, const ForwardBatch& batch, const KvLayout& layout, const KvLayer& kv);
   void ffn_block(const Pass& pass, int layer, int n_tokens);
   void output_head(const Pass& pass, const ForwardBatch& batch, float* logits);
+  // O or down from `in` (n, this rank's input channels) into `out` (n, d_model),
+  // whole on every rank of a group.
+  void project_out(const Pass& pass, const char* name, const PreparedLinear& weight, const float* in, int n,
+                   const ChannelSplit& in_split, float* out);
+  // Every rank's `part` (n, its channels of `split`), into `out` (n, split.total())
+  // through `gathered` (world, n, split.largest()).
+  void gather_columns(const Pass& pass, const float* part, int64_t n, const ChannelSplit& split, float* gathered, float* out);
   ops::RopeParams rope_params(int layer) const;
   template <class Run>
   void timed(const Pass& pass, const char* name, const Run& run, uint64_t weight_bytes = 0) const;
@@ -118,6 +132,11 @@ class Decoder {
   const float* freq_factors_ = nullptr;
   ActivationObserver observer_;
   OpProfile* profile_ = nullptr;
+  Communicator* comm_ = nullptr;
+  DeviceBuffer rank_logits_;      // (rows, vocab / world): this rank's share
+  DeviceBuffer gathered_logits_;  // (world, rows, vocab / world)
+  DeviceBuffer gather_order_;     // i32: the gathered row behind each output row of a gather
+  std::vector<int32_t> gather_order_host_;
 };
 
 }  // namespace tessera

@@ -1,6 +1,7 @@
 #include "models/decoder_weights.h"
 
 #include <cstring>
+#include <numeric>
 #include <set>
 
 #include "engine/error.h"
@@ -73,8 +74,24 @@ class Binder {
     return linear_from_tensor(name, DType::kF32, converted(name, t), rows, cols);
   }
 
-  std::unique_ptr<PreparedLinear> prepare(QuantizedLinear w, const std::string& bias_name, bool with_bias) {
-    if (with_bias) w.bias = host_vector(bias_name, w.rows, true);
+  // Output rows [first, first + count) of a column-parallel weight, with
+  // their part of the bias.
+  std::unique_ptr<PreparedLinear> rows_of(const QuantizedLinear& full, int64_t first, int64_t count, const std::string& bias_name,
+                                          bool with_bias) {
+    QuantizedLinear w = count == full.rows ? full : full.row_slice(full.name + "[rows " + std::to_string(first) + "+]", first, count);
+    if (with_bias) w.bias = host_vector(bias_name, full.rows, true) + first;
+    return backend_.prepare_linear(w);
+  }
+
+  // Input columns [first, first + count) of a row-parallel weight, copied
+  // out of the checkpoint; the bias goes to one rank only.
+  std::unique_ptr<PreparedLinear> columns_of(const QuantizedLinear& full, int64_t first, int64_t count, const std::string& bias_name,
+                                             bool with_bias, bool adds_bias) {
+    QuantizedLinear w = count == full.cols ? full : column_copy(full, first, count);
+    if (with_bias) {
+      const float* bias = host_vector(bias_name, full.rows, true);
+      w.bias = adds_bias ? bias : nullptr;
+    }
     return backend_.prepare_linear(w);
   }
 
@@ -155,6 +172,49 @@ class Binder {
     return w;
   }
 
+  // Columns [first, first + count) of every row, in whole blocks or groups,
+  // as a weight of its own held in `out_.converted`.
+  QuantizedLinear column_copy(const QuantizedLinear& w, int64_t first, int64_t count) {
+    const std::string part = w.name + "[cols " + std::to_string(first) + ".." + std::to_string(first + count) + ")";
+    if (w.input_order) throw Error(source_.name() + ": tensor '" + w.name + "': act-order weights cannot be split by input channel");
+    const bool int_scheme = quant::is_int_scheme(w.scheme);
+    const int64_t unit = int_scheme ? w.scheme.group_size : int64_t(dtype_info(w.scheme.storage).block_elems);
+    if (first % unit != 0 || count % unit != 0 || first + count > w.cols) {
+      throw Error(source_.name() + ": tensor '" + w.name + "': columns [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                  ") are not whole blocks of " + std::to_string(unit) + "; the model does not split over this many ranks");
+    }
+    // Bytes of `n` stored elements.
+    const auto bytes = [&](int64_t n) -> uint64_t {
+      if (int_scheme) return w.scheme.storage == DType::kI8 ? uint64_t(n) : uint64_t(n) / 2;
+      return *dtype_bytes(w.scheme.storage, uint64_t(n));
+    };
+    const uint64_t skip = bytes(first), row_bytes = bytes(count);
+    std::vector<uint8_t>& data = out_.converted.emplace_back(row_bytes * uint64_t(w.rows));
+    for (int64_t r = 0; r < w.rows; ++r) {
+      std::memcpy(data.data() + uint64_t(r) * row_bytes, static_cast<const uint8_t*>(w.data) + uint64_t(r) * w.row_stride + skip, row_bytes);
+    }
+    QuantizedLinear sliced = w;
+    sliced.name = part;
+    sliced.cols = count;
+    sliced.data = data.data();
+    sliced.row_stride = row_bytes;
+    if (int_scheme) {
+      const int64_t groups = quant::group_count(w.cols, unit), kept = count / unit, skipped = first / unit;
+      sliced.scales = copy_groups<float>(static_cast<const float*>(w.scales), w.rows, groups, skipped, kept);
+      if (w.zero_points) sliced.zero_points = copy_groups<int8_t>(static_cast<const int8_t*>(w.zero_points), w.rows, groups, skipped, kept);
+    }
+    return sliced;
+  }
+
+  // Groups [skipped, skipped + kept) of each row of a (rows, groups) table.
+  template <class T>
+  const T* copy_groups(const T* table, int64_t rows, int64_t groups, int64_t skipped, int64_t kept) {
+    std::vector<uint8_t>& out = out_.converted.emplace_back(size_t(rows * kept) * sizeof(T));
+    T* dst = reinterpret_cast<T*>(out.data());
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + r * kept, table + r * groups + skipped, size_t(kept) * sizeof(T));
+    return dst;
+  }
+
   const int32_t* int32_tensor(const std::string& name, const std::vector<int64_t>& shape) {
     const SourceTensor t = require(name, shape);
     if (t.dtype != DType::kI32) throw Error(source_.name() + ": tensor '" + name + "' must be I32");
@@ -190,21 +250,36 @@ class Binder {
   std::set<std::string> used_;
 };
 
-void bind_attention(const DecoderSpec& spec, const WeightNames& names, int l, Binder& b, LayerWeights& layer) {
-  const int64_t d = spec.d_model, q_dim = int64_t(spec.n_heads) * spec.head_dim, kv_dim = int64_t(spec.n_kv_heads) * spec.head_dim;
+// O or down: this rank's output rows (exact layout), or its input columns
+// [first, first + count) (all-reduce layout).
+std::unique_ptr<PreparedLinear> output_projection(Binder& b, const TensorShard& shard, const QuantizedLinear& full, int64_t first,
+                                                  int64_t count, const std::string& bias_name, bool with_bias) {
+  if (!shard.sharded() || shard.exact()) {
+    const int64_t rows = shard.sharded() ? shard.count(shard.model) : full.rows;
+    return b.rows_of(full, shard.sharded() ? shard.first(shard.model) : 0, rows, bias_name, with_bias);
+  }
+  return b.columns_of(full, first, count, bias_name, with_bias, shard.adds_row_parallel_bias());
+}
+
+void bind_attention(const DecoderSpec& spec, const WeightNames& names, const TensorShard& shard, int l, Binder& b,
+                    LayerWeights& layer) {
+  const int64_t d = spec.d_model, hd = spec.head_dim, q_dim = int64_t(spec.n_heads) * hd, kv_dim = int64_t(spec.n_kv_heads) * hd;
+  // This rank's heads: rows of Q, K and V, columns of O.
+  const int64_t q_first = shard.sharded() ? shard.first(shard.q) : 0, q_count = shard.sharded() ? shard.count(shard.q) : q_dim;
+  const int64_t kv_first = shard.sharded() ? shard.kv_head_first * hd : 0, kv_count = shard.sharded() ? shard.kv_heads * hd : kv_dim;
   auto name = [l](const std::string& pattern) { return pattern.empty() ? pattern : layer_name(pattern, l); };
   if (!names.qkv.empty()) {
     const std::string fused = name(names.qkv);
     const QuantizedLinear qkv = b.linear(fused, q_dim + 2 * kv_dim, d);
-    layer.q = b.prepare(qkv.row_slice(fused + "[q]", 0, q_dim), "", false);
-    layer.k = b.prepare(qkv.row_slice(fused + "[k]", q_dim, kv_dim), "", false);
-    layer.v = b.prepare(qkv.row_slice(fused + "[v]", q_dim + kv_dim, kv_dim), "", false);
+    layer.q = b.rows_of(qkv.row_slice(fused + "[q]", 0, q_dim), q_first, q_count, "", false);
+    layer.k = b.rows_of(qkv.row_slice(fused + "[k]", q_dim, kv_dim), kv_first, kv_count, "", false);
+    layer.v = b.rows_of(qkv.row_slice(fused + "[v]", q_dim + kv_dim, kv_dim), kv_first, kv_count, "", false);
   } else {
-    layer.q = b.prepare(b.linear(name(names.q), q_dim, d), name(names.q_bias), spec.qkv_bias);
-    layer.k = b.prepare(b.linear(name(names.k), kv_dim, d), name(names.k_bias), spec.qkv_bias);
-    layer.v = b.prepare(b.linear(name(names.v), kv_dim, d), name(names.v_bias), spec.qkv_bias);
+    layer.q = b.rows_of(b.linear(name(names.q), q_dim, d), q_first, q_count, name(names.q_bias), spec.qkv_bias);
+    layer.k = b.rows_of(b.linear(name(names.k), kv_dim, d), kv_first, kv_count, name(names.k_bias), spec.qkv_bias);
+    layer.v = b.rows_of(b.linear(name(names.v), kv_dim, d), kv_first, kv_count, name(names.v_bias), spec.qkv_bias);
   }
-  layer.o = b.prepare(b.linear(name(names.o), d, q_dim), name(names.o_bias), spec.o_bias);
+  layer.o = output_projection(b, shard, b.linear(name(names.o), d, q_dim), q_first, q_count, name(names.o_bias), spec.o_bias);
   if (spec.qk_norm) {
     layer.q_norm = b.device_vector(name(names.q_norm), spec.head_dim, true);
     layer.k_norm = b.device_vector(name(names.k_norm), spec.head_dim, true);
@@ -213,27 +288,28 @@ void bind_attention(const DecoderSpec& spec, const WeightNames& names, int l, Bi
   if (spec.post_attention_norm) layer.post_attn_norm = b.device_vector(name(names.post_attn_norm), d, true);
 }
 
-void bind_ffn(const DecoderSpec& spec, const WeightNames& names, int l, Binder& b, LayerWeights& layer) {
+void bind_ffn(const DecoderSpec& spec, const WeightNames& names, const TensorShard& shard, int l, Binder& b, LayerWeights& layer) {
   const int64_t d = spec.d_model, f = spec.ffn_dim;
+  const int64_t first = shard.sharded() ? shard.first(shard.ffn) : 0, count = shard.sharded() ? shard.count(shard.ffn) : f;
   auto name = [l](const std::string& pattern) { return pattern.empty() ? pattern : layer_name(pattern, l); };
   if (!names.gate_up.empty()) {
     const std::string fused = name(names.gate_up);
     const QuantizedLinear gate_up = b.linear(fused, 2 * f, d);
-    layer.gate = b.prepare(gate_up.row_slice(fused + "[gate]", 0, f), "", false);
-    layer.up = b.prepare(gate_up.row_slice(fused + "[up]", f, f), "", false);
+    layer.gate = b.rows_of(gate_up.row_slice(fused + "[gate]", 0, f), first, count, "", false);
+    layer.up = b.rows_of(gate_up.row_slice(fused + "[up]", f, f), first, count, "", false);
   } else {
-    layer.gate = b.prepare(b.linear(name(names.gate), f, d), name(names.gate_bias), spec.mlp_bias);
-    layer.up = b.prepare(b.linear(name(names.up), f, d), name(names.up_bias), spec.mlp_bias);
+    layer.gate = b.rows_of(b.linear(name(names.gate), f, d), first, count, name(names.gate_bias), spec.mlp_bias);
+    layer.up = b.rows_of(b.linear(name(names.up), f, d), first, count, name(names.up_bias), spec.mlp_bias);
   }
-  layer.down = b.prepare(b.linear(name(names.down), d, f), name(names.down_bias), spec.mlp_bias);
+  layer.down = output_projection(b, shard, b.linear(name(names.down), d, f), first, count, name(names.down_bias), spec.mlp_bias);
   layer.ffn_norm = b.device_vector(name(names.ffn_norm), d, true);
   if (spec.post_ffn_norm) layer.post_ffn_norm = b.device_vector(name(names.post_ffn_norm), d, true);
 }
 
 // A separate output matrix the spec ties to the embedding is accepted only
 // as an exact copy of it (transformers then ignores it too).
-void bind_output(const DecoderSpec& spec, const WeightNames& names, const SourceTensor& embedding, Binder& b,
-                 DecoderWeights& w) {
+void bind_output(const DecoderSpec& spec, const WeightNames& names, const TensorShard& shard, const SourceTensor& embedding,
+                 Binder& b, DecoderWeights& w) {
   const auto output = b.find(names.output);
   // A quantized checkpoint carries its own head even where the model ties it.
   const bool quantized_head = output && (output->dtype == DType::kI8 || output->dtype == DType::kU8) && b.stored_quantization();
@@ -247,7 +323,8 @@ void bind_output(const DecoderSpec& spec, const WeightNames& names, const Source
     b.mark_used(names.output);
   }
   const std::string& matrix = (spec.tied_embeddings && !quantized_head) || !output ? names.token_embedding : names.output;
-  w.output = b.prepare(b.linear(matrix, spec.vocab_size, spec.d_model, true), "", false);
+  const int64_t first = shard.sharded() ? shard.first(shard.vocab) : 0, count = shard.sharded() ? shard.count(shard.vocab) : spec.vocab_size;
+  w.output = b.rows_of(b.linear(matrix, spec.vocab_size, spec.d_model, true), first, count, "", false);
 }
 
 bool is_derived(const WeightNames& names, const std::string& tensor, int n_layers) {
@@ -259,12 +336,29 @@ bool is_derived(const WeightNames& names, const std::string& tensor, int n_layer
   return false;
 }
 
+// FFN channels move between ranks in whole blocks (or groups) of the down
+// projection, which is split by its input columns.
+int ffn_alignment(const DecoderSpec& spec, const WeightNames& names, const TensorSource& source, const LinearQuantization& quantization) {
+  int align = 1;
+  auto join = [&](int unit) { align = unit > 0 ? std::lcm(align, unit) : align; };
+  for (const auto* q : {&quantization.stored, &quantization.at_load}) {
+    if (*q) join((*q)->layers.group_size);
+  }
+  for (int l = 0; l < spec.n_layers; ++l) {
+    if (const auto t = source.find(layer_name(names.down, l))) join(int(dtype_info(t->dtype).block_elems));
+  }
+  return align;
+}
+
 }  // namespace
 
 std::unique_ptr<DecoderWeights> bind_weights(const DecoderSpec& spec, const WeightNames& names, const TensorSource& source,
                                              Backend& backend, const std::vector<std::string>& consumed_elsewhere,
-                                             const LinearQuantization& quantization) {
+                                             const LinearQuantization& quantization, const TensorRank& tensor_rank) {
   auto weights = std::make_unique<DecoderWeights>();
+  weights->shard = plan_tensor_shard(spec, tensor_rank.rank, tensor_rank.world, tensor_rank.layout,
+                                     ffn_alignment(spec, names, source, quantization), source.name());
+  const TensorShard& shard = weights->shard;
   Binder b(source, backend, *weights, quantization);
   const SourceTensor embedding = b.require(names.token_embedding, {spec.vocab_size, spec.d_model});
   if (!backend.supports(Op::kEmbedding, embedding.dtype)) {
@@ -273,11 +367,11 @@ std::unique_ptr<DecoderWeights> bind_weights(const DecoderSpec& spec, const Weig
   }
   weights->token_embedding = {embedding.dtype, b.place(embedding.data, embedding.n_bytes), spec.vocab_size, spec.d_model};
   weights->output_norm = b.device_vector(names.output_norm, spec.d_model, true);
-  bind_output(spec, names, embedding, b, *weights);
+  bind_output(spec, names, shard, embedding, b, *weights);
   weights->layers.resize(size_t(spec.n_layers));
   for (int l = 0; l < spec.n_layers; ++l) {
-    bind_attention(spec, names, l, b, weights->layers[size_t(l)]);
-    bind_ffn(spec, names, l, b, weights->layers[size_t(l)]);
+    bind_attention(spec, names, shard, l, b, weights->layers[size_t(l)]);
+    bind_ffn(spec, names, shard, l, b, weights->layers[size_t(l)]);
   }
   for (const std::string& name : consumed_elsewhere) b.mark_used(name);
   for (const std::string& name : source.names()) {

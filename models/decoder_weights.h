@@ -12,6 +12,7 @@
 
 #include "kernels/backend.h"
 #include "models/architecture.h"
+#include "models/tensor_shard.h"
 #include "models/tensor_source.h"
 #include "quant/int_weights.h"
 #include "quant/schemes.h"
@@ -26,6 +27,7 @@ struct EmbeddingTable {
 
 // Device pointers; biases are part of their linear weights.
 struct LayerWeights {
+  // Under tensor parallelism each holds this rank's part (models/tensor_shard.h).
   std::unique_ptr<PreparedLinear> q, k, v, o;  // q: (n_heads * head_dim, d_model) …
   std::unique_ptr<PreparedLinear> gate, up, down;
   const float* attn_norm = nullptr;       // (d_model)
@@ -36,10 +38,18 @@ struct LayerWeights {
   const float* post_ffn_norm = nullptr;
 };
 
+// A rank of a tensor-parallel group; {0, 1}: the whole model.
+struct TensorRank {
+  int rank = 0;
+  int world = 1;
+  TensorParallelLayout layout = TensorParallelLayout::kExact;
+};
+
 struct DecoderWeights {
+  TensorShard shard;  // the part of the model these weights hold
   EmbeddingTable token_embedding;
   const float* output_norm = nullptr;        // (d_model)
-  std::unique_ptr<PreparedLinear> output;    // (vocab, d_model)
+  std::unique_ptr<PreparedLinear> output;    // (vocab, d_model); sharded: this rank's vocabulary rows
   std::vector<LayerWeights> layers;
   std::deque<std::vector<uint8_t>> converted;       // host copies converted to f32; addresses stay stable
   std::deque<quant::IntMatrix> quantized;           // linears quantized as they loaded, or unpacked
@@ -61,6 +71,6 @@ struct LinearQuantization {
 // lists tensors the caller read itself (rope_freqs.weight).
 std::unique_ptr<DecoderWeights> bind_weights(const DecoderSpec& spec, const WeightNames& names, const TensorSource& source,
                                              Backend& backend, const std::vector<std::string>& consumed_elsewhere = {},
-                                             const LinearQuantization& quantization = {});
+                                             const LinearQuantization& quantization = {}, const TensorRank& tensor_rank = {});
 
 }  // namespace tessera

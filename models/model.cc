@@ -45,7 +45,8 @@ void Model::load_gguf(Backend& backend, const ModelLoadOptions& options) {
   std::vector<std::string> consumed;
   if (!spec_.rope.freq_factors.empty()) consumed.push_back("rope_freqs.weight");
   quantization_ = options.quantize;
-  weights_ = bind_weights(spec_, arch.gguf_names, source, backend, consumed, {std::nullopt, options.quantize});
+  weights_ = bind_weights(spec_, arch.gguf_names, source, backend, consumed, {std::nullopt, options.quantize}, options.tensor_rank);
+  rank_spec_ = tessera::rank_spec(spec_, weights_->shard);
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*gguf_));
   chat_template_ = gguf_->get_string("tokenizer.chat_template").value_or("");
 }
@@ -81,7 +82,8 @@ void Model::load_hf(Backend& backend, const ModelLoadOptions& options) {
     throw Error(path_ + ": the checkpoint is already quantized (" + quantization.stored->name + "); drop the quantization option");
   }
   quantization_ = quantization.stored ? quantization.stored : quantization.at_load;
-  weights_ = bind_weights(spec_, arch.hf_names, source, backend, {}, quantization);
+  weights_ = bind_weights(spec_, arch.hf_names, source, backend, {}, quantization, options.tensor_rank);
+  rank_spec_ = tessera::rank_spec(spec_, weights_->shard);
   if (!hf_->tokenizer_json()) throw Error(path_ + ": no tokenizer.json");
   const std::string config_text = hf_->tokenizer_config() ? hf_->tokenizer_config()->dump() : "";
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_hf_json(*hf_->tokenizer_json(), config_text, path_ + "/tokenizer.json"));

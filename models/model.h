@@ -20,6 +20,8 @@ struct ModelLoadOptions {
   // Quantize the linear weights to this scheme as they load (a checkpoint
   // that is already quantized is refused).
   std::optional<quant::SchemeChoice> quantize;
+  // Load only this rank's part of the weights.
+  TensorRank tensor_rank;
 };
 
 class Model {
@@ -32,6 +34,8 @@ class Model {
 
   const std::string& path() const { return path_; }
   const DecoderSpec& spec() const { return spec_; }
+  // The spec of the part this process runs: spec() unless tensor-parallel.
+  const DecoderSpec& rank_spec() const { return rank_spec_; }
   const DecoderWeights& weights() const { return *weights_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const std::string& chat_template() const { return chat_template_; }
@@ -46,6 +50,7 @@ class Model {
   std::optional<gguf::File> gguf_;
   std::optional<hf::ModelDir> hf_;
   DecoderSpec spec_;
+  DecoderSpec rank_spec_;
   std::unique_ptr<DecoderWeights> weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::string chat_template_;
