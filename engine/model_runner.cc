@@ -55,7 +55,7 @@ ModelRunner::ModelRunner(std::shared_ptr<Backend> backend, const std::string& mo
   const int64_t pages = PagedKvCache::pages_for_budget(whole, spec.n_layers, budget);
   if (pages < 1) {
     throw Error("KV cache budget of " + std::to_string(budget) + " bytes holds no page (one page needs " +
-                std::to_string(PagedKvCache::bytes_per_page(layout, spec.n_layers)) + " bytes)");
+                std::to_string(PagedKvCache::bytes_per_page(whole, spec.n_layers)) + " bytes)");
   }
   kv_ = std::make_unique<PagedKvCache>(*backend_, layout, spec.n_layers, pages);
   const int64_t pages_per_seq = std::min<int64_t>(pages, (int64_t(spec.max_context) + config.page_size - 1) / config.page_size);

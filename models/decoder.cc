@@ -83,6 +83,10 @@ Decoder::Decoder(const DecoderSpec& spec, const DecoderWeights& weights, Backend
     act_.part = workspace_.get<float>(part);
     act_.gathered = workspace_.get<float>(gathered);
   }
+  heads_gather_.split = &shard.q;
+  ffn_gather_.split = &shard.ffn;
+  model_gather_.split = &shard.model;
+  vocab_gather_.split = &shard.vocab;
   plan_ = backend.create_attention_plan(capacity.max_tokens, capacity.max_seqs, spec.n_kv_heads);
   auto place = [&](const std::vector<float>& table) -> const float* {
     if (table.empty()) return nullptr;
@@ -171,7 +175,7 @@ void Decoder::attention_block(const Pass& pass, int layer, const ForwardBatch& b
                            layout.head_dim, kv.k_scales, kv.v_scales, k_center};
   timed(pass, "attention", [&] { pass.ops.attention({plan_.get(), q, spec_.n_heads, paged, params, attn}, pass.stream); });
   observe(pass, "attention", layer, attn, n, q_width);
-  project_out(pass, "attn_out", *lw.o, attn, n, w_.shard.q, proj);
+  project_out(pass, "attn_out", *lw.o, attn, n, heads_gather_, proj);
   observe(pass, "attention_proj", layer, proj, n, spec_.d_model);
   if (spec_.post_attention_norm) {
     timed(pass, "post_norm", [&] { pass.ops.rms_norm({proj, lw.post_attn_norm, offset, eps, n, spec_.d_model, proj}, pass.stream); });
@@ -195,7 +199,7 @@ void Decoder::ffn_block(const Pass& pass, int layer, int n) {
     pass.ops.gated_activation({op_activation(spec_.activation), gate, up, int64_t(n) * spec_.ffn_dim, gate}, pass.stream);
   });
   observe(pass, "ffn_act", layer, gate, n, spec_.ffn_dim);
-  project_out(pass, "down", *lw.down, gate, n, w_.shard.ffn, proj);
+  project_out(pass, "down", *lw.down, gate, n, ffn_gather_, proj);
   observe(pass, "ffn_out", layer, proj, n, spec_.d_model);
   if (spec_.post_ffn_norm) {
     timed(pass, "post_norm", [&] { pass.ops.rms_norm({proj, lw.post_ffn_norm, offset, eps, n, spec_.d_model, proj}, pass.stream); });
@@ -212,10 +216,8 @@ void Decoder::output_head(const Pass& pass, const ForwardBatch& batch, float* lo
   });
   // A sharded head writes this rank's vocabulary rows apart, then gathers.
   const int64_t head_rows = w_.output->rows();
-  if (comm_) {
-    const size_t bytes = size_t(n_rows * head_rows) * sizeof(float);
-    if (rank_logits_.size() < bytes) rank_logits_ = DeviceBuffer(pass.backend, bytes);
-  }
+  const size_t share_bytes = size_t(n_rows * head_rows) * sizeof(float);
+  if (comm_ && rank_logits_.size() < share_bytes) rank_logits_ = DeviceBuffer(pass.backend, share_bytes);
   float* head_out = comm_ ? rank_logits_.data_as<float>() : logits;
   const LinearOutput out[] = {{w_.output.get(), head_out}};
   linear(pass, "output", {rows, n_rows, out, 1});
@@ -223,20 +225,20 @@ void Decoder::output_head(const Pass& pass, const ForwardBatch& batch, float* lo
     timed(pass, "softcap", [&] { pass.ops.softcap({head_out, n_rows * head_rows, spec_.final_logit_softcap}, pass.stream); });
   }
   if (comm_) {
-    const size_t bytes = size_t(n_rows * head_rows) * sizeof(float) * size_t(comm_->world());
-    if (gathered_logits_.size() < bytes) gathered_logits_ = DeviceBuffer(pass.backend, bytes);
-    gather_columns(pass, head_out, n_rows, w_.shard.vocab, gathered_logits_.data_as<float>(), logits);
+    const size_t gathered_bytes = share_bytes * size_t(comm_->world());
+    if (gathered_logits_.size() < gathered_bytes) gathered_logits_ = DeviceBuffer(pass.backend, gathered_bytes);
+    plan_gather(pass, n_rows, vocab_gather_);
+    gather_columns(pass, head_out, n_rows, vocab_gather_, gathered_logits_.data_as<float>(), logits);
   }
 }
 
 void Decoder::project_out(const Pass& pass, const char* name, const PreparedLinear& weight, const float* in, int n,
-                          const ChannelSplit& in_split, float* out) {
-  const TensorShard& shard = w_.shard;
-  if (comm_ && shard.exact()) {
-    gather_columns(pass, in, n, in_split, act_.gathered, act_.whole);
+                          const Gather& in_gather, float* out) {
+  if (comm_ && w_.shard.exact()) {
+    gather_columns(pass, in, n, in_gather, act_.gathered, act_.whole);
     const LinearOutput part[] = {{&weight, act_.part}};
     linear(pass, name, {act_.whole, n, part, 1});
-    gather_columns(pass, act_.part, n, shard.model, act_.gathered, out);
+    gather_columns(pass, act_.part, n, model_gather_, act_.gathered, out);
     return;
   }
   const LinearOutput whole[] = {{&weight, out}};
@@ -244,27 +246,31 @@ void Decoder::project_out(const Pass& pass, const char* name, const PreparedLine
   if (comm_) timed(pass, "all_reduce", [&] { comm_->all_reduce_sum(out, size_t(n) * size_t(spec_.d_model), pass.stream); });
 }
 
-void Decoder::gather_columns(const Pass& pass, const float* part, int64_t n, const ChannelSplit& split, float* gathered, float* out) {
-  const int64_t world = comm_->world(), unit = split.unit, widest = split.largest(), total = split.total();
+void Decoder::plan_gather(const Pass& pass, int64_t n, Gather& gather) {
+  const ChannelSplit& split = *gather.split;
+  const int64_t unit = split.unit, widest = split.largest(), total = split.total();
   // Each rank sends (n, its count) with slack up to (n, widest); in units
   // of `unit` channels, output row (t, first_k / unit + j) is gathered row
   // (k * n * widest + t * count_k) / unit + j.
-  std::vector<int32_t>& order = gather_order_host_;
-  order.resize(size_t(n * total / unit));
-  for (int64_t k = 0; k < world; ++k) {
-    const int64_t first = split.first[size_t(k)] / unit, units = split.count[size_t(k)] / unit;
+  gather.host.resize(size_t(n * total / unit));
+  for (size_t k = 0; k < split.count.size(); ++k) {
+    const int64_t first = split.first[k] / unit, units = split.count[k] / unit;
     for (int64_t t = 0; t < n; ++t) {
-      const int64_t from = (k * n * widest + t * units * unit) / unit, to = t * (total / unit) + first;
-      for (int64_t j = 0; j < units; ++j) order[size_t(to + j)] = int32_t(from + j);
+      const int64_t from = (int64_t(k) * n * widest + t * units * unit) / unit, to = t * (total / unit) + first;
+      for (int64_t j = 0; j < units; ++j) gather.host[size_t(to + j)] = int32_t(from + j);
     }
   }
-  const size_t order_bytes = order.size() * sizeof(int32_t);
-  if (gather_order_.size() < order_bytes) gather_order_ = DeviceBuffer(pass.backend, order_bytes);
-  const size_t share_bytes = size_t(n * widest) * sizeof(float);
+  const size_t bytes = gather.host.size() * sizeof(int32_t);
+  if (gather.device.size() < bytes) gather.device = DeviceBuffer(pass.backend, bytes);
+  pass.backend.copy_host_to_device(gather.device.data(), gather.host.data(), bytes, pass.stream);
+}
+
+void Decoder::gather_columns(const Pass& pass, const float* part, int64_t n, const Gather& gather, float* gathered, float* out) {
+  const ChannelSplit& split = *gather.split;
+  const size_t share_bytes = size_t(n * split.largest()) * sizeof(float);
   timed(pass, "all_gather", [&] {
-    pass.backend.copy_host_to_device(gather_order_.data(), order.data(), order_bytes, pass.stream);
     comm_->all_gather(part, share_bytes, gathered, pass.stream);
-    pass.ops.gather_rows({gathered, unit, gather_order_.data_as<int32_t>(), int64_t(order.size()), out}, pass.stream);
+    pass.ops.gather_rows({gathered, split.unit, gather.device.data_as<int32_t>(), int64_t(gather.host.size()), out}, pass.stream);
   });
 }
 
@@ -286,6 +292,9 @@ void Decoder::forward(Backend& backend, Stream& stream, const ForwardBatch& batc
   });
   observe(pass, "embedding", 0, x, n, spec_.d_model);
   timed(pass, "attention_plan", [&] { pass.ops.plan_attention({batch.attention, n, spec_.n_kv_heads, plan_.get()}, stream); });
+  if (comm_ && w_.shard.exact()) {
+    for (Gather* g : {&heads_gather_, &ffn_gather_, &model_gather_}) plan_gather(pass, n, *g);
+  }
   for (int l = 0; l < spec_.n_layers; ++l) {
     attention_block(pass, l, batch, layout, kv[size_t(l)]);
     ffn_block(pass, l, n);

@@ -106,13 +106,21 @@ class Decoder {
   void attention_block(const Pass& pass, int layer, const ForwardBatch& batch, const KvLayout& layout, const KvLayer& kv);
   void ffn_block(const Pass& pass, int layer, int n_tokens);
   void output_head(const Pass& pass, const ForwardBatch& batch, float* logits);
-  // O or down from `in` (n, this rank's input channels) into `out` (n, d_model),
-  // whole on every rank of a group.
+  // Where each output row of a gather of `split` comes from, for the token
+  // count of the current pass: built once per pass, read by every layer.
+  struct Gather {
+    const ChannelSplit* split = nullptr;
+    std::vector<int32_t> host;  // (output rows) i32, kept while the device copy may be in flight
+    DeviceBuffer device;
+  };
+  void plan_gather(const Pass& pass, int64_t n, Gather& gather);
+  // O or down from `in` (n, this rank's channels of `in_gather`) into `out`
+  // (n, d_model), whole on every rank of a group.
   void project_out(const Pass& pass, const char* name, const PreparedLinear& weight, const float* in, int n,
-                   const ChannelSplit& in_split, float* out);
-  // Every rank's `part` (n, its channels of `split`), into `out` (n, split.total())
-  // through `gathered` (world, n, split.largest()).
-  void gather_columns(const Pass& pass, const float* part, int64_t n, const ChannelSplit& split, float* gathered, float* out);
+                   const Gather& in_gather, float* out);
+  // Every rank's `part` (n, its channels), into `out` (n, all channels)
+  // through `gathered` (world, n, the largest share).
+  void gather_columns(const Pass& pass, const float* part, int64_t n, const Gather& gather, float* gathered, float* out);
   ops::RopeParams rope_params(int layer) const;
   template <class Run>
   void timed(const Pass& pass, const char* name, const Run& run, uint64_t weight_bytes = 0) const;
@@ -135,8 +143,7 @@ class Decoder {
   Communicator* comm_ = nullptr;
   DeviceBuffer rank_logits_;      // (rows, vocab / world): this rank's share
   DeviceBuffer gathered_logits_;  // (world, rows, vocab / world)
-  DeviceBuffer gather_order_;     // i32: the gathered row behind each output row of a gather
-  std::vector<int32_t> gather_order_host_;
+  Gather heads_gather_, ffn_gather_, model_gather_, vocab_gather_;
 };
 
 }  // namespace tessera

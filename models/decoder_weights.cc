@@ -356,8 +356,9 @@ std::unique_ptr<DecoderWeights> bind_weights(const DecoderSpec& spec, const Weig
                                              Backend& backend, const std::vector<std::string>& consumed_elsewhere,
                                              const LinearQuantization& quantization, const TensorRank& tensor_rank) {
   auto weights = std::make_unique<DecoderWeights>();
+  const bool split_down_columns = tensor_rank.world > 1 && tensor_rank.layout == TensorParallelLayout::kAllReduce;
   weights->shard = plan_tensor_shard(spec, tensor_rank.rank, tensor_rank.world, tensor_rank.layout,
-                                     ffn_alignment(spec, names, source, quantization), source.name());
+                                     split_down_columns ? ffn_alignment(spec, names, source, quantization) : 1, source.name());
   const TensorShard& shard = weights->shard;
   Binder b(source, backend, *weights, quantization);
   const SourceTensor embedding = b.require(names.token_embedding, {spec.vocab_size, spec.d_model});

@@ -18,6 +18,8 @@ namespace {
 constexpr uint32_t kMaxKey = 4096;
 constexpr uint32_t kMaxValue = 1u << 20;
 constexpr size_t kMaxKeys = 65536;
+constexpr size_t kMaxBytes = size_t(64) << 20;
+constexpr int kMaxConnections = 256;
 constexpr int kIoTimeoutMs = 10000;  // one message, once a peer has started it
 
 using Clock = std::chrono::steady_clock;
@@ -104,7 +106,8 @@ TcpStore::~TcpStore() {
   stopping_ = true;
   if (client_fd_ >= 0) close(client_fd_);
   if (server_.joinable()) server_.join();
-  for (std::thread& t : connections_) t.join();
+  std::unique_lock<std::mutex> lock(connections_mutex_);
+  connections_done_.wait(lock, [this] { return open_connections_ == 0; });
   if (listen_fd_ >= 0) close(listen_fd_);
 }
 
@@ -134,7 +137,15 @@ void TcpStore::serve_loop() {
     if (poll(&pfd, 1, 100) <= 0) continue;
     const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
-    connections_.emplace_back([this, fd] { serve_connection(fd); });
+    {
+      std::lock_guard<std::mutex> lock(connections_mutex_);
+      if (open_connections_ >= kMaxConnections) {
+        close(fd);
+        continue;
+      }
+      ++open_connections_;
+    }
+    std::thread([this, fd] { serve_connection(fd); }).detach();
   }
 }
 
@@ -153,8 +164,12 @@ void TcpStore::serve_connection(int fd) {
       bool stored = false;
       {
         std::lock_guard<std::mutex> lock(map_mutex_);
-        if (map_.size() < kMaxKeys || map_.count(key)) {
+        const auto it = map_.find(key);
+        const size_t freed = it == map_.end() ? 0 : key.size() + it->second.size();
+        const size_t after = map_bytes_ - freed + key.size() + value.size();
+        if ((it != map_.end() || map_.size() < kMaxKeys) && after <= kMaxBytes) {
           map_[key].assign(value.begin(), value.end());
+          map_bytes_ = after;
           stored = true;
         }
       }
@@ -178,6 +193,9 @@ void TcpStore::serve_connection(int fd) {
     }
   }
   close(fd);
+  std::lock_guard<std::mutex> lock(connections_mutex_);
+  --open_connections_;
+  connections_done_.notify_all();
 }
 
 void TcpStore::set(const std::string& key, const std::vector<char>& data) {

@@ -7,12 +7,14 @@
 // Wire format, all integers little-endian u32:
 //   request  'S' key_len key value_len value → reply 'K'
 //            'G' key_len key                 → reply 'V' value_len value, or 'N' (absent)
-// Keys are at most 4 KiB, values at most 1 MiB, the map at most 65,536 keys;
-// a peer that breaks these, or sends anything else, is disconnected.
+// Keys are at most 4 KiB, values at most 1 MiB, the map at most 65,536 keys
+// and 64 MiB; at most 256 connections are served at once. A peer that
+// breaks these, or sends anything else, is disconnected.
 #include <gloo/rendezvous/store.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -48,9 +50,13 @@ class TcpStore final : public gloo::rendezvous::Store {
   std::mutex client_mutex_;
   std::atomic<bool> stopping_{false};
   std::thread server_;
-  std::vector<std::thread> connections_;
+  // Connection threads are detached; the destructor waits for them to end.
+  std::mutex connections_mutex_;
+  std::condition_variable connections_done_;
+  int open_connections_ = 0;
   std::mutex map_mutex_;
   std::map<std::string, std::vector<char>> map_;
+  size_t map_bytes_ = 0;  // keys and values held
 };
 
 }  // namespace tessera::cpu

@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/gloo_communicator.h"
+#include "kernels/cpu/tcp_store.h"
 
 namespace tessera {
 namespace {
@@ -135,6 +136,16 @@ TEST(CollectiveRecorder, KeepsTheNewestRecordsOldestFirst) {
   EXPECT_EQ(records[2].seq, open);
   EXPECT_EQ(records[2].state, CollectiveState::kStarted);
   EXPECT_NE(recorder.dump_json().find("\"op\": \"broadcast\""), std::string::npos);
+}
+
+TEST(TcpStore, HoldsAtMost64MiB) {
+  const int port = 20000 + int((getpid() + 7919) % 20000);
+  cpu::TcpStore store("127.0.0.1:" + std::to_string(port), true, std::chrono::seconds(5));
+  const std::vector<char> mib(size_t(1) << 20, 'x');
+  for (int i = 0; i < 63; ++i) store.set("k" + std::to_string(i), mib);
+  store.set("k0", mib);  // replacing a value takes no more room
+  EXPECT_EQ(store.get("k62").size(), mib.size());
+  EXPECT_THROW(store.set("k63", mib), std::runtime_error);
 }
 
 TEST(GlooCommunicator, RefusesABadRendezvous) {
