@@ -101,14 +101,36 @@ struct ModelConfig {
   bool parse_special_in_messages = false;
 };
 
+// Tensor parallelism: every model split over `tensor` ranks, rank 0 in the
+// serving process. Rank 0 serves a rendezvous store at `leader`; the other
+// ranks are `tessera worker` processes that join it, started by serve on
+// this machine (spawn_workers) or elsewhere (one per pod).
+struct ParallelConfig {
+  int tensor = 1;
+  // exact: the same bits as one rank (activations gathered after O and
+  // down); all_reduce: one all-reduce after each of them, fewer bytes moved.
+  std::string layout = "exact";
+  std::string leader;  // HOST:PORT; empty: a free loopback port (spawned workers only)
+  bool spawn_workers = true;
+  double collective_timeout_s = 30.0;  // any one collective; a rank past it is taken for dead
+  double join_timeout_s = 300.0;       // for every rank to join at start
+  int flight_recorder_entries = 1024;  // collectives each rank keeps for its dump
+  std::string flight_recorder_dir = "/tmp/tessera-flight-recorder";
+  bool enabled() const { return tensor > 1; }
+};
+
 struct Config {
   ServerConfig server;
   std::vector<ModelConfig> models;
+  ParallelConfig parallel;
 };
 
 // Throws tessera::Error naming `source` (a path or "<string>") and the line.
 Config parse_config(const std::string& yaml_text, const std::string& source);
 Config load_config_file(const std::string& path);
+// The model and parallel sections as a document parse_config reads back to
+// the same values (JSON, which is YAML): what the leader hands its workers.
+std::string models_to_json(const Config& config);
 // The text of config/default.yaml, compiled in.
 const char* default_config_yaml();
 

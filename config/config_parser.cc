@@ -19,8 +19,9 @@ class Parser {
     Config config;
     if (!root.IsDefined() || root.IsNull()) fail(root, "the file is empty");
     require_map(root, "the top level");
-    check_keys(root, "the top level", {"server", "models"});
+    check_keys(root, "the top level", {"server", "models", "parallel"});
     if (root["server"]) parse_server(root["server"], &config.server);
+    if (root["parallel"]) parse_parallel(root["parallel"], &config.parallel);
     const YAML::Node models = root["models"];
     if (!models || !models.IsSequence() || models.size() == 0) fail(models ? models : root, "'models' must be a non-empty list");
     std::set<std::string> names;
@@ -221,6 +222,31 @@ class Parser {
       }
     }
     return m;
+  }
+
+  void parse_parallel(const YAML::Node& n, ParallelConfig* p) const {
+    require_map(n, "parallel");
+    check_keys(n, "parallel", {"tensor", "layout", "leader", "spawn_workers", "collective_timeout_s", "join_timeout_s",
+                               "flight_recorder_entries", "flight_recorder_dir"});
+    integer(n, "tensor", "parallel", 1, 64, &p->tensor);
+    text(n, "layout", "parallel", &p->layout, {"exact", "all_reduce"});
+    text(n, "leader", "parallel", &p->leader);
+    boolean(n, "spawn_workers", "parallel", &p->spawn_workers);
+    number(n, "collective_timeout_s", "parallel", 0.1, 86400.0, &p->collective_timeout_s);
+    number(n, "join_timeout_s", "parallel", 0.1, 86400.0, &p->join_timeout_s);
+    integer(n, "flight_recorder_entries", "parallel", 1, 1 << 20, &p->flight_recorder_entries);
+    text(n, "flight_recorder_dir", "parallel", &p->flight_recorder_dir);
+    if (!p->leader.empty()) {
+      const size_t colon = p->leader.rfind(':');
+      const std::string port = colon == std::string::npos ? "" : p->leader.substr(colon + 1);
+      if (colon == 0 || port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+          std::stoi(port) < 1 || std::stoi(port) > 65535) {
+        fail(n["leader"], "parallel.leader: '" + p->leader + "' is not HOST:PORT");
+      }
+    }
+    if (!p->spawn_workers && p->leader.empty() && p->tensor > 1) {
+      fail(n, "parallel: workers on other machines (spawn_workers: false) need the leader's address");
+    }
   }
 
   void parse_speculative(const YAML::Node& s, const std::string& p, SpeculativeConfig* c) const {

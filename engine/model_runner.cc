@@ -1,6 +1,7 @@
 #include "engine/model_runner.h"
 
 #include <algorithm>
+#include <array>
 
 #include "engine/error.h"
 #include "engine/grammar/tokenizer_texts.h"
@@ -52,7 +53,7 @@ ModelRunner::ModelRunner(std::shared_ptr<Backend> backend, const std::string& mo
       config.kv_memory_fraction > 0.0 ? budget_for_fraction(*backend_, config.kv_memory_fraction) : config.kv_budget_bytes;
   // Every rank of a group holds the same pages, counted as if unsharded.
   const KvLayout whole{config.kv_dtype, config.page_size, model_->spec().n_kv_heads, spec.head_dim};
-  const int64_t pages = PagedKvCache::pages_for_budget(whole, spec.n_layers, budget);
+  const int64_t pages = agreed_pages(PagedKvCache::pages_for_budget(whole, spec.n_layers, budget));
   if (pages < 1) {
     throw Error("KV cache budget of " + std::to_string(budget) + " bytes holds no page (one page needs " +
                 std::to_string(PagedKvCache::bytes_per_page(whole, spec.n_layers)) + " bytes)");
@@ -63,6 +64,37 @@ ModelRunner::ModelRunner(std::shared_ptr<Backend> backend, const std::string& mo
 }
 
 ModelRunner::~ModelRunner() = default;
+
+// Rank 0 numbers pages for every rank, so each rank must hold as many; a
+// memory fraction may give each a different count, and the fewest win.
+// The shape the ranks loaded is compared too: a rank that loaded another
+// file or configuration would run plans it cannot follow.
+int64_t ModelRunner::agreed_pages(int64_t local_pages) {
+  if (!comm_ || comm_->world() <= 1) return local_pages;
+  const DecoderSpec& spec = model_->spec();
+  const DecoderCapacity& cap = decoder_->capacity();
+  const std::array<int64_t, 8> mine = {local_pages, spec.n_layers, spec.vocab_size, spec.d_model, spec.n_heads,
+                                        spec.n_kv_heads, cap.max_tokens, cap.max_seqs};
+  std::vector<std::array<int64_t, 8>> all(size_t(comm_->world()));
+  comm_->all_gather(mine.data(), sizeof(mine), all.data(), backend_->default_stream());
+  int64_t pages = local_pages;
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (!std::equal(all[r].begin() + 1, all[r].end(), mine.begin() + 1)) {
+      throw Error("rank " + std::to_string(r) + " of the group loaded a different model or step capacity than rank " +
+                  std::to_string(comm_->rank()) + "; every rank must load the same configuration");
+    }
+    pages = std::min(pages, all[r][0]);
+  }
+  return pages;
+}
+
+void ModelRunner::heartbeat() {
+  if (comm_ && comm_->world() > 1) broadcast_heartbeat(*comm_, backend_->default_stream());
+}
+
+void ModelRunner::release_followers() {
+  if (comm_ && comm_->world() > 1 && comm_->rank() == 0) broadcast_stop(*comm_, backend_->default_stream());
+}
 
 float* ModelRunner::logits_for(int rows) {
   const size_t bytes = size_t(rows) * size_t(model_->spec().vocab_size) * sizeof(float);

@@ -3,6 +3,7 @@
 // (sampling parameters, random generator, tokens, page table), fills the
 // fixed batch buffers, runs the decoder, and samples each row with its own
 // parameters.
+#include <chrono>
 #include <memory>
 #include <random>
 #include <unordered_map>
@@ -52,6 +53,16 @@ class ModelRunner {
   // A tensor-parallel rank other than 0: runs the forward pass of a plan
   // rank 0 has already checked and will sample; returns nothing.
   void follow(const StepPlan& plan);
+  // Rank 0 of a group while it has no work: shows every rank is alive
+  // (throws CollectiveError when one is not). Call no more often than
+  // heartbeat_interval().
+  void heartbeat();
+  std::chrono::milliseconds heartbeat_interval() const {
+    return comm_ && comm_->world() > 1 ? comm_->timeout() / 3 : std::chrono::milliseconds::max();
+  }
+  bool parallel() const { return comm_ && comm_->world() > 1; }
+  // Rank 0: tells the followers no more plans come.
+  void release_followers();
   void set_observer(ActivationObserver observer) { decoder_->set_observer(std::move(observer)); }
   void set_profile(OpProfile* profile) { decoder_->set_profile(profile); }
 
@@ -66,6 +77,7 @@ class ModelRunner {
     std::string grammar_error;                         // the grammar failed while the sequence resumed
   };
 
+  int64_t agreed_pages(int64_t local_pages);
   void check_tokens(uint64_t seq_id, const std::vector<int32_t>& tokens) const;
   void register_sequences(const StepPlan& plan);
   void apply_steps(const StepPlan& plan, bool follower);

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "kernels/collective_recorder.h"
+#include "kernels/rendezvous_store.h"
 
 namespace tessera {
 
@@ -24,7 +25,12 @@ struct CommunicatorOptions {
   // "file:DIR" (ranks on one machine, or a shared file system) or
   // "tcp:HOST:PORT" (a store served by rank 0 at that address).
   std::string rendezvous;
+  // When set, the ranks meet through this store instead of `rendezvous`,
+  // each group under its own name: one store serves every group of a process.
+  std::shared_ptr<RendezvousStore> store;
+  std::string group = "tessera";
   std::chrono::milliseconds timeout{30000};
+  std::chrono::milliseconds join_timeout{0};  // for every rank to join; 0: `timeout`
   size_t recorder_capacity = 1024;  // collectives kept by the flight recorder
 };
 

@@ -19,8 +19,9 @@ std::string invalid_tokens(const Request& r, int vocab) {
 
 }  // namespace
 
-ModelLoop::ModelLoop(std::unique_ptr<ModelRunner> runner, const SchedulerLimits& limits)
+ModelLoop::ModelLoop(std::unique_ptr<ModelRunner> runner, const SchedulerLimits& limits, FaultListener on_fault)
     : runner_(std::move(runner)),
+      on_fault_(std::move(on_fault)),
       scheduler_(limits, int32_t(runner_->kv_cache().n_pages()), runner_->page_size()),
       thread_([this] { run(); }) {}
 
@@ -69,28 +70,54 @@ SchedulerStats ModelLoop::stats() const {
 }
 
 void ModelLoop::run() {
+  auto last_beat = std::chrono::steady_clock::now();
   while (true) {
     StepPlan plan;
+    bool beat = false;
     {
       std::unique_lock lock(mutex_);
-      work_.wait(lock, [&] { return stop_.load() || scheduler_.has_work(); });
+      const auto ready = [&] { return stop_.load() || scheduler_.has_work(); };
+      // The ranks of a parallel group hear from rank 0 at least every
+      // interval, so one that died or hung is found while idle too.
+      if (runner_->parallel() && state_.load() != LoopState::kFaulted) {
+        beat = !work_.wait_until(lock, last_beat + runner_->heartbeat_interval(), ready);
+      } else {
+        work_.wait(lock, ready);
+      }
       if (stop_.load()) {
         scheduler_.fail_all("the server is shutting down");
-        return;
+        break;
       }
-      plan = scheduler_.schedule();
+      if (!beat) plan = scheduler_.schedule();
     }
-    if (plan.steps.empty() && plan.finished.empty()) continue;  // only cancellations were pending
     try {
-      const StepResult result = runner_->step(plan);
-      std::lock_guard lock(mutex_);
-      scheduler_.postprocess(plan, result);
+      if (beat) {
+        runner_->heartbeat();
+      } else if (!plan.steps.empty() || !plan.finished.empty()) {  // else only cancellations were pending
+        const StepResult result = runner_->step(plan);
+        std::lock_guard lock(mutex_);
+        scheduler_.postprocess(plan, result);
+      }
+      last_beat = std::chrono::steady_clock::now();
     } catch (const std::exception& e) {
-      state_ = LoopState::kFaulted;
-      std::lock_guard lock(mutex_);
-      scheduler_.fail_all(std::string("engine fault: ") + e.what());
+      fault(e.what());
     }
   }
+  if (state_.load() == LoopState::kFaulted) return;
+  try {
+    runner_->release_followers();
+  } catch (const std::exception&) {
+    // The followers find rank 0 gone on their own.
+  }
+}
+
+void ModelLoop::fault(const std::string& what) {
+  state_ = LoopState::kFaulted;
+  {
+    std::lock_guard lock(mutex_);
+    scheduler_.fail_all("engine fault: " + what);
+  }
+  if (on_fault_) on_fault_(what);
 }
 
 void ModelLoop::drain(std::chrono::milliseconds timeout) {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -29,7 +30,11 @@ struct Submission {
 
 class ModelLoop {
  public:
-  ModelLoop(std::unique_ptr<ModelRunner> runner, const SchedulerLimits& limits);
+  // Called on the loop's thread once the engine faults, after every request
+  // has been ended with the error.
+  using FaultListener = std::function<void(const std::string& what)>;
+
+  ModelLoop(std::unique_ptr<ModelRunner> runner, const SchedulerLimits& limits, FaultListener on_fault = {});
   ~ModelLoop();
   ModelLoop(const ModelLoop&) = delete;
   ModelLoop& operator=(const ModelLoop&) = delete;
@@ -52,8 +57,10 @@ class ModelLoop {
 
  private:
   void run();
+  void fault(const std::string& what);
 
   std::unique_ptr<ModelRunner> runner_;
+  FaultListener on_fault_;
   mutable std::mutex mutex_;  // guards scheduler_ and next_id_
   std::condition_variable work_;
   Scheduler scheduler_;

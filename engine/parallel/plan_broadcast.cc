@@ -8,6 +8,8 @@ namespace tessera {
 namespace {
 
 constexpr uint64_t kMaxPlanBytes = uint64_t(1) << 30;
+constexpr uint64_t kStop = 0;
+constexpr uint64_t kHeartbeat = ~uint64_t(0);
 
 }  // namespace
 
@@ -19,14 +21,23 @@ void broadcast_plan(Communicator& comm, const StepPlan& plan, Stream& stream) {
 }
 
 void broadcast_stop(Communicator& comm, Stream& stream) {
-  uint64_t size = 0;
+  uint64_t size = kStop;
   comm.broadcast(&size, sizeof(size), 0, stream);
 }
 
-std::optional<StepPlan> receive_plan(Communicator& comm, Stream& stream) {
-  uint64_t size = 0;
+void broadcast_heartbeat(Communicator& comm, Stream& stream) {
+  uint64_t size = kHeartbeat;
   comm.broadcast(&size, sizeof(size), 0, stream);
-  if (size == 0) return std::nullopt;
+  comm.barrier();
+}
+
+std::optional<StepPlan> receive_plan(Communicator& comm, Stream& stream) {
+  uint64_t size = kHeartbeat;
+  while (size == kHeartbeat) {
+    comm.broadcast(&size, sizeof(size), 0, stream);
+    if (size == kHeartbeat) comm.barrier();
+  }
+  if (size == kStop) return std::nullopt;
   if (size > kMaxPlanBytes) throw Error("step plan of " + std::to_string(size) + " bytes from rank 0 is too large");
   std::vector<uint8_t> bytes(size);
   comm.broadcast(bytes.data(), bytes.size(), 0, stream);

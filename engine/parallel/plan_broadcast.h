@@ -1,7 +1,9 @@
 #pragma once
 // Rank 0 of a tensor-parallel group sends each step plan to the others
-// before running it, as the encoded plan behind its length; a length of
-// zero tells the followers to stop.
+// before running it, as the encoded plan behind its length. Two lengths
+// are signals: zero tells the followers to stop, and the heartbeat (sent
+// while rank 0 has no work, then met by a barrier) shows every rank is
+// alive, so a dead or hung rank is found while idle too.
 #include <optional>
 
 #include "engine/step_plan.h"
@@ -13,7 +15,9 @@ class Stream;
 
 void broadcast_plan(Communicator& comm, const StepPlan& plan, Stream& stream);
 void broadcast_stop(Communicator& comm, Stream& stream);
-// On a follower: the next plan, or nullopt once rank 0 stops.
+void broadcast_heartbeat(Communicator& comm, Stream& stream);
+// On a follower: the next plan (answering heartbeats while it waits), or
+// nullopt once rank 0 stops.
 std::optional<StepPlan> receive_plan(Communicator& comm, Stream& stream);
 
 }  // namespace tessera

@@ -15,25 +15,11 @@
 #include <filesystem>
 
 #include "kernels/backend.h"
-#include "kernels/cpu/tcp_store.h"
+#include "kernels/cpu/gloo_rendezvous_store.h"
 
 namespace tessera::cpu {
 
 namespace {
-
-// "file:DIR" or "tcp:HOST:PORT" as a gloo store.
-std::unique_ptr<gloo::rendezvous::Store> open_store(const CommunicatorOptions& options) {
-  const std::string& r = options.rendezvous;
-  if (r.rfind("file:", 0) == 0) {
-    const std::string dir = r.substr(5);
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) throw CollectiveError("rendezvous directory '" + dir + "': " + ec.message());
-    return std::make_unique<gloo::rendezvous::FileStore>(dir);
-  }
-  if (r.rfind("tcp:", 0) == 0) return std::make_unique<TcpStore>(r.substr(4), options.rank == 0, options.timeout);
-  throw CollectiveError("rendezvous '" + r + "': expected file:DIR or tcp:HOST:PORT");
-}
 
 // The host name other ranks reach this one at: the leader's interface for
 // a TCP store, the loopback for ranks on one machine.
@@ -51,15 +37,20 @@ std::string transport_host(const CommunicatorOptions& options) {
 
 GlooCommunicator::GlooCommunicator(const CommunicatorOptions& options) : Communicator(options) {
   try {
-    store_ = open_store(options);
+    const auto join_timeout = options.join_timeout.count() > 0 ? options.join_timeout : options.timeout;
+    store_ = options.store ? options.store
+                           : open_rendezvous_store(options.rendezvous, options.rank == 0, join_timeout);
+    auto* gloo_store = dynamic_cast<GlooRendezvousStore*>(store_.get());
+    if (!gloo_store) throw CollectiveError("the rendezvous store is not one gloo can use");
     gloo::transport::tcp::attr attr;
     const std::string host = transport_host(options);
     if (!host.empty()) attr.hostname = host;
     auto device = gloo::transport::tcp::CreateDevice(attr);
     auto context = std::make_shared<gloo::rendezvous::Context>(options.rank, options.world);
-    context->setTimeout(options.timeout);
-    gloo::rendezvous::PrefixStore prefixed("tessera", *store_);
+    context->setTimeout(join_timeout);
+    gloo::rendezvous::PrefixStore prefixed(options.group, gloo_store->gloo_store());
     context->connectFullMesh(prefixed, device);
+    context->setTimeout(options.timeout);
     context_ = std::move(context);
     sent_.assign(size_t(options.world), 0);
     received_.assign(size_t(options.world), 0);

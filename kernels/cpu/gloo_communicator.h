@@ -10,9 +10,6 @@
 
 namespace gloo {
 class Context;
-namespace rendezvous {
-class Store;
-}
 }  // namespace gloo
 
 namespace tessera::cpu {
@@ -36,7 +33,7 @@ class GlooCommunicator final : public Communicator {
   // Point-to-point slots: (sender, receiver, count) in a space of their own.
   uint64_t p2p_slot(int from, int to, uint64_t count) const;
 
-  std::unique_ptr<gloo::rendezvous::Store> store_;  // kept: a TCP store's server lives in rank 0
+  std::shared_ptr<RendezvousStore> store_;  // kept: a TCP store's server may live in this rank
   std::shared_ptr<gloo::Context> context_;
   std::vector<uint64_t> sent_, received_;  // (world): messages to and from each peer
   std::vector<float> reduce_scratch_;  // (world, count): reduce-scatter's staging

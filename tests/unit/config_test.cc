@@ -166,4 +166,67 @@ models:
   EXPECT_NE(error_of("server: {idle_timeout_s: 0}\nmodels: [{name: a, path: x}]\n").find("outside"), std::string::npos);
 }
 
+TEST(Config, ParallelSection) {
+  const Config c = parse_config(R"(
+parallel:
+  tensor: 2
+  layout: all_reduce
+  leader: leader-0.tessera:29500
+  spawn_workers: false
+  collective_timeout_s: 2
+models:
+  - {name: a, path: /m/a.gguf}
+)", "p.yaml");
+  EXPECT_TRUE(c.parallel.enabled());
+  EXPECT_EQ(c.parallel.layout, "all_reduce");
+  EXPECT_EQ(c.parallel.leader, "leader-0.tessera:29500");
+  EXPECT_FALSE(c.parallel.spawn_workers);
+  EXPECT_DOUBLE_EQ(c.parallel.collective_timeout_s, 2.0);
+  EXPECT_NE(error_of("parallel: {tensor: 0}\nmodels: [{name: a, path: x}]").find("parallel.tensor"), std::string::npos);
+  EXPECT_NE(error_of("parallel: {tensor: 2, leader: 'nohost'}\nmodels: [{name: a, path: x}]").find("HOST:PORT"), std::string::npos);
+  EXPECT_NE(error_of("parallel: {tensor: 2, leader: 'h:99999'}\nmodels: [{name: a, path: x}]").find("HOST:PORT"), std::string::npos);
+  EXPECT_NE(error_of("parallel: {tensor: 2, spawn_workers: false}\nmodels: [{name: a, path: x}]").find("leader's address"),
+            std::string::npos);
+  EXPECT_NE(error_of("parallel: {pipeline: 2}\nmodels: [{name: a, path: x}]").find("unknown key 'pipeline'"), std::string::npos);
+}
+
+TEST(Config, ModelsWrittenForWorkersReadBackTheSame) {
+  Config c = parse_config(R"(
+parallel: {tensor: 3, leader: "127.0.0.1:4000", collective_timeout_s: 2.5, flight_recorder_entries: 7}
+models:
+  - name: first
+    path: "/models/a b.gguf"
+    threads: 3
+    max_model_len: 999
+    chat_template: "{{ \"é\" }}\n{% if x %}\"quoted\"{% endif %}"
+    kv_cache: {memory_fraction: 0.5, page_size: 32, dtype: int8}
+    scheduler: {max_batch_tokens: 100, max_sequences: 5, prefill_chunk: 50, prefix_caching: false, policy: priority}
+    speculative: {method: ngram, num_speculative_tokens: 3}
+    quantization: {scheme: a16w4, group_size: 64}
+  - {name: second, path: /b.gguf, kv_cache: {budget_mb: 77}}
+)", "w.yaml");
+  const Config back = parse_config(models_to_json(c), "leader");
+  ASSERT_EQ(back.models.size(), 2u);
+  const ModelConfig& a = back.models[0];
+  EXPECT_EQ(a.path, "/models/a b.gguf");
+  EXPECT_EQ(a.threads, 3);
+  EXPECT_EQ(a.max_model_len, 999);
+  EXPECT_EQ(a.chat_template, c.models[0].chat_template);
+  EXPECT_DOUBLE_EQ(a.kv_cache.memory_fraction, 0.5);
+  EXPECT_EQ(a.kv_cache.page_size, 32);
+  EXPECT_EQ(a.kv_cache.dtype, "int8");
+  EXPECT_EQ(a.scheduler.max_batch_tokens, 100);
+  EXPECT_EQ(a.scheduler.max_sequences, 5);
+  EXPECT_FALSE(a.scheduler.prefix_caching);
+  EXPECT_EQ(a.scheduler.policy, "priority");
+  EXPECT_EQ(a.scheduler.speculative.num_speculative_tokens, 3);
+  EXPECT_EQ(a.quantization.scheme, "a16w4");
+  EXPECT_EQ(a.quantization.group_size, 64);
+  EXPECT_EQ(back.models[1].kv_cache.budget_mb, 77);
+  EXPECT_EQ(back.parallel.tensor, 3);
+  EXPECT_EQ(back.parallel.leader, "127.0.0.1:4000");
+  EXPECT_DOUBLE_EQ(back.parallel.collective_timeout_s, 2.5);
+  EXPECT_EQ(back.parallel.flight_recorder_entries, 7);
+}
+
 }  // namespace tessera
