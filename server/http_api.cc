@@ -97,6 +97,11 @@ void HttpApi::route(HttpExchange& ex) {
     throw ApiError(401, "invalid_request_error", "a valid API key is required (Authorization: Bearer KEY)", "",
                    "invalid_api_key");
   }
+  if (path == "/admin/collectives") {
+    if (!get) throw ApiError(405, "invalid_request_error", "use GET");
+    if (!collectives_) throw ApiError(404, "invalid_request_error", "this server runs no parallel groups", "", "not_found");
+    return respond_json(ex, 200, collectives_());
+  }
   if (path == "/v1/models" || path.rfind("/v1/models/", 0) == 0) {
     if (!get) throw ApiError(405, "invalid_request_error", "use GET");
     return list_models(ex, path.size() > 11 ? path.substr(11) : "");

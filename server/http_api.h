@@ -1,9 +1,10 @@
 #pragma once
 // The daemon's HTTP surface: routes to the OpenAI handlers, /tokenize,
-// /detokenize, /health and /metrics; refuses work with 503 while models load
+// /detokenize, /health, /metrics and /admin/collectives; refuses work with 503 while models load
 // or the daemon drains; asks for an API key when keys are configured (health
 // and metrics exempt); logs one line per request.
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,9 @@ class HttpApi {
       : api_{registry, limits}, api_keys_(std::move(api_keys)) {}
 
   void handle(HttpExchange& exchange);
+  // What GET /admin/collectives answers (the flight recorders of this
+  // process's parallel groups); unset: 404.
+  void set_collectives_source(std::function<Json()> source) { collectives_ = std::move(source); }
   // Requests being served right now (generation or not).
   int in_flight() const { return in_flight_.load(); }
 
@@ -32,6 +36,7 @@ class HttpApi {
 
   ApiContext api_;
   std::vector<std::string> api_keys_;
+  std::function<Json()> collectives_;
   std::atomic<int> in_flight_{0};
 };
 

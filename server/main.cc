@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   runners["perplexity"] = tessera::cli::add_perplexity_command(app);
   runners["quantize"] = tessera::cli::add_quantize_command(app);
   runners["serve"] = tessera::cli::add_serve_command(app);
+  runners["worker"] = tessera::cli::add_worker_command(app);
+  runners["trace-collectives"] = tessera::cli::add_trace_collectives_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

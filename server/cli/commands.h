@@ -18,5 +18,7 @@ Runner add_logits_command(CLI::App& app);
 Runner add_perplexity_command(CLI::App& app);
 Runner add_quantize_command(CLI::App& app);
 Runner add_serve_command(CLI::App& app);
+Runner add_worker_command(CLI::App& app);
+Runner add_trace_collectives_command(CLI::App& app);
 
 }  // namespace tessera::cli

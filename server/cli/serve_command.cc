@@ -20,6 +20,7 @@
 #include "server/cli/commands.h"
 #include "server/grpc/grpc_server.h"
 #include "server/http_api.h"
+#include "server/parallel/parallel_serving.h"
 
 namespace tessera::cli {
 namespace {
@@ -37,6 +38,7 @@ struct ServeOptions {
   int max_model_len = -1;
   std::string chat_template;
   std::vector<std::string> api_keys;
+  int tensor_parallel = 0;
 };
 
 std::string read_text_file(const std::string& path, const std::string& what) {
@@ -66,6 +68,7 @@ Config resolve_config(const ServeOptions& o) {
   if (o.port >= 0) c.server.http_port = o.port;
   if (o.grpc_port >= 0) c.server.grpc_port = o.grpc_port;
   if (o.drain_timeout_s >= 0) c.server.drain_timeout_s = o.drain_timeout_s;
+  if (o.tensor_parallel > 0) c.parallel.tensor = o.tensor_parallel;
   for (ModelConfig& m : c.models) {
     if (o.threads >= 0) m.threads = o.threads;
     if (o.kv_budget_mb > 0) m.kv_cache.budget_mb = o.kv_budget_mb;
@@ -141,16 +144,21 @@ int wait_for_signal(const sigset_t& set) {
   return sig;
 }
 
+// Exit status when a rank of a parallel group died or hung: the supervisor
+// (or Kubernetes) restarts the whole group.
+constexpr int kGroupFailedExit = 3;
+
 int run_serve(const ServeOptions& o) {
   // Signals are taken by sigwait on this thread only: block them before any
-  // other thread starts.
+  // other thread starts. SIGUSR1 writes the flight recorders; SIGUSR2 is
+  // raised from inside when a parallel group breaks.
   sigset_t signals;
   sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
+  for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2}) sigaddset(&signals, sig);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  const Config config = resolve_config(o);
+  Config config = resolve_config(o);
+  ParallelServing parallel(config);
   auto metrics = std::make_shared<prometheus::Registry>();
   ModelRegistry registry(metrics);
   ApiLimits limits;
@@ -161,6 +169,7 @@ int run_serve(const ServeOptions& o) {
                  size_t(config.server.max_json_object_members)};
   limits.max_body_bytes = size_t(config.server.max_body_bytes);
   HttpApi api(registry, limits, config.server.api_keys);
+  if (ParallelRanks* ranks = parallel.ranks()) api.set_collectives_source([ranks] { return ranks->recorders_json(); });
   const HttpLimits http_limits = http_limits_of(config.server);
   HttpServer http(http_limits, [&api](HttpExchange& ex) { api.handle(ex); }, {"/health", "/metrics"});
   const TlsPem tls = read_tls(config.server.tls);
@@ -170,16 +179,31 @@ int run_serve(const ServeOptions& o) {
   const uint16_t grpc_port = grpc.start(config.server.host, config.server.grpc_port);
   spdlog::info("listening: HTTP on {}:{}, gRPC on {}:{}", config.server.host, http_port, config.server.host, grpc_port);
 
+  parallel.start_workers();
   std::thread loader([&] {
     try {
-      registry.load(config.models);
-      spdlog::info("ready: {} model(s)", config.models.size());
+      registry.load(config.models, parallel.ranks(), parallel.fault_listener());
+      spdlog::info("ready: {} model(s){}", config.models.size(), parallel.describe());
     } catch (const std::exception& e) {
       spdlog::error("loading models failed: {}", e.what());
       kill(getpid(), SIGTERM);
     }
   });
-  const int sig = wait_for_signal(signals);
+  int sig = 0;
+  while ((sig = wait_for_signal(signals)) == SIGUSR1) parallel.dump("SIGUSR1");
+  if (sig == SIGUSR2) {
+    // The engine has ended every request with the error; let the handlers
+    // write it out, and answer 503 a moment longer so probes see why.
+    registry.publish_health();
+    for (int i = 0; i < 500 && (api.in_flight() > 0 || grpc.in_flight() > 0); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    parallel.stop_workers(0);
+    spdlog::error("a rank of the parallel group failed; exiting with status {}", kGroupFailedExit);
+    spdlog::shutdown();
+    std::_Exit(kGroupFailedExit);
+  }
   loader.join();
   if (registry.state() == ServingState::kFailed) return 1;
   spdlog::info("signal {}: draining (timeout {:.0f} s)", sig, config.server.drain_timeout_s);
@@ -196,6 +220,7 @@ int run_serve(const ServeOptions& o) {
   }
   http.stop();
   grpc.stop();
+  parallel.stop_workers(5000);
   spdlog::info("drained; exiting");
   return 0;
 }
@@ -217,6 +242,8 @@ Runner add_serve_command(CLI::App& app) {
   cmd->add_option("--max-model-len", o->max_model_len, "Longest prompt plus output")->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--chat-template", o->chat_template, "Chat template file or text, for every model");
   cmd->add_option("--api-key", o->api_keys, "Require this Bearer token (repeat for several; also TESSERA_API_KEY)");
+  cmd->add_option("--tensor-parallel", o->tensor_parallel, "Split every model over this many ranks (worker processes)")
+      ->check(CLI::Range(1, 64));
   cmd->get_option("--config")->excludes(cmd->get_option("--model"));
   return [o] { return run_serve(*o); };
 }

@@ -5,41 +5,27 @@
 #include <thread>
 
 #include "engine/error.h"
-#include "quant/schemes.h"
 #include "server/serving/api_error.h"
-#include "kernels/backend_registry.h"
+#include "server/serving/runner_setup.h"
 
 namespace tessera {
 namespace {
 
-std::string expand_home(const std::string& path) {
-  if (path.rfind("~/", 0) != 0) return path;
-  const char* home = std::getenv("HOME");
-  return std::string(home ? home : "") + path.substr(1);
-}
-
-std::unique_ptr<ServedModel> load_one(const ModelConfig& c, prometheus::Registry& metrics) {
+std::unique_ptr<ServedModel> load_one(const ModelConfig& c, size_t index, prometheus::Registry& metrics, ParallelRanks* ranks,
+                                      const ModelLoop::FaultListener& on_fault) {
   // Weights run in their stored types (quantised GGUF blocks, f16/bf16/f32
   // safetensors); converting them at load is not offered.
   if (c.dtype != "auto") throw Error("model '" + c.name + "': dtype '" + c.dtype + "' is not supported; use auto (the file's own types)");
   const auto t0 = std::chrono::steady_clock::now();
-  RunnerConfig rc;
-  rc.kv_budget_bytes = uint64_t(c.kv_cache.budget_mb) << 20;
-  rc.kv_memory_fraction = c.kv_cache.memory_fraction;
-  rc.page_size = c.kv_cache.page_size;
-  rc.kv_dtype = kv_dtype_from_name(c.kv_cache.dtype);
-  rc.capacity.max_tokens = c.scheduler.max_batch_tokens;
-  rc.capacity.max_seqs = c.scheduler.max_sequences;
-  if (!c.quantization.scheme.empty()) rc.load.quantize = quant::scheme_choice(c.quantization.scheme, c.quantization.group_size);
-  std::shared_ptr<Backend> backend;
-  try {
-    backend = create_backend(parse_device(c.device), BackendOptions{c.threads});
-  } catch (const Error& e) {
-    throw Error("model '" + c.name + "': " + e.what());
-  }
-  auto runner = std::make_unique<ModelRunner>(std::move(backend), expand_home(c.path), rc);
-
+  RunnerConfig rc = runner_config_of(c);
+  std::shared_ptr<Backend> backend = backend_of(c);
   auto m = std::make_unique<ServedModel>();
+  if (ranks) {
+    rc.load.tensor_rank = ranks->tensor_rank();
+    m->comm = ranks->join(index, *backend, c.name);
+  }
+  auto runner = std::make_unique<ModelRunner>(std::move(backend), expand_home(c.path), rc, m->comm);
+
   m->config = c;
   const int context = runner->model().spec().max_context;
   m->max_model_len = c.max_model_len > 0 ? std::min(c.max_model_len, context) : context;
@@ -55,7 +41,9 @@ std::unique_ptr<ServedModel> load_one(const ModelConfig& c, prometheus::Registry
   SchedulerLimits limits;
   static_cast<SchedulerConfig&>(limits) = c.scheduler;
   limits.max_model_len = m->max_model_len;
-  m->loop = std::make_unique<ModelLoop>(std::move(runner), limits);
+  ModelLoop::FaultListener named;
+  if (on_fault) named = [on_fault, name = c.name](const std::string& what) { on_fault("model " + name + ": " + what); };
+  m->loop = std::make_unique<ModelLoop>(std::move(runner), limits, std::move(named));
   m->created = std::time(nullptr);
   m->metrics = std::make_unique<ModelMetrics>(metrics, c.name);
   spdlog::info("model {} loaded from {} in {:.2f} s (max_model_len {}, {} KV pages of {}, chat template: {})", c.name,
@@ -75,10 +63,10 @@ void ModelRegistry::require_serving() const {
   }
 }
 
-void ModelRegistry::load(const std::vector<ModelConfig>& models) {
+void ModelRegistry::load(const std::vector<ModelConfig>& models, ParallelRanks* ranks, const ModelLoop::FaultListener& on_fault) {
   try {
     std::vector<std::unique_ptr<ServedModel>> loaded;
-    for (const ModelConfig& c : models) loaded.push_back(load_one(c, *metrics_));
+    for (size_t i = 0; i < models.size(); ++i) loaded.push_back(load_one(models[i], i, *metrics_, ranks, on_fault));
     models_ = std::move(loaded);
     state_ = ServingState::kReady;
     publish_health();

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "server/parallel/parallel_ranks.h"
 #include "server/serving/served_model.h"
 
 namespace tessera {
@@ -22,8 +23,10 @@ class ModelRegistry {
   explicit ModelRegistry(std::shared_ptr<prometheus::Registry> metrics) : metrics_(std::move(metrics)) {}
 
   // Loads every model; on failure the state becomes kFailed and the error
-  // is rethrown.
-  void load(const std::vector<ModelConfig>& models);
+  // is rethrown. With `ranks`, each model is rank 0 of its tensor-parallel
+  // group. `on_fault` hears of any model's engine fault.
+  void load(const std::vector<ModelConfig>& models, ParallelRanks* ranks = nullptr,
+            const ModelLoop::FaultListener& on_fault = {});
 
   // Null when no model has that name (or models are still loading).
   ServedModel* find(const std::string& name) const;

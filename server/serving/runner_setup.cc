@@ -1,0 +1,37 @@
+#include "server/serving/runner_setup.h"
+
+#include <cstdlib>
+
+#include "engine/error.h"
+#include "kernels/backend_registry.h"
+#include "quant/schemes.h"
+
+namespace tessera {
+
+RunnerConfig runner_config_of(const ModelConfig& c) {
+  RunnerConfig rc;
+  rc.kv_budget_bytes = uint64_t(c.kv_cache.budget_mb) << 20;
+  rc.kv_memory_fraction = c.kv_cache.memory_fraction;
+  rc.page_size = c.kv_cache.page_size;
+  rc.kv_dtype = kv_dtype_from_name(c.kv_cache.dtype);
+  rc.capacity.max_tokens = c.scheduler.max_batch_tokens;
+  rc.capacity.max_seqs = c.scheduler.max_sequences;
+  if (!c.quantization.scheme.empty()) rc.load.quantize = quant::scheme_choice(c.quantization.scheme, c.quantization.group_size);
+  return rc;
+}
+
+std::shared_ptr<Backend> backend_of(const ModelConfig& c) {
+  try {
+    return create_backend(parse_device(c.device), BackendOptions{c.threads});
+  } catch (const Error& e) {
+    throw Error("model '" + c.name + "': " + e.what());
+  }
+}
+
+std::string expand_home(const std::string& path) {
+  if (path.rfind("~/", 0) != 0) return path;
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : "") + path.substr(1);
+}
+
+}  // namespace tessera
