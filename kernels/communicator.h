@@ -62,9 +62,15 @@ class Communicator {
   void reduce_scatter_sum(const float* in, float* out, size_t count, Stream& stream);
   // data (bytes): root's copy everywhere.
   void broadcast(void* data, size_t bytes, int root, Stream& stream);
+  // A send may block until the peer receives: two ranks must not send each
+  // other more than ~64 KiB at once before receiving.
   void send(const void* data, size_t bytes, int peer, Stream& stream);
   void recv(void* data, size_t bytes, int peer, Stream& stream);
   void barrier();
+  // Whether a rank waiting for its peers spins on the CPU (lowest latency,
+  // for the collectives inside a step) or sleeps in the kernel (for waits
+  // of unknown length, such as a follower waiting for the next plan).
+  void set_busy_wait(bool on) { apply_busy_wait(on); }
 
  protected:
   virtual void run_all_reduce_sum(float* data, size_t count, Stream& stream) = 0;
@@ -74,6 +80,7 @@ class Communicator {
   virtual void run_send(const void* data, size_t bytes, int peer, Stream& stream) = 0;
   virtual void run_recv(void* data, size_t bytes, int peer, Stream& stream) = 0;
   virtual void run_barrier() = 0;
+  virtual void apply_busy_wait(bool) {}
 
  private:
   template <class Run>

@@ -33,10 +33,14 @@ void broadcast_heartbeat(Communicator& comm, Stream& stream) {
 
 std::optional<StepPlan> receive_plan(Communicator& comm, Stream& stream) {
   uint64_t size = kHeartbeat;
+  // Idle for as long as rank 0 has no work: sleep until the plan comes,
+  // then spin through the step's collectives.
+  comm.set_busy_wait(false);
   while (size == kHeartbeat) {
     comm.broadcast(&size, sizeof(size), 0, stream);
     if (size == kHeartbeat) comm.barrier();
   }
+  comm.set_busy_wait(true);
   if (size == kStop) return std::nullopt;
   if (size > kMaxPlanBytes) throw Error("step plan of " + std::to_string(size) + " bytes from rank 0 is too large");
   std::vector<uint8_t> bytes(size);

@@ -3,6 +3,7 @@
 // host memory (the CPU backend). The ranks meet through a gloo store: a
 // directory every rank can reach ("file:DIR"), or the TCP store rank 0
 // serves ("tcp:HOST:PORT").
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -28,16 +29,17 @@ class GlooCommunicator final : public Communicator {
   void run_send(const void* data, size_t bytes, int peer, Stream& stream) override;
   void run_recv(void* data, size_t bytes, int peer, Stream& stream) override;
   void run_barrier() override;
+  void apply_busy_wait(bool on) override;
 
  private:
   // Point-to-point slots: (sender, receiver, count) in a space of their own.
-  uint64_t p2p_slot(int from, int to, uint64_t count) const;
+  int p2p_slot(int from, int to, uint64_t count) const;
 
   std::shared_ptr<RendezvousStore> store_;  // kept: a TCP store's server may live in this rank
   std::shared_ptr<gloo::Context> context_;
   std::vector<uint64_t> sent_, received_;  // (world): messages to and from each peer
   std::vector<float> reduce_scratch_;  // (world, count): reduce-scatter's staging
-  uint32_t next_tag_ = 0;  // each collective its own tag, the same sequence on every rank
+  std::vector<uint8_t> gather_scratch_;  // (world, chunk): a large all-gather's staging
 };
 
 }  // namespace tessera::cpu

@@ -156,6 +156,9 @@ int run_serve(const ServeOptions& o) {
   sigemptyset(&signals);
   for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2}) sigaddset(&signals, sig);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A worker rank or client that went away is an error on its socket (EPIPE),
+  // not a reason for the daemon to die.
+  signal(SIGPIPE, SIG_IGN);
 
   Config config = resolve_config(o);
   ParallelServing parallel(config);

@@ -68,6 +68,8 @@ int run_worker(const WorkerOptions& o) {
   sigemptyset(&usr1);
   sigaddset(&usr1, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &usr1, nullptr);
+  // A peer that went away is a failed collective (EPIPE), not a reason to die.
+  signal(SIGPIPE, SIG_IGN);
 
   std::unique_ptr<ParallelRanks> ranks;
   try {
