@@ -89,11 +89,11 @@ int64_t ModelRunner::agreed_pages(int64_t local_pages) {
 }
 
 void ModelRunner::heartbeat() {
-  if (comm_ && comm_->world() > 1) broadcast_heartbeat(*comm_, backend_->default_stream());
+  if (parallel()) broadcast_heartbeat(*comm_, backend_->default_stream());
 }
 
 void ModelRunner::release_followers() {
-  if (comm_ && comm_->world() > 1 && comm_->rank() == 0) broadcast_stop(*comm_, backend_->default_stream());
+  if (parallel() && comm_->rank() == 0) broadcast_stop(*comm_, backend_->default_stream());
 }
 
 float* ModelRunner::logits_for(int rows) {
@@ -214,7 +214,7 @@ void ModelRunner::apply_steps(const StepPlan& plan, bool follower) {
 StepResult ModelRunner::step(const StepPlan& plan) {
   register_sequences(plan);
   apply_steps(plan, false);
-  if (comm_ && comm_->world() > 1) broadcast_plan(*comm_, plan, backend_->default_stream());
+  if (parallel()) broadcast_plan(*comm_, plan, backend_->default_stream());
   const int n_logit_rows = run_forward(plan, true);
   if (n_logit_rows < 0) return {};
   return sample(plan, n_logit_rows);

@@ -58,9 +58,11 @@ class ModelRunner {
   // heartbeat_interval().
   void heartbeat();
   std::chrono::milliseconds heartbeat_interval() const {
-    return comm_ && comm_->world() > 1 ? comm_->timeout() / 3 : std::chrono::milliseconds::max();
+    return parallel() ? comm_->timeout() / 3 : std::chrono::milliseconds::max();
   }
   bool parallel() const { return comm_ && comm_->world() > 1; }
+  // The group this runner is a rank of; null for one rank.
+  Communicator* communicator() const { return comm_; }
   // Rank 0: tells the followers no more plans come.
   void release_followers();
   void set_observer(ActivationObserver observer) { decoder_->set_observer(std::move(observer)); }

@@ -25,8 +25,10 @@ struct CommunicatorOptions {
   // "file:DIR" (ranks on one machine, or a shared file system) or
   // "tcp:HOST:PORT" (a store served by rank 0 at that address).
   std::string rendezvous;
-  // When set, the ranks meet through this store instead of `rendezvous`,
-  // each group under its own name: one store serves every group of a process.
+  // When set, the ranks meet through this store instead of opening one at
+  // `rendezvous`, each group under its own name: one store serves every
+  // group of a process. `rendezvous` still names the store's address, from
+  // which the transport picks the interface its peers reach.
   std::shared_ptr<RendezvousStore> store;
   std::string group = "tessera";
   std::chrono::milliseconds timeout{30000};

@@ -32,7 +32,6 @@ struct WorkerOptions {
 
 struct FollowerModel {
   std::string name;
-  Communicator* comm = nullptr;
   std::unique_ptr<ModelRunner> runner;
 };
 
@@ -43,11 +42,7 @@ std::vector<FollowerModel> load_models(ParallelRanks& ranks, const WorkerOptions
     ModelConfig m = config.models[i];
     if (o.threads >= 0) m.threads = o.threads;
     if (!o.device.empty()) m.device = o.device;
-    std::shared_ptr<Backend> backend = backend_of(m);
-    RunnerConfig rc = runner_config_of(m);
-    rc.load.tensor_rank = ranks.tensor_rank();
-    FollowerModel f{m.name, ranks.join(i, *backend, m.name), nullptr};
-    f.runner = std::make_unique<ModelRunner>(std::move(backend), expand_home(m.path), rc, f.comm);
+    FollowerModel f{m.name, load_runner(m, i, &ranks)};
     spdlog::info("rank {} of {}: model {} loaded ({} KV pages)", ranks.rank(), ranks.world(), m.name,
                  f.runner->kv_cache().n_pages());
     models.push_back(std::move(f));
@@ -55,8 +50,8 @@ std::vector<FollowerModel> load_models(ParallelRanks& ranks, const WorkerOptions
   return models;
 }
 
-[[noreturn]] void fail_group(const ParallelRanks* ranks, const std::string& what) {
-  spdlog::error("rank {}: {}; leaving the group", ranks ? ranks->rank() : -1, what);
+[[noreturn]] void fail_group(int rank, const ParallelRanks* ranks, const std::string& what) {
+  spdlog::error("rank {}: {}; leaving the group", rank, what);
   if (ranks) ranks->dump(what);
   spdlog::shutdown();
   std::_Exit(kGroupFailedExit);
@@ -75,7 +70,7 @@ int run_worker(const WorkerOptions& o) {
   try {
     ranks = ParallelRanks::follow(o.rank, o.world, o.leader, std::chrono::milliseconds(int64_t(o.join_timeout_s * 1000)));
   } catch (const std::exception& e) {
-    fail_group(nullptr, e.what());
+    fail_group(o.rank, nullptr, e.what());
   }
   ParallelRanks* shared = ranks.get();
   std::thread([shared, usr1] {
@@ -89,16 +84,16 @@ int run_worker(const WorkerOptions& o) {
   try {
     models = load_models(*ranks, o);
   } catch (const std::exception& e) {
-    fail_group(shared, e.what());
+    fail_group(o.rank, shared, e.what());
   }
   std::vector<std::thread> followers;
   for (FollowerModel& f : models) {
-    followers.emplace_back([&f, shared] {
+    followers.emplace_back([&f, shared, rank = o.rank] {
       try {
         Stream& stream = f.runner->backend().default_stream();
-        while (auto plan = receive_plan(*f.comm, stream)) f.runner->follow(*plan);
+        while (auto plan = receive_plan(*f.runner->communicator(), stream)) f.runner->follow(*plan);
       } catch (const std::exception& e) {
-        fail_group(shared, "model " + f.name + ": " + e.what());
+        fail_group(rank, shared, "model " + f.name + ": " + e.what());
       }
     });
   }

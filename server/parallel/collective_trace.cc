@@ -101,7 +101,17 @@ TraceVerdict judge(const std::string& model, std::vector<const RankTrace*> ranks
     const bool have = std::any_of(ranks.begin(), ranks.end(), [r](const RankTrace* t) { return t->rank == r; });
     if (!have) missing_dumps += (missing_dumps.empty() ? "" : ", ") + std::to_string(r);
   }
-  for (uint64_t seq = lo; seq <= hi; ++seq) {
+  // The numbers some rank recorded, not the whole range between: a dump
+  // may skip far ahead, and the work stays linear in the records.
+  std::vector<uint64_t> seqs;
+  for (const RankTrace* t : ranks) {
+    for (const TracedCollective& c : t->collectives) {
+      if (c.seq >= lo) seqs.push_back(c.seq);
+    }
+  }
+  std::sort(seqs.begin(), seqs.end());
+  seqs.erase(std::unique(seqs.begin(), seqs.end()), seqs.end());
+  for (uint64_t seq : seqs) {
     std::vector<std::pair<const RankTrace*, const TracedCollective*>> at;
     std::vector<int> absent;
     for (const RankTrace* t : ranks) {

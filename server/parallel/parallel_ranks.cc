@@ -49,6 +49,7 @@ std::unique_ptr<ParallelRanks> ParallelRanks::follow(int rank, int world, const 
   auto store = open_rendezvous_store("tcp:" + leader, false, join_timeout);
   const std::vector<char> text = store->get(kConfigKey, join_timeout);
   Config config = parse_config(std::string(text.begin(), text.end()), "the configuration from leader " + leader);
+  config.parallel.leader = leader;  // as this rank reaches it
   if (config.parallel.tensor != world) {
     throw Error("this worker was started for a world of " + std::to_string(world) + " ranks; the leader at " + leader +
                 " runs " + std::to_string(config.parallel.tensor));
@@ -67,6 +68,8 @@ Communicator* ParallelRanks::join(size_t index, Backend& backend, const std::str
   options.rank = rank_;
   options.world = world_;
   options.store = store_;
+  // Where the store is also tells the transport which interface peers reach.
+  options.rendezvous = "tcp:" + config_.parallel.leader;
   options.group = "model." + std::to_string(index);
   options.timeout = millis(config_.parallel.collective_timeout_s);
   options.join_timeout = millis(config_.parallel.join_timeout_s);

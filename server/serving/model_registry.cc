@@ -17,15 +17,8 @@ std::unique_ptr<ServedModel> load_one(const ModelConfig& c, size_t index, promet
   // safetensors); converting them at load is not offered.
   if (c.dtype != "auto") throw Error("model '" + c.name + "': dtype '" + c.dtype + "' is not supported; use auto (the file's own types)");
   const auto t0 = std::chrono::steady_clock::now();
-  RunnerConfig rc = runner_config_of(c);
-  std::shared_ptr<Backend> backend = backend_of(c);
+  std::unique_ptr<ModelRunner> runner = load_runner(c, index, ranks);
   auto m = std::make_unique<ServedModel>();
-  if (ranks) {
-    rc.load.tensor_rank = ranks->tensor_rank();
-    m->comm = ranks->join(index, *backend, c.name);
-  }
-  auto runner = std::make_unique<ModelRunner>(std::move(backend), expand_home(c.path), rc, m->comm);
-
   m->config = c;
   const int context = runner->model().spec().max_context;
   m->max_model_len = c.max_model_len > 0 ? std::min(c.max_model_len, context) : context;

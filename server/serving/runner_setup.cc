@@ -7,6 +7,7 @@
 #include "quant/schemes.h"
 
 namespace tessera {
+namespace {
 
 RunnerConfig runner_config_of(const ModelConfig& c) {
   RunnerConfig rc;
@@ -28,10 +29,24 @@ std::shared_ptr<Backend> backend_of(const ModelConfig& c) {
   }
 }
 
+// "~/x" under $HOME.
 std::string expand_home(const std::string& path) {
   if (path.rfind("~/", 0) != 0) return path;
   const char* home = std::getenv("HOME");
   return std::string(home ? home : "") + path.substr(1);
+}
+
+}  // namespace
+
+std::unique_ptr<ModelRunner> load_runner(const ModelConfig& c, size_t index, ParallelRanks* ranks) {
+  RunnerConfig rc = runner_config_of(c);
+  std::shared_ptr<Backend> backend = backend_of(c);
+  Communicator* comm = nullptr;
+  if (ranks) {
+    rc.load.tensor_rank = ranks->tensor_rank();
+    comm = ranks->join(index, *backend, c.name);
+  }
+  return std::make_unique<ModelRunner>(std::move(backend), expand_home(c.path), rc, comm);
 }
 
 }  // namespace tessera

@@ -16,7 +16,6 @@ namespace tessera {
 
 struct ServedModel {
   ModelConfig config;
-  Communicator* comm = nullptr;  // its tensor-parallel group, owned by ParallelRanks; null: one rank
   std::unique_ptr<ModelLoop> loop;
   std::optional<ChatTemplate> chat_template;  // none: chat requests are refused
   ToolCallFormat tool_format = ToolCallFormat::kNone;  // how its template asks for tool calls

@@ -81,6 +81,14 @@ TEST(CollectiveTrace, DifferentOperationsAtOneNumberAreADisagreement) {
   EXPECT_NE(v[0].text.find("disagree at collective #1"), std::string::npos);
 }
 
+TEST(CollectiveTrace, AFarJumpInNumbersCostsNoMoreThanItsRecords) {
+  const uint64_t far = uint64_t(1) << 62;
+  const auto v = trace({dump_of(0, 2, {record(1, "barrier", 0, 5, "completed"), record(far, "barrier", 6, 9, "completed")}),
+                        dump_of(1, 2, {record(1, "barrier", 0, 5, "completed"), record(far, "barrier", 6, 9, "completed")})});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_TRUE(v[0].agreed);
+}
+
 TEST(CollectiveTrace, RecordsFromTheRecorderItselfParse) {
   CollectiveRecorder recorder(1, 2, 4);
   for (int i = 0; i < 6; ++i) recorder.finish(recorder.start(CollectiveOp::kAllReduce, 16, -1), CollectiveState::kCompleted);
