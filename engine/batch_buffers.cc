@@ -30,7 +30,8 @@ BatchBuffers::BatchBuffers(Backend& backend, const DecoderCapacity& capacity, in
 ForwardBatch BatchBuffers::fill(const std::vector<BatchSequence>& seqs, int page_size, Stream& stream) {
   int64_t total = 0, pages = 0;
   for (const BatchSequence& s : seqs) {
-    total += s.n_tokens;
+    total += s.ranges.empty() ? s.n_tokens : 0;
+    for (const TokenRange& r : s.ranges) total += r.size();
     pages += (int64_t(s.start_position) + s.n_tokens + page_size - 1) / page_size;
   }
   if (total > capacity_.max_tokens || int64_t(seqs.size()) > capacity_.max_seqs || pages > int64_t(max_page_indices_)) {
@@ -43,17 +44,22 @@ ForwardBatch BatchBuffers::fill(const std::vector<BatchSequence>& seqs, int page
   a.query_start.push_back(0);
   a.page_indptr.push_back(0);
   for (const BatchSequence& s : seqs) {
-    const int32_t first_row = int32_t(a.token_ids.size());
-    for (int32_t i = 0; i < s.n_tokens; ++i) {
-      const int32_t pos = s.start_position + i;
-      a.token_ids.push_back(s.tokens[i]);
-      a.positions.push_back(pos);
-      a.slots.push_back(int64_t(s.pages[pos / page_size]) * page_size + pos % page_size);
-      if (s.all_logits) a.logit_rows.push_back(first_row + i);
+    const TokenRange whole{0, s.n_tokens};
+    const std::span<const TokenRange> ranges = s.ranges.empty() ? std::span<const TokenRange>(&whole, 1) : s.ranges;
+    for (const TokenRange& range : ranges) {
+      for (int32_t i = range.begin; i < range.end; ++i) {
+        const int32_t pos = s.start_position + i;
+        if (s.all_logits) a.logit_rows.push_back(int32_t(a.token_ids.size()));
+        a.token_ids.push_back(s.tokens[i]);
+        a.positions.push_back(pos);
+        a.slots.push_back(int64_t(s.pages[pos / page_size]) * page_size + pos % page_size);
+      }
     }
     if (s.last_logits && !s.all_logits) a.logit_rows.push_back(int32_t(a.token_ids.size()) - 1);
     a.query_start.push_back(int32_t(a.token_ids.size()));
-    a.kv_len.push_back(s.start_position + s.n_tokens);
+    // The keys up to the last token in the share; the mask hides the
+    // later ones from earlier queries.
+    a.kv_len.push_back(s.start_position + ranges.back().end);
     const int32_t pages_used = (a.kv_len.back() + page_size - 1) / page_size;
     a.page_indices.insert(a.page_indices.end(), s.pages, s.pages + pages_used);
     a.page_indptr.push_back(int32_t(a.page_indices.size()));

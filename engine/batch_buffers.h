@@ -4,8 +4,10 @@
 // wanted. Laid out once for the largest batch; each step fills host staging
 // arrays (reserved to the same sizes) and copies them over.
 #include <cstdint>
+#include <span>
 #include <vector>
 
+#include "engine/parallel/context_split.h"
 #include "kernels/backend.h"
 #include "kernels/workspace.h"
 #include "models/decoder.h"
@@ -20,6 +22,9 @@ struct BatchSequence {
   const int32_t* pages;        // the sequence's page table, covering start_position + n_tokens
   bool all_logits;             // every token's logits
   bool last_logits;            // the last token's logits
+  // Only these tokens, when not empty (a rank's share of a split prefill):
+  // their queries still see every key before them.
+  std::span<const TokenRange> ranges = {};
 };
 
 class BatchBuffers {

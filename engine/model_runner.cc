@@ -61,6 +61,9 @@ ModelRunner::ModelRunner(std::shared_ptr<Backend> backend, const std::string& mo
   kv_ = std::make_unique<PagedKvCache>(*backend_, layout, spec.n_layers, pages);
   const int64_t pages_per_seq = std::min<int64_t>(pages, (int64_t(spec.max_context) + config.page_size - 1) / config.page_size);
   batch_ = std::make_unique<BatchBuffers>(*backend_, config.capacity, int(std::max<int64_t>(pages_per_seq, 1)));
+  if (parallel() && !model_->weights().shard.sharded()) {
+    context_ = std::make_unique<ContextSteps>(*backend_, *comm_, config.context_min_tokens);
+  }
 }
 
 ModelRunner::~ModelRunner() = default;
@@ -230,7 +233,13 @@ void ModelRunner::follow(const StepPlan& plan) {
   run_forward(plan, false);
 }
 
-int ModelRunner::run_forward(const StepPlan& plan, bool copy_logits) {
+std::vector<BatchSequence> ModelRunner::batch_sequences(const StepPlan& plan) {
+  if (context_) {
+    std::vector<const int32_t*> pages;
+    pages.reserve(plan.steps.size());
+    for (const SequenceStep& s : plan.steps) pages.push_back(sequences_.at(s.seq_id).pages.data());
+    return context_->divide(plan, pages, page_size(), backend_->default_stream());
+  }
   std::vector<BatchSequence> seqs;
   seqs.reserve(plan.steps.size());
   for (const SequenceStep& s : plan.steps) {
@@ -238,9 +247,15 @@ int ModelRunner::run_forward(const StepPlan& plan, bool copy_logits) {
     seqs.push_back({s.tokens.data(), int32_t(s.tokens.size()), s.start_position, state.pages.data(), s.all_logits || s.draft > 0,
                     s.sample});
   }
-  if (seqs.empty()) return -1;
+  return seqs;
+}
+
+int ModelRunner::run_forward(const StepPlan& plan, bool copy_logits) {
+  if (plan.steps.empty()) return -1;
+  const std::vector<BatchSequence> seqs = batch_sequences(plan);
   Stream& stream = backend_->default_stream();
-  const ForwardBatch batch = batch_->fill(seqs, page_size(), stream);
+  ForwardBatch batch = batch_->fill(seqs, page_size(), stream);
+  if (context_) batch.context = context_->share();
   float* logits = logits_for(batch.n_logit_rows);
   auto enqueue = [&] { decoder_->forward(*backend_, stream, batch, kv_->layout(), kv_->layers(), logits); };
   if (decoder_->recordable()) {
@@ -249,6 +264,11 @@ int ModelRunner::run_forward(const StepPlan& plan, bool copy_logits) {
     recordings_.run({batch.n_tokens, batch.attention.n_seqs, batch.n_logit_rows}, *backend_, stream, enqueue);
   } else {
     enqueue();
+  }
+  if (context_) {
+    context_->collect_logits(logits, model_->spec().vocab_size, host_logits_, stream);
+    stream.synchronize();
+    return int(context_->plan_logit_rows());
   }
   if (!copy_logits) {
     stream.synchronize();

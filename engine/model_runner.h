@@ -12,6 +12,7 @@
 #include "engine/grammar/grammar_cache.h"
 #include "engine/grammar/grammar_matcher.h"
 #include "engine/kv_cache.h"
+#include "engine/parallel/context_steps.h"
 #include "engine/step_plan.h"
 #include "engine/step_recordings.h"
 #include "kernels/backend.h"
@@ -30,6 +31,9 @@ struct RunnerConfig {
   DType kv_dtype = DType::kF16;
   DecoderCapacity capacity;  // the largest step: tokens and sequences
   ModelLoadOptions load;
+  // A group of ranks with whole weights is context-parallel: a step of at
+  // least this many tokens (a long prefill) is divided among the ranks.
+  int context_min_tokens = 256;
 };
 
 class ModelRunner {
@@ -37,6 +41,8 @@ class ModelRunner {
   // Loads the model at `model_path` onto `backend`. Throws tessera::Error.
   // With config.load.tensor_rank over several ranks, `comm` is that group
   // (outliving the runner); rank 0 samples, the others follow its plans.
+  // A `comm` of several ranks with whole weights makes a context-parallel
+  // group (engine/parallel/context_steps.h).
   ModelRunner(std::shared_ptr<Backend> backend, const std::string& model_path, const RunnerConfig& config,
               Communicator* comm = nullptr);
   ~ModelRunner();
@@ -61,6 +67,7 @@ class ModelRunner {
     return parallel() ? comm_->timeout() / 3 : std::chrono::milliseconds::max();
   }
   bool parallel() const { return comm_ && comm_->world() > 1; }
+  bool context_parallel() const { return context_ != nullptr; }
   // The group this runner is a rank of; null for one rank.
   Communicator* communicator() const { return comm_; }
   // Rank 0: tells the followers no more plans come.
@@ -85,6 +92,7 @@ class ModelRunner {
   void apply_steps(const StepPlan& plan, bool follower);
   // Fills the batch and runs the forward pass; returns the logit rows.
   int run_forward(const StepPlan& plan, bool copy_logits);
+  std::vector<BatchSequence> batch_sequences(const StepPlan& plan);
   float* logits_for(int rows);
   StepResult sample(const StepPlan& plan, int n_logit_rows);
   // Draws after each token of a step with draft tokens, accepting proposals
@@ -102,6 +110,7 @@ class ModelRunner {
   std::unique_ptr<PagedKvCache> kv_;
   std::unique_ptr<Decoder> decoder_;
   std::unique_ptr<BatchBuffers> batch_;
+  std::unique_ptr<ContextSteps> context_;
   StepRecordings recordings_;
   const float* recorded_logits_ = nullptr;  // where the recordings write their logits
   std::unordered_map<uint64_t, SequenceState> sequences_;

@@ -51,6 +51,7 @@ Decoder::Decoder(const DecoderSpec& spec, const DecoderWeights& weights, Backend
     : spec_(spec), w_(weights), capacity_(capacity), comm_(weights.shard.sharded() ? comm : nullptr) {
   if (capacity.max_tokens <= 0 || capacity.max_seqs <= 0) throw Error("decoder: capacity must be positive");
   const TensorShard& shard = weights.shard;
+  if (!shard.sharded() && comm && comm->world() > 1) ring_ = std::make_unique<KvRing>(*comm);
   if (shard.sharded() && (!comm || comm->world() != shard.world || comm->rank() != shard.rank)) {
     throw Error("decoder: tensor-parallel weights of rank " + std::to_string(shard.rank) + " of " + std::to_string(shard.world) +
                 " need that rank's communicator");
@@ -155,11 +156,11 @@ void Decoder::attention_block(const Pass& pass, int layer, const ForwardBatch& b
   // An int8 cache centres keys on the key bias, their constant part (not
   // once a norm follows the projection).
   const float* k_center = lw.k_norm ? nullptr : lw.k->desc().bias;
-  timed(pass, "kv_write", [&] {
-    pass.ops.kv_write(
-        {kv.k, kv.v, layout.dtype, kv_width, batch.slots, n, k, v, layout.head_dim, kv.k_scales, kv.v_scales, k_center},
-        pass.stream);
-  });
+  const KvWriteArgs write{kv.k, kv.v, layout.dtype, kv_width, batch.slots, n, k, v, layout.head_dim, kv.k_scales, kv.v_scales, k_center};
+  timed(pass, "kv_write", [&] { pass.ops.kv_write(write, pass.stream); });
+  if (batch.context && ring_) {
+    timed(pass, "kv_ring", [&] { ring_->exchange(pass.backend, pass.stream, *batch.context, k, v, write); });
+  }
 
   const int window = spec_.sliding_window[size_t(layer)];
   ops::AttentionParams params;

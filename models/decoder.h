@@ -12,6 +12,7 @@
 #include "kernels/workspace.h"
 #include "models/decoder_spec.h"
 #include "models/decoder_weights.h"
+#include "models/kv_ring.h"
 
 namespace tessera {
 
@@ -42,6 +43,7 @@ struct ForwardBatch {
   ops::AttentionBatch attention{};
   int n_logit_rows = 0;
   const int32_t* logit_rows = nullptr;  // (n_logit_rows): tokens whose next-token logits are wanted
+  const ContextShare* context = nullptr;  // a context-parallel group's split prefills, if any
 };
 
 // Largest batch a decoder is laid out for; a step beyond it is refused.
@@ -59,6 +61,8 @@ class Decoder {
   // Lays out the activation workspace and the attention plan on `backend`.
   // `spec` is the rank's spec (its heads and FFN width); a sharded `weights`
   // needs `comm`, the tensor-parallel group, which must outlive the decoder.
+  // With whole weights, a `comm` of several ranks is a context-parallel
+  // group: batches with a ContextShare pass their keys and values around it.
   Decoder(const DecoderSpec& spec, const DecoderWeights& weights, Backend& backend, const DecoderCapacity& capacity,
           Communicator* comm = nullptr);
   ~Decoder();
@@ -70,7 +74,7 @@ class Decoder {
   const DecoderCapacity& capacity() const { return capacity_; }
   // Whether a pass may be recorded and replayed: not while an observer or a
   // profile needs the host between its steps.
-  bool recordable() const { return !observer_ && !profile_ && !comm_; }
+  bool recordable() const { return !observer_ && !profile_ && !comm_ && !ring_; }
 
   // Queues the pass on `stream`; writes (batch.n_logit_rows, vocab) logits
   // to device memory at `logits`.
@@ -141,6 +145,7 @@ class Decoder {
   ActivationObserver observer_;
   OpProfile* profile_ = nullptr;
   Communicator* comm_ = nullptr;
+  std::unique_ptr<KvRing> ring_;  // context parallelism
   DeviceBuffer rank_logits_;      // (rows, vocab / world): this rank's share
   DeviceBuffer gathered_logits_;  // (world, rows, vocab / world)
   Gather heads_gather_, ffn_gather_, model_gather_, vocab_gather_;

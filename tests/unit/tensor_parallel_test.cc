@@ -3,24 +3,20 @@
 // prompt logits within 1e-3, greedy tokens the same, and a sequence's
 // tokens the same whatever it is batched with.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <thread>
 
 #include "engine/model_runner.h"
-#include "engine/parallel/plan_broadcast.h"
-#include "kernels/cpu/cpu_backend.h"
-#include "scheduler/page_allocator.h"
+#include "tests/unit/parallel_pair.h"
 #include "tests/unit/test_files.h"
 
 namespace tessera {
 namespace {
 
-std::shared_ptr<Backend> one_thread() {
-  return std::make_shared<cpu::CpuBackend>(cpu::CpuBackendOptions{.threads = 1, .isa = std::nullopt});
-}
+using test::Generation;
+using test::generate;
 
 RunnerConfig config_for(int rank, int world, TensorParallelLayout layout = TensorParallelLayout::kExact) {
   RunnerConfig config;
@@ -30,103 +26,6 @@ RunnerConfig config_for(int rank, int world, TensorParallelLayout layout = Tenso
   return config;
 }
 
-// Rank 0 in this thread; rank 1 follows rank 0's plans in another.
-class TensorParallelPair {
- public:
-  TensorParallelPair(const std::string& path, TensorParallelLayout layout) {
-    const auto dir = std::filesystem::temp_directory_path() / ("tessera-tp-" + std::to_string(getpid()));
-    std::filesystem::remove_all(dir);
-    CommunicatorOptions options;
-    options.world = 2;
-    options.rendezvous = "file:" + dir.string();
-    follower_ = std::thread([this, path, options, layout]() mutable {
-      try {
-        options.rank = 1;
-        auto backend = one_thread();
-        auto comm = backend->create_communicator(options);
-        ModelRunner runner(backend, path, config_for(1, 2, layout), comm.get());
-        while (auto plan = receive_plan(*comm, backend->default_stream())) runner.follow(*plan);
-      } catch (const std::exception& e) {
-        follower_error_ = e.what();
-      }
-    });
-    backend_ = one_thread();
-    options.rank = 0;
-    comm_ = backend_->create_communicator(options);
-    runner_ = std::make_unique<ModelRunner>(backend_, path, config_for(0, 2, layout), comm_.get());
-  }
-  ~TensorParallelPair() {
-    try {
-      broadcast_stop(*comm_, backend_->default_stream());
-    } catch (...) {
-    }
-    follower_.join();
-  }
-  ModelRunner& runner() { return *runner_; }
-  const std::string& follower_error() const { return follower_error_; }
-
- private:
-  std::thread follower_;
-  std::string follower_error_;
-  std::shared_ptr<Backend> backend_;
-  std::unique_ptr<Communicator> comm_;
-  std::unique_ptr<ModelRunner> runner_;
-};
-
-struct Generation {
-  std::vector<std::vector<float>> prompt_logits;  // per prompt: (prompt tokens, vocab)
-  std::vector<std::vector<int32_t>> tokens;       // per prompt: greedy output
-};
-
-// All prompts in one batch: the prompt step with every row's logits, then
-// `n_tokens` greedy steps.
-Generation generate(ModelRunner& runner, const std::vector<std::vector<int32_t>>& prompts, int n_tokens, uint64_t first_id) {
-  PageAllocator allocator(int32_t(runner.kv_cache().n_pages()));
-  SamplingParams greedy;
-  greedy.temperature = 0.0f;
-  Generation g;
-  g.prompt_logits.resize(prompts.size());
-  g.tokens.resize(prompts.size());
-  std::vector<std::vector<int32_t>> pages(prompts.size());
-  StepPlan plan;
-  for (int step = 0; step <= n_tokens; ++step) {
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      const uint64_t id = first_id + i;
-      const size_t done = step == 0 ? 0 : prompts[i].size() + size_t(step) - 1;
-      SequenceStep s;
-      s.seq_id = id;
-      s.tokens = step == 0 ? prompts[i] : std::vector<int32_t>{g.tokens[i].back()};
-      s.start_position = int32_t(done);
-      s.pages_from = uint32_t(pages[i].size());
-      while (pages[i].size() * size_t(runner.page_size()) < done + s.tokens.size()) pages[i].push_back(*allocator.allocate());
-      s.pages.assign(pages[i].begin() + s.pages_from, pages[i].end());
-      s.sample = true;
-      s.all_logits = step == 0;
-      if (step == 0) plan.new_sequences.push_back({id, prompts[i], uint32_t(prompts[i].size()), greedy, 0});
-      plan.steps.push_back(std::move(s));
-    }
-    const StepResult result = runner.step(plan);
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      if (step == 0) g.prompt_logits[i] = result.sequences[i].logits;
-      g.tokens[i].push_back(result.sequences[i].token.id);
-    }
-    plan = StepPlan{};
-  }
-  for (size_t i = 0; i < prompts.size(); ++i) plan.finished.push_back(first_id + i);
-  return g;
-}
-
-const char* kPrompts[] = {"The capital of France is",
-                          "def fibonacci(n):",
-                          "Once upon a time, in a small village,",
-                          "Water boils at a temperature of",
-                          "List three primary colors:",
-                          "The quick brown fox",
-                          "In machine learning, a neural network is",
-                          "SELECT name FROM users WHERE",
-                          "My favourite season is autumn because",
-                          "The sum of 17 and 25 is"};
-
 // The exact layout must give one rank's logits and tokens; the all-reduce
 // layout's split sums drift (reported), but its first token must agree.
 void compare_with_one_rank(const std::string& file, TensorParallelLayout layout = TensorParallelLayout::kExact) {
@@ -135,11 +34,11 @@ void compare_with_one_rank(const std::string& file, TensorParallelLayout layout 
   std::vector<std::vector<int32_t>> prompts;
   Generation one;
   {
-    ModelRunner single(one_thread(), path, config_for(0, 1));
-    for (const char* p : kPrompts) prompts.push_back(single.model().tokenizer().encode(p, {.add_special = true}));
+    ModelRunner single(test::one_cpu_thread(), path, config_for(0, 1));
+    for (const std::string& p : test::short_prompts()) prompts.push_back(single.model().tokenizer().encode(p, {.add_special = true}));
     one = generate(single, prompts, 32, 1);
   }
-  TensorParallelPair pair(path, layout);
+  test::ParallelPair pair(path, [&](int rank) { return config_for(rank, 2, layout); });
   Generation two, alone;
   try {
     two = generate(pair.runner(), prompts, 32, 1);
