@@ -101,12 +101,16 @@ struct ModelConfig {
   bool parse_special_in_messages = false;
 };
 
-// Tensor parallelism: every model split over `tensor` ranks, rank 0 in the
-// serving process. Rank 0 serves a rendezvous store at `leader`; the other
-// ranks are `tessera worker` processes that join it, started by serve on
-// this machine (spawn_workers) or elsewhere (one per pod).
+// Parallel ranks, rank 0 in the serving process: tensor parallelism splits
+// every model's weights over `tensor` ranks; context parallelism gives each
+// of `context` ranks the whole model and divides long prefills among them.
+// Rank 0 serves a rendezvous store at `leader`; the other ranks are
+// `tessera worker` processes that join it, started by serve on this machine
+// (spawn_workers) or elsewhere (one per pod).
 struct ParallelConfig {
   int tensor = 1;
+  int context = 1;
+  int context_min_tokens = 256;  // the shortest step divided among context-parallel ranks
   // exact: the same bits as one rank (activations gathered after O and
   // down); all_reduce: one all-reduce after each of them, fewer bytes moved.
   std::string layout = "exact";
@@ -116,7 +120,8 @@ struct ParallelConfig {
   double join_timeout_s = 300.0;       // for every rank to join at start
   int flight_recorder_entries = 1024;  // collectives each rank keeps for its dump
   std::string flight_recorder_dir = "/tmp/tessera-flight-recorder";
-  bool enabled() const { return tensor > 1; }
+  int world() const { return tensor * context; }
+  bool enabled() const { return world() > 1; }
 };
 
 struct Config {

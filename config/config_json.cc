@@ -42,7 +42,7 @@ std::string models_to_json(const Config& config) {
   const ParallelConfig& p = config.parallel;
   nlohmann::json doc = {
       {"parallel",
-       {{"tensor", p.tensor}, {"layout", p.layout}, {"leader", p.leader}, {"spawn_workers", p.spawn_workers},
+       {{"tensor", p.tensor}, {"context", p.context}, {"context_min_tokens", p.context_min_tokens}, {"layout", p.layout}, {"leader", p.leader}, {"spawn_workers", p.spawn_workers},
         {"collective_timeout_s", p.collective_timeout_s}, {"join_timeout_s", p.join_timeout_s},
         {"flight_recorder_entries", p.flight_recorder_entries}, {"flight_recorder_dir", p.flight_recorder_dir}}},
       {"models", nlohmann::json::array()},

@@ -226,9 +226,14 @@ class Parser {
 
   void parse_parallel(const YAML::Node& n, ParallelConfig* p) const {
     require_map(n, "parallel");
-    check_keys(n, "parallel", {"tensor", "layout", "leader", "spawn_workers", "collective_timeout_s", "join_timeout_s",
+    check_keys(n, "parallel", {"tensor", "context", "context_min_tokens", "layout", "leader", "spawn_workers", "collective_timeout_s", "join_timeout_s",
                                "flight_recorder_entries", "flight_recorder_dir"});
     integer(n, "tensor", "parallel", 1, 64, &p->tensor);
+    integer(n, "context", "parallel", 1, 64, &p->context);
+    integer(n, "context_min_tokens", "parallel", 2, 1 << 24, &p->context_min_tokens);
+    if (p->tensor > 1 && p->context > 1) {
+      fail(n, "parallel: tensor and context parallelism cannot be combined yet; set one of them to 1");
+    }
     text(n, "layout", "parallel", &p->layout, {"exact", "all_reduce"});
     text(n, "leader", "parallel", &p->leader);
     boolean(n, "spawn_workers", "parallel", &p->spawn_workers);
@@ -244,7 +249,7 @@ class Parser {
         fail(n["leader"], "parallel.leader: '" + p->leader + "' is not HOST:PORT");
       }
     }
-    if (!p->spawn_workers && p->leader.empty() && p->tensor > 1) {
+    if (!p->spawn_workers && p->leader.empty() && p->enabled()) {
       fail(n, "parallel: workers on other machines (spawn_workers: false) need the leader's address");
     }
   }

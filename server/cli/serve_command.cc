@@ -39,6 +39,7 @@ struct ServeOptions {
   std::string chat_template;
   std::vector<std::string> api_keys;
   int tensor_parallel = 0;
+  int context_parallel = 0;
 };
 
 std::string read_text_file(const std::string& path, const std::string& what) {
@@ -69,6 +70,10 @@ Config resolve_config(const ServeOptions& o) {
   if (o.grpc_port >= 0) c.server.grpc_port = o.grpc_port;
   if (o.drain_timeout_s >= 0) c.server.drain_timeout_s = o.drain_timeout_s;
   if (o.tensor_parallel > 0) c.parallel.tensor = o.tensor_parallel;
+  if (o.context_parallel > 0) c.parallel.context = o.context_parallel;
+  if (c.parallel.tensor > 1 && c.parallel.context > 1) {
+    throw Error("tensor and context parallelism cannot be combined yet; give one of --tensor-parallel and --context-parallel");
+  }
   for (ModelConfig& m : c.models) {
     if (o.threads >= 0) m.threads = o.threads;
     if (o.kv_budget_mb > 0) m.kv_cache.budget_mb = o.kv_budget_mb;
@@ -246,6 +251,9 @@ Runner add_serve_command(CLI::App& app) {
   cmd->add_option("--chat-template", o->chat_template, "Chat template file or text, for every model");
   cmd->add_option("--api-key", o->api_keys, "Require this Bearer token (repeat for several; also TESSERA_API_KEY)");
   cmd->add_option("--tensor-parallel", o->tensor_parallel, "Split every model over this many ranks (worker processes)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--context-parallel", o->context_parallel,
+                  "Divide long prefills over this many ranks (worker processes), each with the whole model")
       ->check(CLI::Range(1, 64));
   cmd->get_option("--config")->excludes(cmd->get_option("--model"));
   return [o] { return run_serve(*o); };

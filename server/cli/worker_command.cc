@@ -1,4 +1,4 @@
-// tessera worker: one rank (1…world-1) of the tensor-parallel groups a
+// tessera worker: one rank (1…world-1) of the tensor- or context-parallel groups a
 // serving process leads. It joins the leader's rendezvous store, loads the
 // models and settings the leader published (its own shard of each), and
 // runs every step plan rank 0 broadcasts until rank 0 releases it (exit 0).
@@ -106,7 +106,7 @@ int run_worker(const WorkerOptions& o) {
 
 Runner add_worker_command(CLI::App& app) {
   auto o = std::make_shared<WorkerOptions>();
-  CLI::App* cmd = app.add_subcommand("worker", "Run one tensor-parallel rank of a leader's models (multi-machine serving)");
+  CLI::App* cmd = app.add_subcommand("worker", "Run one parallel rank of a leader's models (multi-machine serving)");
   cmd->add_option("--rank", o->rank, "This rank (1..world-1; the leader is rank 0)")->required()->check(CLI::Range(1, 63));
   cmd->add_option("--world", o->world, "Ranks in the group, the leader included")->required()->check(CLI::Range(2, 64));
   cmd->add_option("--leader", o->leader, "HOST:PORT of the leader's rendezvous store (its parallel.leader)")->required();

@@ -33,11 +33,11 @@ ParallelRanks::~ParallelRanks() = default;
 
 std::unique_ptr<ParallelRanks> ParallelRanks::lead(const Config& config) {
   const ParallelConfig& p = config.parallel;
-  if (p.leader.empty()) throw Error("tensor parallelism needs the leader's address (parallel.leader)");
+  if (p.leader.empty()) throw Error("parallel ranks need the leader's address (parallel.leader)");
   auto store = open_rendezvous_store("tcp:" + p.leader, true, millis(p.join_timeout_s));
   const std::string text = models_to_json(config);
   store->set(kConfigKey, std::vector<char>(text.begin(), text.end()));
-  return std::unique_ptr<ParallelRanks>(new ParallelRanks(0, p.tensor, config, std::move(store)));
+  return std::unique_ptr<ParallelRanks>(new ParallelRanks(0, p.world(), config, std::move(store)));
 }
 
 std::unique_ptr<ParallelRanks> ParallelRanks::follow(int rank, int world, const std::string& leader,
@@ -50,14 +50,15 @@ std::unique_ptr<ParallelRanks> ParallelRanks::follow(int rank, int world, const 
   const std::vector<char> text = store->get(kConfigKey, join_timeout);
   Config config = parse_config(std::string(text.begin(), text.end()), "the configuration from leader " + leader);
   config.parallel.leader = leader;  // as this rank reaches it
-  if (config.parallel.tensor != world) {
+  if (config.parallel.world() != world) {
     throw Error("this worker was started for a world of " + std::to_string(world) + " ranks; the leader at " + leader +
-                " runs " + std::to_string(config.parallel.tensor));
+                " runs " + std::to_string(config.parallel.world()));
   }
   return std::unique_ptr<ParallelRanks>(new ParallelRanks(rank, world, std::move(config), std::move(store)));
 }
 
 TensorRank ParallelRanks::tensor_rank() const {
+  if (config_.parallel.tensor <= 1) return TensorRank{};  // context parallelism: whole weights on every rank
   const TensorParallelLayout layout =
       config_.parallel.layout == "all_reduce" ? TensorParallelLayout::kAllReduce : TensorParallelLayout::kExact;
   return TensorRank{rank_, world_, layout};

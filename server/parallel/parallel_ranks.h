@@ -1,5 +1,6 @@
 #pragma once
-// This process's rank in the tensor-parallel group of every served model.
+// This process's rank in the parallel group (tensor or context) of every
+// served model.
 // Rank 0 (the serving process) serves the rendezvous store at the leader's
 // address and publishes the models and parallel settings there; the other
 // ranks read them back, so every rank loads the same thing. Model i of the
@@ -37,6 +38,7 @@ class ParallelRanks {
   int world() const { return world_; }
   // Rank 0: the config given; other ranks: what rank 0 published.
   const Config& config() const { return config_; }
+  // The weights this rank loads: its shard, or the whole model.
   TensorRank tensor_rank() const;
 
   // Joins model `index`'s group, blocking until every rank has. The

@@ -47,12 +47,13 @@ ParallelServing::ParallelServing(Config& config) : settings_(config.parallel) {
   if (p.spawn_workers) {
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     for (ModelConfig& m : config.models) {
-      if (m.threads == 0) m.threads = int(std::max(1u, cores / unsigned(p.tensor)));
+      if (m.threads == 0) m.threads = int(std::max(1u, cores / unsigned(p.world())));
     }
   }
   settings_ = p;
   ranks_ = ParallelRanks::lead(config);
-  spdlog::info("tensor parallelism over {} ranks; rendezvous store at {}", p.tensor, p.leader);
+  spdlog::info("{} parallelism over {} ranks; rendezvous store at {}", p.context > 1 ? "context" : "tensor", p.world(),
+               p.leader);
 }
 
 ParallelServing::~ParallelServing() { stop_workers(0); }
@@ -62,12 +63,12 @@ void ParallelServing::start_workers() {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   char join_timeout[32];
   std::snprintf(join_timeout, sizeof(join_timeout), "%.3f", settings_.join_timeout_s);
-  workers_ = std::make_unique<WorkerProcesses>(self, settings_.tensor, settings_.leader,
+  workers_ = std::make_unique<WorkerProcesses>(self, settings_.world(), settings_.leader,
                                                std::vector<std::string>{"--join-timeout", join_timeout},
                                                [this](int rank, int status) { worker_exited(rank, status); });
   std::string pids;
   for (pid_t pid : workers_->pids()) pids += " " + std::to_string(pid);
-  spdlog::info("started worker ranks 1..{} (pids{})", settings_.tensor - 1, pids);
+  spdlog::info("started worker ranks 1..{} (pids{})", settings_.world() - 1, pids);
 }
 
 void ParallelServing::worker_exited(int rank, int status) const {
@@ -108,6 +109,7 @@ void ParallelServing::stop_workers(int grace_ms) {
 
 std::string ParallelServing::describe() const {
   if (!ranks_) return "";
+  if (settings_.context > 1) return ", long prefills divided over " + std::to_string(settings_.context) + " context-parallel ranks";
   return ", each split over " + std::to_string(settings_.tensor) + " tensor-parallel ranks";
 }
 

@@ -3,7 +3,7 @@
 // model's group, and the supervisor of the workers it starts on this
 // machine. A broken group (a failed collective, or a worker that exited)
 // writes the flight recorders and raises SIGUSR2, on which `serve` exits
-// non-zero. Inactive when parallel.tensor is 1.
+// non-zero. Inactive with one rank (parallel.tensor and parallel.context 1).
 #include <memory>
 #include <string>
 

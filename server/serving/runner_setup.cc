@@ -44,6 +44,7 @@ std::unique_ptr<ModelRunner> load_runner(const ModelConfig& c, size_t index, Par
   Communicator* comm = nullptr;
   if (ranks) {
     rc.load.tensor_rank = ranks->tensor_rank();
+    rc.context_min_tokens = ranks->config().parallel.context_min_tokens;
     comm = ranks->join(index, *backend, c.name);
   }
   return std::make_unique<ModelRunner>(std::move(backend), expand_home(c.path), rc, comm);

@@ -1,5 +1,5 @@
-"""`tessera serve` with tensor-parallel worker processes: the same answers as
-one rank, and the failure contract when a rank dies or hangs (every request
+"""`tessera serve` with tensor- and context-parallel worker processes: the
+same answers as one rank, and the failure contract when a rank dies or hangs (every request
 in flight ends with an error, /health turns 503, the process exits 3, and
 the flight-recorder dumps name the stuck collective and rank)."""
 import json
@@ -11,6 +11,7 @@ import threading
 import time
 import urllib.request
 
+import pytest
 from conftest import run
 from daemon import Daemon
 
@@ -108,8 +109,31 @@ def test_two_ranks_answer_as_one(tessera_bin, smollm2, tmp_path):
     assert "rank 1: released by rank 0" in d.log_text()
 
 
-def test_killed_worker_ends_every_stream_with_an_error(tessera_bin, smollm2, tmp_path):
-    proc, log = start(tessera_bin, smollm2, tmp_path, "tensor: 2")
+def test_context_parallel_ranks_answer_as_one(tessera_bin, smollm2, tmp_path):
+    # Prompts of 16 tokens or more are divided between the ranks: the long
+    # one in every case, the short ones when they tokenize that long.
+    prompts = PROMPTS + [" ".join(PROMPTS) * 12]
+    (tmp_path / "one").mkdir()
+    one = Daemon.attach(*start(tessera_bin, smollm2, tmp_path / "one", "tensor: 1"))
+    try:
+        expected = [complete(one, p) for p in prompts]
+    finally:
+        assert one.stop() == 0
+    proc, log = start(tessera_bin, smollm2, tmp_path, "context: 2, context_min_tokens: 16")
+    d = Daemon.attach(proc, log)
+    try:
+        assert len(worker_pids(proc.pid)) == 1
+        assert [complete(d, p) for p in prompts] == expected
+        status, text = d.get("/admin/collectives")
+        sends = [c for c in json.loads(text)["models"]["smollm2"]["collectives"] if c["op"] in ("send", "recv")]
+        assert sends, "no keys and values went around the ring"
+    finally:
+        assert d.stop() == 0
+
+
+@pytest.mark.parametrize("parallel", ["tensor: 2", "context: 2, context_min_tokens: 4"])
+def test_killed_worker_ends_every_stream_with_an_error(tessera_bin, smollm2, tmp_path, parallel):
+    proc, log = start(tessera_bin, smollm2, tmp_path, parallel)
     d = Daemon.attach(proc, log)
     streams = [Stream(d, p) for p in PROMPTS[:3]]
     for s in streams:

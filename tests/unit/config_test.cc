@@ -188,6 +188,16 @@ models:
   EXPECT_NE(error_of("parallel: {tensor: 2, spawn_workers: false}\nmodels: [{name: a, path: x}]").find("leader's address"),
             std::string::npos);
   EXPECT_NE(error_of("parallel: {pipeline: 2}\nmodels: [{name: a, path: x}]").find("unknown key 'pipeline'"), std::string::npos);
+  EXPECT_NE(error_of("parallel: {tensor: 2, context: 2}\nmodels: [{name: a, path: x}]").find("cannot be combined"),
+            std::string::npos);
+  EXPECT_NE(error_of("parallel: {context: 2, context_min_tokens: 1}\nmodels: [{name: a, path: x}]").find("context_min_tokens"),
+            std::string::npos);
+  const Config cp = parse_config("parallel: {context: 4, context_min_tokens: 64}\nmodels: [{name: a, path: x}]", "<string>");
+  EXPECT_EQ(cp.parallel.world(), 4);
+  EXPECT_EQ(cp.parallel.context_min_tokens, 64);
+  const Config cp_back = parse_config(models_to_json(cp), "leader");
+  EXPECT_EQ(cp_back.parallel.context, 4);
+  EXPECT_EQ(cp_back.parallel.context_min_tokens, 64);
 }
 
 TEST(Config, ModelsWrittenForWorkersReadBackTheSame) {
