@@ -15,38 +15,24 @@ Usage:
 import argparse
 import json
 import pathlib
-import re
 import statistics
-import subprocess
 import tempfile
 import time
 import urllib.request
+
+from serve_process import start_serve
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PROMPT = "Write a long story about a lighthouse keeper who finds a map in a bottle."
 
 
 def start(binary, model, ranks, threads, layout, log_dir):
-    config = pathlib.Path(log_dir) / f"tp{ranks}.yaml"
-    config.write_text(f"""
+    return start_serve(binary, f"""
 server: {{host: 127.0.0.1}}
 parallel: {{tensor: {ranks}, layout: {layout}}}
 models:
   - {{name: m, path: "{model}", threads: {threads}, scheduler: {{max_sequences: 4}}}}
-""")
-    log = open(pathlib.Path(log_dir) / f"tp{ranks}.log", "w+")
-    proc = subprocess.Popen([binary, "serve", "--config", str(config), "--port", "0", "--grpc-port", "0"],
-                            stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        text = pathlib.Path(log.name).read_text()
-        m = re.search(r"listening: HTTP on [\d.]+:(\d+)", text)
-        if m and "ready:" in text:
-            return proc, f"http://127.0.0.1:{m.group(1)}"
-        if proc.poll() is not None:
-            raise RuntimeError(text)
-        time.sleep(0.1)
-    raise RuntimeError("server did not become ready")
+""", log_dir, f"tp{ranks}")
 
 
 def decode_speed(base, max_tokens):

@@ -5,6 +5,7 @@
 #include "kernels/cuda/gguf_chunks.cuh"
 #include "kernels/cuda/gpu_runtime.h"
 #include "kernels/cuda/linear.cuh"
+#include "kernels/cuda/nccl_communicator.h"
 
 #include <string>
 
@@ -197,6 +198,15 @@ class GpuBackend final : public Backend {
     return record_graph(static_cast<GpuStream&>(stream).handle(), enqueue);
   }
 
+  std::unique_ptr<Communicator> create_communicator(const CommunicatorOptions& options) override {
+#if TESSERA_WITH_NCCL
+    return create_nccl_communicator(options, index_);
+#else
+    (void)options;
+    throw CollectiveError(describe() + ": this build has no NCCL (install it and rebuild for GPU parallel groups)");
+#endif
+  }
+
  private:
   int index_;
   GpuStream stream_;
@@ -215,6 +225,9 @@ int device_count() {
 }
 
 }  // namespace
+
+cudaStream_t stream_handle(Stream& stream) { return handle(stream); }
+
 }  // namespace tessera::gpu
 
 namespace tessera {

@@ -21,6 +21,8 @@
 #define cudaStreamNonBlocking hipStreamNonBlocking
 #define cudaStreamDestroy hipStreamDestroy
 #define cudaStreamSynchronize hipStreamSynchronize
+#define cudaStreamQuery hipStreamQuery
+#define cudaErrorNotReady hipErrorNotReady
 #define cudaGetLastError hipGetLastError
 #define cudaMemGetInfo hipMemGetInfo
 #define cudaMemsetAsync hipMemsetAsync

@@ -6,18 +6,14 @@
 #include <vector>
 
 #include "kernels/backend_registry.h"
+#include "tests/gpu/parity.h"
 #include "quant/dequantize.h"
 #include "tests/unit/test_files.h"
 
 namespace tessera {
 namespace {
 
-int cuda_devices() {
-  for (const BackendFactory& f : compiled_backends()) {
-    if (f.kind == DeviceKind::kCuda) return f.device_count();
-  }
-  return 0;
-}
+using test::cuda_devices;
 
 class CudaBackend : public ::testing::Test {
  protected:

@@ -7,6 +7,13 @@
 
 namespace tessera::test {
 
+int cuda_devices() {
+  for (const BackendFactory& f : compiled_backends()) {
+    if (f.kind == DeviceKind::kCuda) return f.device_count();
+  }
+  return 0;
+}
+
 std::vector<std::string> accelerator_names() {
   std::vector<std::string> names;
   for (const BackendFactory& f : compiled_backends()) {

@@ -16,6 +16,8 @@ namespace tessera::test {
 
 // The compiled accelerator backends with a device on this machine.
 std::vector<std::string> accelerator_names();
+// CUDA devices on this machine (0 without a driver).
+int cuda_devices();
 
 class Parity : public ::testing::TestWithParam<std::string> {
  protected:
