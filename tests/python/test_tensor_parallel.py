@@ -80,13 +80,17 @@ class Stream(threading.Thread):
         return next((t for t, e in self.events if "error" in e), None)
 
 
-def test_two_ranks_answer_as_one(tessera_bin, smollm2, tmp_path):
+def one_rank_answers(tessera_bin, smollm2, tmp_path, prompts):
     (tmp_path / "one").mkdir()
     one = Daemon.attach(*start(tessera_bin, smollm2, tmp_path / "one", "tensor: 1"))
     try:
-        expected = [complete(one, p) for p in PROMPTS]
+        return [complete(one, p) for p in prompts]
     finally:
         assert one.stop() == 0
+
+
+def test_two_ranks_answer_as_one(tessera_bin, smollm2, tmp_path):
+    expected = one_rank_answers(tessera_bin, smollm2, tmp_path, PROMPTS)
     proc, log = start(tessera_bin, smollm2, tmp_path, "tensor: 2")
     d = Daemon.attach(proc, log)
     try:
@@ -113,12 +117,7 @@ def test_context_parallel_ranks_answer_as_one(tessera_bin, smollm2, tmp_path):
     # Prompts of 16 tokens or more are divided between the ranks: the long
     # one in every case, the short ones when they tokenize that long.
     prompts = PROMPTS + [" ".join(PROMPTS) * 12]
-    (tmp_path / "one").mkdir()
-    one = Daemon.attach(*start(tessera_bin, smollm2, tmp_path / "one", "tensor: 1"))
-    try:
-        expected = [complete(one, p) for p in prompts]
-    finally:
-        assert one.stop() == 0
+    expected = one_rank_answers(tessera_bin, smollm2, tmp_path, prompts)
     proc, log = start(tessera_bin, smollm2, tmp_path, "context: 2, context_min_tokens: 16")
     d = Daemon.attach(proc, log)
     try:

@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <filesystem>
-#include <thread>
 
 #include "engine/model_runner.h"
 #include "engine/parallel/context_split.h"
@@ -57,14 +56,8 @@ void compare_with_one_rank(const std::string& file) {
   }
   test::ParallelPair pair(path, [](int) { return config_with(4); });
   ASSERT_TRUE(pair.runner().context_parallel());
-  Generation two, alone;
-  try {
-    two = generate(pair.runner(), prompts, 32, 1);
-    alone = generate(pair.runner(), {prompts[3]}, 32, 100);
-  } catch (const std::exception& e) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    FAIL() << e.what() << "; rank 1: " << pair.follower_error();
-  }
+  const Generation two = pair.generate(prompts, 32, 1);
+  const Generation alone = pair.generate({prompts[3]}, 32, 100);
   ASSERT_TRUE(pair.follower_error().empty()) << pair.follower_error();
   EXPECT_EQ(alone.tokens[0], two.tokens[3]);
   const Comparison c = compare(one, two);
@@ -95,13 +88,7 @@ TEST(ContextParallel, ChunkedLongPromptMatchesOneRank) {
   }
   ASSERT_GT(prompts[0].size(), 320u);
   test::ParallelPair pair(path, [](int) { return config_with(64); });
-  Generation two;
-  try {
-    two = generate(pair.runner(), prompts, 16, 1, 160);
-  } catch (const std::exception& e) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    FAIL() << e.what() << "; rank 1: " << pair.follower_error();
-  }
+  const Generation two = pair.generate(prompts, 16, 1, 160);
   const Comparison c = compare(one, two);
   std::printf("%zu-token prompt: max |logit difference| %.2e\n", prompts[0].size(), double(c.worst));
   EXPECT_LT(c.worst, 1e-3f);

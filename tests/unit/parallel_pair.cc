@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <stdexcept>
 
 #include "engine/parallel/plan_broadcast.h"
 #include "kernels/cpu/cpu_backend.h"
@@ -45,6 +46,17 @@ ParallelPair::~ParallelPair() {
   } catch (...) {
   }
   follower_.join();
+}
+
+Generation ParallelPair::generate(const std::vector<std::vector<int32_t>>& prompts, int n_tokens, uint64_t first_id,
+                                  size_t chunk) {
+  try {
+    return test::generate(*runner_, prompts, n_tokens, first_id, chunk);
+  } catch (const std::exception& e) {
+    // Rank 1 fails on its own thread; give it a moment to record why.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    throw std::runtime_error(std::string(e.what()) + "; rank 1: " + follower_error_);
+  }
 }
 
 namespace {

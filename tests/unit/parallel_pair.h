@@ -16,6 +16,11 @@ namespace tessera::test {
 
 std::shared_ptr<Backend> one_cpu_thread();
 
+struct Generation {
+  std::vector<std::vector<float>> prompt_logits;  // per prompt: (prompt tokens, vocab)
+  std::vector<std::vector<int32_t>> tokens;       // per prompt: greedy output
+};
+
 class ParallelPair {
  public:
   // `config_of(rank)` is each rank's runner configuration.
@@ -23,6 +28,9 @@ class ParallelPair {
   ~ParallelPair();
   ModelRunner& runner() { return *runner_; }
   const std::string& follower_error() const { return follower_error_; }
+  // generate() on rank 0; a failure names rank 1's error too.
+  Generation generate(const std::vector<std::vector<int32_t>>& prompts, int n_tokens, uint64_t first_id,
+                      size_t chunk = SIZE_MAX);
 
  private:
   std::thread follower_;
@@ -30,11 +38,6 @@ class ParallelPair {
   std::shared_ptr<Backend> backend_;
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<ModelRunner> runner_;
-};
-
-struct Generation {
-  std::vector<std::vector<float>> prompt_logits;  // per prompt: (prompt tokens, vocab)
-  std::vector<std::vector<int32_t>> tokens;       // per prompt: greedy output
 };
 
 // All prompts in one batch: the prompt step with every row's logits (in

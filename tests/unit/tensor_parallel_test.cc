@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <filesystem>
-#include <thread>
 
 #include "engine/model_runner.h"
 #include "tests/unit/parallel_pair.h"
@@ -39,15 +38,9 @@ void compare_with_one_rank(const std::string& file, TensorParallelLayout layout 
     one = generate(single, prompts, 32, 1);
   }
   test::ParallelPair pair(path, [&](int rank) { return config_for(rank, 2, layout); });
-  Generation two, alone;
-  try {
-    two = generate(pair.runner(), prompts, 32, 1);
-    // Alone, a sequence gets the same tokens as in the batch of ten.
-    alone = generate(pair.runner(), {prompts[3]}, 32, 100);
-  } catch (const std::exception& e) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    FAIL() << e.what() << "; rank 1: " << pair.follower_error();
-  }
+  const Generation two = pair.generate(prompts, 32, 1);
+  // Alone, a sequence gets the same tokens as in the batch of ten.
+  const Generation alone = pair.generate({prompts[3]}, 32, 100);
   EXPECT_EQ(alone.tokens[0], two.tokens[3]);
   ASSERT_TRUE(pair.follower_error().empty()) << pair.follower_error();
 
