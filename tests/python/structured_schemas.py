@@ -57,3 +57,28 @@ SCHEMAS = {
         {"type": "object", "properties": {"square": {"type": "object", "properties": {"side": {"type": "number"}}, "required": ["side"]}},
          "required": ["square"]}]},
 }
+
+# One valid instance of each schema, properties in the schema's order: the
+# token walks of tests/bench/grammar_vs_xgrammar.py follow them.
+EXAMPLES = {
+    "person": {"name": "Ada Lovelace", "age": 36},
+    "color_enum": {"color": "green"},
+    "tags": {"tags": ["poetry", "maths", "engines"]},
+    "nested": {"user": {"id": 42, "email": "ada@example.org"}, "active": True},
+    "points_ref": {"points": [{"x": 1.5, "y": -2}, {"x": 0, "y": 3.25}]},
+    "any_of": {"value": "seven"},
+    "const_version": {"version": 2, "name": "analytical engine"},
+    "date": {"date": "1843-09-05"},
+    "uuid": {"id": "123e4567-e89b-12d3-a456-426614174000"},
+    "optional_fields": {"a": 7, "c": False},
+    "matrix": {"rows": [[1, -2], [3, 9], [-9, 0]]},
+    "tree": {"label": "root", "children": [{"label": "left"}, {"label": "right"}]},
+    "top_array": [5, 17, 100, 1],
+    "type_list": {"note": None},
+    "pattern": {"code": "ABC-123"},
+    "tuple": {"pair": ["width", 640]},
+    "extra_props": {"id": 1, "width": 640, "height": 480},
+    "datetime": {"at": "2024-05-01T12:30:00Z", "level": "warn"},
+    "product": {"name": "Dune", "price": 9.99, "stock": 12, "category": "book"},
+    "one_of_shapes": {"square": {"side": 2.5}},
+}

@@ -149,6 +149,62 @@ def test_images_agree_with_their_configuration(dockerfile):
     assert int(default_port) == server["http_port"]
 
 
+# In debian:12-slim already.
+BASE_IMAGE_PACKAGES = {"libc6", "libstdc++6", "libgcc-s1"}
+# From NVIDIA's repository, which this machine's apt does not know.
+CUDA_LIBRARY_PACKAGES = {"libcudart.so": "cuda-cudart-12-8", "libnccl.so": "libnccl2"}
+
+
+def runtime_packages(dockerfile):
+    last_stage = dockerfile.read_text().split("\nFROM ")[-1]
+    install = re.search(r"apt-get install -y --no-install-recommends \\\n(.*?)\n && ", last_stage, re.S).group(1)
+    return set(install.replace("\\", " ").split())
+
+
+def linked_library_paths(binary):
+    """NEEDED entries of the binary itself, resolved by the loader."""
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", run(["readelf", "-d", binary]).stdout.decode())
+    resolved = dict(re.findall(r"^\s*(\S+) => (/\S+)", run(["ldd", binary]).stdout.decode(), re.M))
+    return {name: os.path.realpath(resolved[name]) for name in needed if name in resolved}
+
+
+def debian_package_of(path):
+    # dpkg knows a library under the path its package ships, before or
+    # after Debian's merge of /lib into /usr/lib.
+    for candidate in (path, path.removeprefix("/usr")):
+        out = run(["dpkg", "-S", candidate])
+        if out.returncode == 0:
+            return out.stdout.decode().split(":")[0]
+    return None
+
+
+def with_dependencies(packages):
+    out = run(["apt-cache", "depends", "--recurse", "--no-recommends", "--no-suggests", "--no-conflicts",
+               "--no-breaks", "--no-replaces", "--no-enhances"] + sorted(packages))
+    return set(re.findall(r"^([\w.+-]+)$", out.stdout.decode(), re.M)) | set(packages)
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_runtime_stage_installs_every_library_the_binary_links(tessera_bin, dockerfile):
+    if not shutil.which("dpkg") or not shutil.which("apt-cache"):
+        pytest.skip("not a Debian machine: the libraries' packages are unknown")
+    installed = runtime_packages(dockerfile)
+    available = with_dependencies(installed - set(CUDA_LIBRARY_PACKAGES.values())) | BASE_IMAGE_PACKAGES
+    cuda_image = dockerfile.name.endswith(".cuda")
+    missing = []
+    for name, path in linked_library_paths(str(tessera_bin)).items():
+        cuda = next((pkg for prefix, pkg in CUDA_LIBRARY_PACKAGES.items() if name.startswith(prefix)), None)
+        if cuda:
+            if cuda_image and cuda not in installed:
+                missing.append(f"{name} ({cuda})")
+            continue
+        package = debian_package_of(path)
+        assert package, f"{name} ({path}) comes from no Debian package"
+        if package not in available:
+            missing.append(f"{name} ({package})")
+    assert not missing, f"{dockerfile.name}'s runtime stage lacks " + ", ".join(missing)
+
+
 def test_compose_grace_period_covers_the_drain():
     compose = yaml.safe_load((DEPLOY / "compose" / "docker-compose.yml").read_text())
     config = yaml.safe_load((DEPLOY / "docker" / "config.yaml").read_text())["server"]

@@ -116,7 +116,7 @@ TEST(Config, QuantizationAtLoad) {
 // The configurations the images and manifests under deploy/ serve.
 TEST(Config, TheDeployConfigurationsParse) {
   for (const char* file : {"deploy/docker/config.yaml", "deploy/docker/config.cuda.yaml", "deploy/k8s/base/config.yaml",
-                           "deploy/k8s/overlays/cuda/config.yaml"}) {
+                           "deploy/k8s/overlays/cuda/config.yaml", "deploy/k8s/overlays/cpu-lws/config.yaml"}) {
     const std::string path = std::string(TESSERA_SOURCE_DIR) + "/" + file;
     const Config c = parse_config(test::read_file(path), path);
     EXPECT_EQ(c.server.host, "0.0.0.0") << file;
