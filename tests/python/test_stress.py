@@ -15,8 +15,11 @@ def run_scenario(tessera_bin, smollm2, *args, timeout=300):
 
 
 def test_short_soak_balances_its_books(tessera_bin, smollm2, tmp_path):
+    # 15 s after warm-up cannot tell a leak from the malloc arenas of the
+    # connection threads (17 to 70 of them) settling, which has reached
+    # +25 MB; the long soak (load_tests/stress.py soak) keeps the 20 MB limit.
     out = run_scenario(tessera_bin, smollm2, "soak", "--capacity", "4", "--duration", "20", "--warmup", "5",
-                       "--out", str(tmp_path))
+                       "--max-rss-growth-mb", "64", "--out", str(tmp_path))
     assert "server: accepted" in out and (tmp_path / "soak.csv").exists()
 
 
