@@ -5,6 +5,8 @@ import subprocess
 import sys
 import tempfile
 
+import socket
+
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -53,6 +55,13 @@ def daemon(tessera_bin, smollm2):
     d = Daemon(tessera_bin, ["--model", smollm2, "--served-model-name", "smollm2"])
     yield d
     assert d.stop() == 0
+
+
+def free_port():
+    """A TCP port free on loopback now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def run(args, **kwargs):

@@ -15,6 +15,7 @@ import time
 import pytest
 import yaml
 
+from daemon import Daemon
 from test_deploy import DEPLOY
 
 IMAGE = os.environ.get("TESSERA_IMAGE")
@@ -64,7 +65,6 @@ def serving_pid(port, deadline):
 
 
 def test_container_serves_and_drains_on_sigterm(container, smollm2, tmp_path):
-    from daemon import Daemon
     log = open(tmp_path / "container.log", "w+")
     run = BUILDAH + ["run", "--isolation", "chroot", "--user", "10001:10001",
                      "-v", f"{smollm2}:/models/model.gguf:ro", container, "--"]

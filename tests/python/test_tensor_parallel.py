@@ -5,26 +5,19 @@ the flight-recorder dumps name the stuck collective and rank)."""
 import json
 import re
 import signal
-import socket
 import subprocess
 import threading
 import time
 import urllib.request
 
 import pytest
-from conftest import run
+from conftest import free_port, run
 from daemon import Daemon
 
 TIMEOUT_S = 2.0
 GROUP_FAILED_EXIT = 3
 PROMPTS = ["The capital of France is", "def fibonacci(n):", "Once upon a time, in a small village,",
            "The three primary colors are"]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start(tessera_bin, smollm2, tmp, parallel):
