@@ -7,6 +7,9 @@
 #ifdef TESSERA_WITH_CUDA
 #include "kernels/cuda/cuda_backend.h"
 #endif
+#ifdef TESSERA_WITH_XPU
+#include "kernels/xpu/xpu_backend.h"
+#endif
 
 namespace tessera {
 
@@ -15,6 +18,9 @@ std::vector<BackendFactory> compiled_backends() {
   factories.push_back(cpu_backend_factory());
 #ifdef TESSERA_WITH_CUDA
   factories.push_back(cuda_backend_factory());
+#endif
+#ifdef TESSERA_WITH_XPU
+  factories.push_back(xpu_backend_factory());
 #endif
   return factories;
 }

@@ -1,0 +1,37 @@
+#pragma once
+// The backend's OpenCL program built for one device, and its kernels by
+// name. A built program is kept on disk, keyed by the device, its driver
+// and the source, so a later start loads it instead of compiling again.
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "kernels/xpu/device_inventory.h"
+
+namespace tessera::xpu {
+
+// Where built programs are kept: $TESSERA_KERNEL_CACHE, else
+// $XDG_CACHE_HOME/tessera/opencl, else ~/.cache/tessera/opencl; empty when
+// none of these can be named.
+std::string kernel_cache_dir();
+
+class KernelProgram {
+ public:
+  // Throws tessera::Error with the compiler's log when the build fails.
+  KernelProgram(const OpenclDevice& device, cl_context context);
+
+  cl_kernel kernel(std::string_view name) const;
+  bool loaded_from_cache() const { return loaded_from_cache_; }
+
+ private:
+  bool load_cached(const OpenclDevice& device, cl_context context, const std::string& path, const std::string& options);
+  void build_from_source(const OpenclDevice& device, cl_context context, const std::string& source,
+                         const std::string& options);
+  void store(const std::string& path) const;
+
+  ProgramHandle program_;
+  std::unordered_map<std::string, KernelHandle> kernels_;
+  bool loaded_from_cache_ = false;
+};
+
+}  // namespace tessera::xpu
