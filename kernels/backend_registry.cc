@@ -7,26 +7,44 @@
 #ifdef TESSERA_WITH_CUDA
 #include "kernels/cuda/cuda_backend.h"
 #endif
-#ifdef TESSERA_WITH_XPU
-#include "kernels/xpu/xpu_backend.h"
-#endif
+#include "kernels/backend_plugins.h"
 
 namespace tessera {
 
-std::vector<BackendFactory> compiled_backends() {
+std::vector<BackendFactory> builtin_backends() {
   std::vector<BackendFactory> factories;
   factories.push_back(cpu_backend_factory());
 #ifdef TESSERA_WITH_CUDA
   factories.push_back(cuda_backend_factory());
 #endif
-#ifdef TESSERA_WITH_XPU
-  factories.push_back(xpu_backend_factory());
-#endif
   return factories;
 }
 
+std::vector<BackendFactory> available_backends() {
+  std::vector<BackendFactory> factories = builtin_backends();
+  const LoadedPlugins& plugins = backend_plugins();
+  factories.insert(factories.end(), plugins.factories.begin(), plugins.factories.end());
+  return factories;
+}
+
+namespace {
+
+// Why no backend of `kind` is present: the plugins of that name that did not load.
+std::string absent_because(const Device& device) {
+  const std::string kind = device_name({device.kind, 0}).substr(0, device_name({device.kind, 0}).find(':'));
+  std::string reasons;
+  for (const PluginReport& report : backend_plugins().reports) {
+    if (!report.loaded && report.path.find("libtessera-backend-" + kind) != std::string::npos) {
+      reasons += "; " + report.path + ": " + report.reason;
+    }
+  }
+  return reasons.empty() ? "this build has no backend for it (no libtessera-backend-" + kind + ".so found)" : reasons.substr(2);
+}
+
+}  // namespace
+
 std::unique_ptr<Backend> create_backend(const Device& device, const BackendOptions& options) {
-  for (const BackendFactory& factory : compiled_backends()) {
+  for (const BackendFactory& factory : available_backends()) {
     if (factory.kind != device.kind) continue;
     const int count = factory.device_count();
     if (device.index < 0 || device.index >= count) {
@@ -35,7 +53,7 @@ std::unique_ptr<Backend> create_backend(const Device& device, const BackendOptio
     }
     return factory.create(device.index, options);
   }
-  throw Error("device " + device_name(device) + ": this build has no backend for it");
+  throw Error("device " + device_name(device) + ": " + absent_because(device));
 }
 
 Device parse_device(const std::string& text) {

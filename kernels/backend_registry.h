@@ -1,6 +1,7 @@
 #pragma once
-// Creates the backends compiled into this binary. Each backend folder under
-// kernels/ contributes one factory; the list is fixed at build time.
+// Creates backends: those built into this binary (the CPU, and CUDA where
+// the build links it) and those loaded as plugins (kernels/backend_plugins.h).
+// Each backend folder under kernels/ contributes one factory.
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,10 +22,13 @@ struct BackendFactory {
   std::unique_ptr<Backend> (*create)(int device_index, const BackendOptions& options);
 };
 
-std::vector<BackendFactory> compiled_backends();
+// The backends built into this binary.
+std::vector<BackendFactory> builtin_backends();
+// Those and every plugin that loaded: what create_backend chooses from.
+std::vector<BackendFactory> available_backends();
 
-// The backend for `device`; throws tessera::Error when that kind is not
-// compiled in or the device is absent.
+// The backend for `device`; throws tessera::Error when no backend of that
+// kind is present (saying why, where a plugin did not load) or the device is absent.
 std::unique_ptr<Backend> create_backend(const Device& device, const BackendOptions& options = {});
 
 // "cpu", "cuda", "cuda:1" …; throws tessera::Error naming the text otherwise.

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   runners["serve"] = tessera::cli::add_serve_command(app);
   runners["worker"] = tessera::cli::add_worker_command(app);
   runners["trace-collectives"] = tessera::cli::add_trace_collectives_command(app);
+  runners["backends"] = tessera::cli::add_backends_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -2,6 +2,7 @@
 #include "kernels/cuda/gguf_chunks.cuh"
 #include "kernels/cuda/vector_exp.cuh"
 
+#include <cmath>
 #include <string>
 
 #include "engine/error.h"
@@ -28,19 +29,19 @@ __global__ void embedding_kernel(const uint8_t* table, uint64_t row_bytes, int64
   for (int j = 0; j < kChunk; ++j) dst[j] = v[j];
 }
 
-// One block per row: the sum of squares in double, as the CPU sums it,
-// reduced over the block; then each thread scales its own elements (out may be x).
+// One block per row: the sum of squares in double, element after element
+// as the CPU sums it (another order can round the mean otherwise); then
+// each thread scales its own elements (out may be x).
 __global__ void rms_norm_kernel(const float* x, const float* weight, float weight_offset, float eps, int64_t dim, float* out) {
-  __shared__ double partial[kThreads / 32];
+  __shared__ float scale_s;
   const float* row = x + int64_t(blockIdx.x) * dim;
-  double sum = 0.0;
-  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) sum += double(__fmul_rn(row[i], row[i]));
-  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = sum;
+  if (threadIdx.x == 0) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < dim; ++i) sum += double(__fmul_rn(row[i], row[i]));
+    scale_s = 1.0f / sqrtf(float(sum / double(dim)) + eps);
+  }
   __syncthreads();
-  double total = 0.0;
-  for (int w = 0; w < int(blockDim.x) / 32; ++w) total += partial[w];
-  const float scale = 1.0f / sqrtf(float(total / double(dim)) + eps);
+  const float scale = scale_s;
   float* dst = out + int64_t(blockIdx.x) * dim;
   for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) dst[i] = __fmul_rn(__fmul_rn(row[i], scale), weight[i] + weight_offset);
 }
@@ -48,7 +49,7 @@ __global__ void rms_norm_kernel(const float* x, const float* weight, float weigh
 // One thread per (token, head, pair). ggml's angles advance by repeated
 // multiplication, and so do these.
 __global__ void rope_kernel(float* x, const int32_t* positions, int64_t n_tokens, int n_heads, int head_dim,
-                            ops::RopeParams p) {
+                            ops::RopeParams p, float theta_scale) {
   const int pairs = p.rotary_dim / 2;
   const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= n_tokens * n_heads * pairs) return;
@@ -60,7 +61,6 @@ __global__ void rope_kernel(float* x, const int32_t* positions, int64_t n_tokens
   if (p.numerics == ops::RopeNumerics::kFrequencyTable) {
     angle = __fmul_rn(p.inv_freq[i], pos);
   } else {
-    const float theta_scale = float(pow(double(p.freq_base), double(__fdiv_rn(-2.0f, float(p.rotary_dim)))));
     float theta = pos;
     for (int k = 0; k < i; ++k) theta = __fmul_rn(theta, theta_scale);
     const float ff = p.freq_factors ? p.freq_factors[i] : 1.0f;
@@ -171,7 +171,9 @@ void launch_rms_norm(const RmsNormArgs& a, cudaStream_t stream) {
 void launch_rope(const RopeArgs& a, cudaStream_t stream) {
   const int64_t n = a.n_tokens * a.n_heads * (a.rope.rotary_dim / 2);
   if (n <= 0) return;
-  rope_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a.x, a.positions, a.n_tokens, a.n_heads, a.head_dim, a.rope);
+  // As the CPU computes it (kernels/cpu/rope.cc): the float power.
+  const float theta_scale = std::pow(a.rope.freq_base, -2.0f / float(a.rope.rotary_dim));
+  rope_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a.x, a.positions, a.n_tokens, a.n_heads, a.head_dim, a.rope, theta_scale);
   check(cudaGetLastError(), "rope launch");
 }
 

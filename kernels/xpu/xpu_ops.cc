@@ -117,7 +117,8 @@ void run_rope(const LaunchContext& cx, const RopeArgs& a, const QueueState& q) {
   const ops::RopeParams& p = a.rope;
   const int64_t n = a.n_tokens * a.n_heads * (p.rotary_dim / 2);
   if (n <= 0) return;
-  const float theta_scale = float(std::pow(double(p.freq_base), double(-2.0f / float(p.rotary_dim))));
+  // As the CPU computes it (kernels/cpu/rope.cc): the float power.
+  const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.rotary_dim));
   launch(cx, q.queue, "rope", linear_range(n), a.x, a.positions, a.n_tokens, a.n_heads, a.head_dim, p.rotary_dim,
          int(p.style == ops::RopeStyle::kInterleaved), int(p.numerics == ops::RopeNumerics::kGgml), theta_scale, p.freq_scale,
          int(p.freq_factors != nullptr), p.freq_factors, p.inv_freq);

@@ -20,5 +20,6 @@ Runner add_quantize_command(CLI::App& app);
 Runner add_serve_command(CLI::App& app);
 Runner add_worker_command(CLI::App& app);
 Runner add_trace_collectives_command(CLI::App& app);
+Runner add_backends_command(CLI::App& app);
 
 }  // namespace tessera::cli

@@ -11,7 +11,7 @@
 namespace tessera::test {
 namespace {
 
-constexpr int kPage = 16, kPoolPages = 24;
+constexpr int kPage = 16, kPoolPages = 64;
 
 struct Layout {
   const char* model;
@@ -20,8 +20,9 @@ struct Layout {
 
 const Layout kLayouts[] = {{"smollm2", 9, 3, 64}, {"qwen2.5", 14, 2, 64}, {"gemma3", 4, 1, 256}, {"mha128", 8, 8, 128}};
 
-// Sequence s holds kv_len[s] keys; its last n_new[s] tokens are this step's queries.
-const std::vector<int32_t> kKvLen{37, 100, 70}, kNew{37, 1, 20}, kPrefix{10, 60, 55};
+// Sequence s holds kv_len[s] keys; its last n_new[s] tokens are this step's
+// queries. The last is longer than a kernel's tile of 256 keys.
+const std::vector<int32_t> kKvLen{37, 100, 70, 530}, kNew{37, 1, 20, 40}, kPrefix{10, 60, 55, 300};
 
 struct Batch {
   std::vector<int32_t> query_start{0}, positions, page_indptr{0}, page_indices;
@@ -85,7 +86,7 @@ TEST_P(AttentionParity, EveryLayoutMaskAndScore) {
           ops::AttentionBatch ab{int(kKvLen.size()),          upload(be, batch.query_start), upload(be, batch.positions),
                                  upload(be, kKvLen),          upload(be, batch.page_indptr), upload(be, batch.page_indices),
                                  upload(be, kPrefix)};
-          auto plan = be.create_attention_plan(n_tokens, 3, layout.kv_heads);
+          auto plan = be.create_attention_plan(n_tokens, int(kKvLen.size()), layout.kv_heads);
           be.kernels().plan_attention({ab, n_tokens, layout.kv_heads, plan.get()}, s);
           ops::AttentionParams p;
           p.mask = c.mask;

@@ -9,7 +9,7 @@ namespace tessera {
 namespace {
 
 TEST(BackendRegistry, CpuIsAlwaysThere) {
-  const auto backends = compiled_backends();
+  const auto backends = available_backends();
   ASSERT_FALSE(backends.empty());
   EXPECT_EQ(backends[0].kind, DeviceKind::kCpu);
   auto cpu = create_backend({DeviceKind::kCpu, 0});

@@ -26,23 +26,22 @@ __kernel void dequantize(int type, __global const uchar* src, __global float* ds
 
 #define NORM_THREADS 64
 
-// One work-group per row: the sum of squares in double, as the CPU sums it;
+// One work-group per row: the sum of squares in double, element after
+// element as the CPU sums it (another order can round the mean otherwise);
 // then each work-item scales its own elements (out may be x).
 __kernel __attribute__((reqd_work_group_size(NORM_THREADS, 1, 1)))
 void rms_norm(__global const float* x, __global const float* weight, float weight_offset, float eps, long dim,
               __global float* out) {
-  __local wide_float partial[NORM_THREADS];
+  __local float scale_s;
   const int tid = get_local_id(0);
   __global const float* row = x + get_group_id(0) * dim;
-  wide_float sum = 0;
-  for (long i = tid; i < dim; i += NORM_THREADS) sum += (wide_float)(row[i] * row[i]);
-  partial[tid] = sum;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int offset = NORM_THREADS / 2; offset > 0; offset /= 2) {
-    if (tid < offset) partial[tid] += partial[tid + offset];
-    barrier(CLK_LOCAL_MEM_FENCE);
+  if (tid == 0) {
+    wide_float sum = 0;
+    for (long i = 0; i < dim; ++i) sum += (wide_float)(row[i] * row[i]);
+    scale_s = 1.0f / sqrt((float)(sum / (wide_float)dim) + eps);
   }
-  const float scale = 1.0f / sqrt((float)(partial[0] / (wide_float)dim) + eps);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const float scale = scale_s;
   __global float* dst = out + get_group_id(0) * dim;
   for (long i = tid; i < dim; i += NORM_THREADS) dst[i] = (row[i] * scale) * (weight[i] + weight_offset);
 }
