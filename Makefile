@@ -28,8 +28,14 @@ build: configure
 unit-tests: build models
 	@cd $(BUILD_DIR) && TESSERA_MODEL_DIR="$(MODEL_DIR)" ctest --output-on-failure -j $(JOBS)
 
+# Perplexity on accelerators: one chunk of SmolLM2 by default, where PoCL
+# (an XPU device on this CPU) takes minutes a chunk; a GPU run takes all.
+ACCEL_PPL_CHUNKS ?= 1
+ACCEL_PPL_MODELS ?= smollm2
+
 python-tests: build models
 	@TESSERA_BIN=$(abspath $(BUILD_DIR))/tessera TESSERA_MODEL_DIR="$(MODEL_DIR)" \
+	  TESSERA_ACCEL_PPL_CHUNKS=$(ACCEL_PPL_CHUNKS) TESSERA_ACCEL_PPL_MODELS=$(ACCEL_PPL_MODELS) \
 	  $(VENV)/bin/python -m pytest -q tests/python
 
 # The file readers and tokenizers under AddressSanitizer and UBSan, fed the

@@ -42,6 +42,9 @@ struct ServerConfig {
   int max_n = 16;
   int max_top_logprobs = 20;
   double drain_timeout_s = 30.0;
+  // Where backend plugins are loaded from; empty: beside the binary
+  // (kernels/backend_plugins.h). TESSERA_BACKEND_DIR, when set, wins.
+  std::string backend_dir;
 };
 
 struct KvCacheConfig {

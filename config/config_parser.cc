@@ -120,8 +120,9 @@ class Parser {
                              "max_n", "max_top_logprobs", "drain_timeout_s", "max_connections",
                              "max_connections_per_client", "reserved_health_connections", "header_timeout_s",
                              "body_timeout_s", "idle_timeout_s", "write_timeout_s", "grpc_max_concurrent_streams",
-                             "api_keys", "tls"});
+                             "api_keys", "tls", "backend_dir"});
     text(n, "host", "server", &s->host);
+    text(n, "backend_dir", "server", &s->backend_dir);
     integer(n, "http_port", "server", 1, 65535, &s->http_port);
     integer(n, "grpc_port", "server", 1, 65535, &s->grpc_port);
     integer(n, "max_body_bytes", "server", 1024, int64_t(1) << 30, &s->max_body_bytes);

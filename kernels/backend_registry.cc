@@ -48,8 +48,12 @@ std::unique_ptr<Backend> create_backend(const Device& device, const BackendOptio
     if (factory.kind != device.kind) continue;
     const int count = factory.device_count();
     if (device.index < 0 || device.index >= count) {
-      throw Error("device " + device_name(device) + ": not present (" + std::to_string(count) + " " +
-                  factory.name + " device(s) found)");
+      std::string why;
+      for (const PluginReport& report : backend_plugins().reports) {
+        if (report.loaded && report.backend == factory.name && !report.unusable_devices.empty()) why = "; " + report.unusable_devices;
+      }
+      throw Error("device " + device_name(device) + ": not present (" + std::to_string(count) + " " + factory.name +
+                  " device(s) found" + why + ")");
     }
     return factory.create(device.index, options);
   }

@@ -21,6 +21,7 @@ debian_packages=(
   libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libgloo-dev
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   buildah debootstrap
   python3-venv python3-pip
 )

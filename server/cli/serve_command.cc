@@ -17,6 +17,7 @@
 
 #include "config/config.h"
 #include "engine/error.h"
+#include "kernels/backend_plugins.h"
 #include "server/cli/commands.h"
 #include "server/grpc/grpc_server.h"
 #include "server/http_api.h"
@@ -24,6 +25,19 @@
 
 namespace tessera::cli {
 namespace {
+
+// Which backends loaded and why any did not, before a model asks for one.
+void log_backends(const std::string& backend_dir) {
+  if (!backend_dir.empty()) setenv("TESSERA_BACKEND_DIR", backend_dir.c_str(), /*overwrite=*/0);
+  for (const PluginReport& report : backend_plugins().reports) {
+    if (!report.loaded) {
+      spdlog::warn("backend plugin {} not loaded: {}", report.path, report.reason);
+      continue;
+    }
+    spdlog::info("backend plugin {}: {}", report.backend, report.path);
+    if (!report.unusable_devices.empty()) spdlog::warn("backend {}: devices not used: {}", report.backend, report.unusable_devices);
+  }
+}
 
 struct ServeOptions {
   std::string config;
@@ -166,6 +180,7 @@ int run_serve(const ServeOptions& o) {
   signal(SIGPIPE, SIG_IGN);
 
   Config config = resolve_config(o);
+  log_backends(config.server.backend_dir);
   ParallelServing parallel(config);
   auto metrics = std::make_shared<prometheus::Registry>();
   ModelRegistry registry(metrics);

@@ -192,7 +192,14 @@ def test_runtime_stage_installs_every_library_the_binary_links(tessera_bin, dock
     available = with_dependencies(installed - set(CUDA_LIBRARY_PACKAGES.values())) | BASE_IMAGE_PACKAGES
     cuda_image = dockerfile.name.endswith(".cuda")
     missing = []
-    for name, path in linked_library_paths(str(tessera_bin)).items():
+    binaries = [str(tessera_bin)]
+    plugin = pathlib.Path(tessera_bin).parent / "backends" / "libtessera-backend-xpu.so"
+    if "libtessera-backend-xpu.so" in dockerfile.read_text() and plugin.exists():
+        binaries.append(str(plugin))
+    linked = {}
+    for binary in binaries:
+        linked.update(linked_library_paths(binary))
+    for name, path in linked.items():
         cuda = next((pkg for prefix, pkg in CUDA_LIBRARY_PACKAGES.items() if name.startswith(prefix)), None)
         if cuda:
             if cuda_image and cuda not in installed:
