@@ -30,6 +30,12 @@ struct RopeParams {
   float freq_scale = 1.0f;              // kGgml: linear position scaling (1 / factor)
   const float* freq_factors = nullptr;  // kGgml: per-pair divisors (Llama 3 scaling), or null
   const float* inv_freq = nullptr;      // kFrequencyTable: (rotary_dim / 2) frequencies
+  // Optional, for backends whose sine and cosine round otherwise than the
+  // CPU's: (table_positions, rotary_dim / 2) cosines, then as many sines,
+  // of each position's angles as ops::rope_angles gives them. Positions
+  // past the table take the angles from the formula.
+  const float* cos_table = nullptr;
+  int32_t table_positions = 0;
 };
 
 enum class GatedActivation : uint8_t {

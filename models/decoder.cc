@@ -1,9 +1,11 @@
 #include "models/decoder.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/error.h"
 #include "engine/op_profile.h"
+#include "kernels/rope_angles.h"
 
 namespace tessera {
 
@@ -97,6 +99,27 @@ Decoder::Decoder(const DecoderSpec& spec, const DecoderWeights& weights, Backend
   inv_freq_ = place(spec.rope.inv_freq);
   local_inv_freq_ = place(spec.rope.local_inv_freq);
   freq_factors_ = place(spec.rope.freq_factors);
+  if (backend.device().kind != DeviceKind::kCpu) place_rope_tables(backend);
+}
+
+// Positions whose angles an accelerator reads from a table; later ones are
+// computed on the device, their last bits possibly apart from the CPU's.
+constexpr int32_t kMaxAngleTablePositions = 32768;
+
+void Decoder::place_rope_tables(Backend& backend) {
+  const RopeSpec& r = spec_.rope;
+  angle_positions_ = std::clamp<int32_t>(spec_.max_context, 1, kMaxAngleTablePositions);
+  auto place = [&](bool local) {
+    const ops::RopeParams host = rope_recipe(local, r.inv_freq.data(), r.local_inv_freq.data(),
+                                             r.freq_factors.empty() ? nullptr : r.freq_factors.data());
+    const std::vector<float> table = ops::rope_table(host, angle_positions_);
+    rope_tables_.push_back(backend.place_weights(table.data(), table.size() * sizeof(float)));
+    return static_cast<const float*>(rope_tables_.back().get());
+  };
+  global_angles_ = place(false);
+  const bool any_local = r.local_base > 0.0f && std::any_of(spec_.sliding_window.begin(), spec_.sliding_window.end(),
+                                                            [](int w) { return w > 0; });
+  if (any_local) local_angles_ = place(true);
 }
 
 Decoder::~Decoder() = default;
@@ -110,21 +133,29 @@ void Decoder::observe(const Pass& pass, const char* name, int layer, const float
   observer_(name, layer, host.data(), n_tokens, width);
 }
 
-ops::RopeParams Decoder::rope_params(int layer) const {
+ops::RopeParams Decoder::rope_recipe(bool local, const float* inv_freq, const float* local_inv_freq,
+                                     const float* freq_factors) const {
   const RopeSpec& r = spec_.rope;
   ops::RopeParams p;
   p.style = r.pairing == RotaryPairing::kAdjacent ? ops::RopeStyle::kInterleaved : ops::RopeStyle::kHalves;
   p.rotary_dim = r.dim;
-  const bool local = spec_.sliding_window[size_t(layer)] > 0 && r.local_base > 0.0f;
   if (r.recipe == RopeRecipe::kTransformers) {
     p.numerics = ops::RopeNumerics::kFrequencyTable;
-    p.inv_freq = local ? local_inv_freq_ : inv_freq_;
+    p.inv_freq = local ? local_inv_freq : inv_freq;
     return p;
   }
   p.numerics = ops::RopeNumerics::kGgml;
   p.freq_base = local ? r.local_base : r.base;
   p.freq_scale = local ? 1.0f : r.freq_scale;  // scaling applies to the global layers only
-  p.freq_factors = local ? nullptr : freq_factors_;
+  p.freq_factors = local ? nullptr : freq_factors;
+  return p;
+}
+
+ops::RopeParams Decoder::rope_params(int layer) const {
+  const bool local = spec_.sliding_window[size_t(layer)] > 0 && spec_.rope.local_base > 0.0f;
+  ops::RopeParams p = rope_recipe(local, inv_freq_, local_inv_freq_, freq_factors_);
+  p.cos_table = local ? local_angles_ : global_angles_;
+  p.table_positions = p.cos_table ? angle_positions_ : 0;
   return p;
 }
 

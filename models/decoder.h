@@ -126,6 +126,10 @@ class Decoder {
   // through `gathered` (world, n, the largest share).
   void gather_columns(const Pass& pass, const float* part, int64_t n, const Gather& gather, float* gathered, float* out);
   ops::RopeParams rope_params(int layer) const;
+  // The recipe of the global or the local (sliding-window) layers' rotation,
+  // reading frequencies and factors from the given tables.
+  ops::RopeParams rope_recipe(bool local, const float* inv_freq, const float* local_inv_freq, const float* freq_factors) const;
+  void place_rope_tables(Backend& backend);
   template <class Run>
   void timed(const Pass& pass, const char* name, const Run& run, uint64_t weight_bytes = 0) const;
   void linear(const Pass& pass, const char* name, const LinearArgs& args) const;
@@ -142,6 +146,11 @@ class Decoder {
   const float* inv_freq_ = nullptr;
   const float* local_inv_freq_ = nullptr;
   const float* freq_factors_ = nullptr;
+  // Accelerators only: the angles' cosines and sines of the global and the
+  // local layers (ops::rope_table), (positions, rotary_dim / 2) twice each.
+  const float* global_angles_ = nullptr;
+  const float* local_angles_ = nullptr;
+  int32_t angle_positions_ = 0;
   ActivationObserver observer_;
   OpProfile* profile_ = nullptr;
   Communicator* comm_ = nullptr;

@@ -5,35 +5,12 @@
 #include <string>
 
 #include "engine/error.h"
+#include "kernels/rope_angles.h"
 
 namespace tessera::cpu {
 namespace {
 
 constexpr int kMaxRotaryPairs = 1024;
-
-// The angles of one position: cos_table[i], sin_table[i] for each pair.
-void rope_angles(const RopeParams& params, int32_t position, float* cos_table, float* sin_table) {
-  const int pairs = params.rotary_dim / 2;
-  if (params.numerics == ops::RopeNumerics::kFrequencyTable) {
-    // transformers: the f32 product of frequency and position, then cos/sin.
-    for (int i = 0; i < pairs; ++i) {
-      const float angle = params.inv_freq[i] * float(position);
-      cos_table[i] = std::cos(angle);
-      sin_table[i] = std::sin(angle);
-    }
-    return;
-  }
-  // ggml: angles advance by repeated multiplication.
-  const float theta_scale = std::pow(params.freq_base, -2.0f / float(params.rotary_dim));
-  float theta = float(position);
-  for (int i = 0; i < pairs; ++i) {
-    const float ff = params.freq_factors ? params.freq_factors[i] : 1.0f;
-    const float angle = params.freq_scale * (theta / ff);
-    cos_table[i] = std::cos(angle);
-    sin_table[i] = std::sin(angle);
-    theta *= theta_scale;
-  }
-}
 
 }  // namespace
 
@@ -45,7 +22,7 @@ void apply_rope(float* x, const int32_t* positions, int64_t n_tokens, int n_head
   pool.parallel_for(n_tokens, 1, [&](int, int64_t begin, int64_t end) {
     std::array<float, kMaxRotaryPairs> cos_table, sin_table;  // on the stack: no allocation per call
     for (int64_t t = begin; t < end; ++t) {
-      rope_angles(params, positions[t], cos_table.data(), sin_table.data());
+      ops::rope_angles(params, positions[t], cos_table.data(), sin_table.data());
       for (int h = 0; h < n_heads; ++h) {
         float* v = x + (t * n_heads + h) * head_dim;
         for (int i = 0; i < pairs; ++i) {

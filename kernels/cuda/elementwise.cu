@@ -46,8 +46,10 @@ __global__ void rms_norm_kernel(const float* x, const float* weight, float weigh
   for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) dst[i] = __fmul_rn(__fmul_rn(row[i], scale), weight[i] + weight_offset);
 }
 
-// One thread per (token, head, pair). ggml's angles advance by repeated
-// multiplication, and so do these.
+// One thread per (token, head, pair). The angles' cosines and sines come
+// from the host's table (ops::rope_table) for positions inside it; past it,
+// ggml's angles advance by repeated multiplication, and the sine and cosine
+// are taken in double and rounded.
 __global__ void rope_kernel(float* x, const int32_t* positions, int64_t n_tokens, int n_heads, int head_dim,
                             ops::RopeParams p, float theta_scale) {
   const int pairs = p.rotary_dim / 2;
@@ -56,21 +58,27 @@ __global__ void rope_kernel(float* x, const int32_t* positions, int64_t n_tokens
   const int i = int(idx % pairs);
   const int64_t token_head = idx / pairs;
   const int64_t t = token_head / n_heads;
-  const float pos = float(positions[t]);
-  float angle;
-  if (p.numerics == ops::RopeNumerics::kFrequencyTable) {
-    angle = __fmul_rn(p.inv_freq[i], pos);
+  const int32_t position = positions[t];
+  float s, c;
+  if (p.cos_table && position >= 0 && position < p.table_positions) {
+    c = p.cos_table[int64_t(position) * pairs + i];
+    s = p.cos_table[(int64_t(p.table_positions) + position) * pairs + i];
   } else {
-    float theta = pos;
-    for (int k = 0; k < i; ++k) theta = __fmul_rn(theta, theta_scale);
-    const float ff = p.freq_factors ? p.freq_factors[i] : 1.0f;
-    angle = __fmul_rn(p.freq_scale, __fdiv_rn(theta, ff));
+    const float pos = float(position);
+    float angle;
+    if (p.numerics == ops::RopeNumerics::kFrequencyTable) {
+      angle = __fmul_rn(p.inv_freq[i], pos);
+    } else {
+      float theta = pos;
+      for (int k = 0; k < i; ++k) theta = __fmul_rn(theta, theta_scale);
+      const float ff = p.freq_factors ? p.freq_factors[i] : 1.0f;
+      angle = __fmul_rn(p.freq_scale, __fdiv_rn(theta, ff));
+    }
+    double sd, cd;
+    sincos(double(angle), &sd, &cd);
+    s = float(sd);
+    c = float(cd);
   }
-  // In double, then rounded: the correctly rounded values, as the CPU's
-  // library gives them.
-  double sd, cd;
-  sincos(double(angle), &sd, &cd);
-  const float s = float(sd), c = float(cd);
   float* v = x + token_head * head_dim;
   const int a = p.style == ops::RopeStyle::kInterleaved ? 2 * i : i;
   const int b = p.style == ops::RopeStyle::kInterleaved ? 2 * i + 1 : i + pairs;

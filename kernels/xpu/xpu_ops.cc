@@ -121,7 +121,7 @@ void run_rope(const LaunchContext& cx, const RopeArgs& a, const QueueState& q) {
   const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.rotary_dim));
   launch(cx, q.queue, "rope", linear_range(n), a.x, a.positions, a.n_tokens, a.n_heads, a.head_dim, p.rotary_dim,
          int(p.style == ops::RopeStyle::kInterleaved), int(p.numerics == ops::RopeNumerics::kGgml), theta_scale, p.freq_scale,
-         int(p.freq_factors != nullptr), p.freq_factors, p.inv_freq);
+         int(p.freq_factors != nullptr), p.freq_factors, p.inv_freq, p.cos_table ? p.table_positions : 0, p.cos_table);
 }
 
 void run_linear(const LaunchContext& cx, const LinearArgs& a, const QueueState& q) {

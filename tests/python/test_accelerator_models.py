@@ -80,6 +80,24 @@ def test_greedy_tokens_match_the_cpu_on_nine_of_ten_prompts(tessera_bin, request
     assert same >= 9, f"{same}/{len(prompts)} prompts"
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", MODELS)
+def test_logits_of_a_long_prompt_are_the_cpus_bits(tessera_bin, request, tmp_path, name, device):
+    # Every op follows the CPU's arithmetic, the angles of RoPE included
+    # (read from the host's table): a whole prefill's logits, every
+    # position, have the CPU's bits.
+    model = request.getfixturevalue(MODELS[name])
+    prompt = (DATA / "perplexity" / "gpl-3.0.txt").read_text()[:600]
+    logits = {}
+    for where in ("cpu", device):
+        out = tmp_path / f"{where}.f32"
+        result = run([tessera_bin, "logits", "-m", model, "-p", prompt, "-o", out, "--device", where] + CPU_THREADS)
+        assert result.returncode == 0, result.stderr
+        logits[where] = out.read_bytes()
+    assert len(logits["cpu"]) > 100 * 4 * 49152
+    assert logits["cpu"] == logits[device]
+
+
 def perplexity(tessera_bin, model, device):
     chunks = os.environ.get("TESSERA_ACCEL_PPL_CHUNKS", "0")
     result = run([tessera_bin, "perplexity", "-m", model, "-f", DATA / "perplexity" / "gpl-3.0.txt", "--ctx", "512",

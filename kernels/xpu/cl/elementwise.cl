@@ -46,33 +46,42 @@ void rms_norm(__global const float* x, __global const float* weight, float weigh
   for (long i = tid; i < dim; i += NORM_THREADS) dst[i] = (row[i] * scale) * (weight[i] + weight_offset);
 }
 
-// One work-item per (token, head, pair). ggml's angles advance by repeated
-// multiplication by theta_scale, and so do these. ggml_numerics selects
+// One work-item per (token, head, pair). The angles' cosines and sines come
+// from the host's table (ops::rope_table) for positions inside it; past it,
+// ggml's angles advance by repeated multiplication by theta_scale, and the
+// sine and cosine are taken in double and rounded. ggml_numerics selects
 // ops::RopeNumerics::kGgml, interleaved ops::RopeStyle::kInterleaved.
 __kernel void rope(__global float* x, __global const int* positions, long n_tokens, int n_heads, int head_dim,
                    int rotary_dim, int interleaved, int ggml_numerics, float theta_scale, float freq_scale,
-                   int has_factors, __global const float* freq_factors, __global const float* inv_freq) {
+                   int has_factors, __global const float* freq_factors, __global const float* inv_freq,
+                   int table_positions, __global const float* cos_table) {
   const int pairs = rotary_dim / 2;
   const long idx = get_global_id(0);
   if (idx >= n_tokens * n_heads * pairs) return;
   const int i = (int)(idx % pairs);
   const long token_head = idx / pairs;
   const long t = token_head / n_heads;
-  const float pos = (float)positions[t];
-  float angle;
-  if (!ggml_numerics) {
-    angle = inv_freq[i] * pos;
+  const int position = positions[t];
+  float s, c;
+  if (position >= 0 && position < table_positions) {
+    c = cos_table[(long)position * pairs + i];
+    s = cos_table[((long)table_positions + position) * pairs + i];
   } else {
-    float theta = pos;
-    for (int k = 0; k < i; ++k) theta = theta * theta_scale;
-    const float ff = has_factors ? freq_factors[i] : 1.0f;
-    angle = freq_scale * (theta / ff);
+    const float pos = (float)position;
+    float angle;
+    if (!ggml_numerics) {
+      angle = inv_freq[i] * pos;
+    } else {
+      float theta = pos;
+      for (int k = 0; k < i; ++k) theta = theta * theta_scale;
+      const float ff = has_factors ? freq_factors[i] : 1.0f;
+      angle = freq_scale * (theta / ff);
+    }
+    wide_float cd;
+    const wide_float sd = sincos((wide_float)angle, &cd);
+    s = (float)sd;
+    c = (float)cd;
   }
-  // In double, then rounded: the correctly rounded values, as the CPU's
-  // library gives them.
-  wide_float cd;
-  const wide_float sd = sincos((wide_float)angle, &cd);
-  const float s = (float)sd, c = (float)cd;
   __global float* v = x + token_head * head_dim;
   const int a = interleaved ? 2 * i : i;
   const int b = interleaved ? 2 * i + 1 : i + pairs;
