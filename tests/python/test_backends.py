@@ -95,3 +95,24 @@ def test_a_file_that_is_not_a_plugin_is_refused_with_the_reason(tessera_bin, smo
     assert "cpu" in by_name(listing)
     served = run([tessera_bin, "generate", "-m", smollm2, "-p", "hi", "-n", "2"], env=env)
     assert served.returncode == 0, served.stderr
+
+
+def xpu_description(tessera_bin, env):
+    xpu = by_name(backends(tessera_bin, env)).get("xpu")
+    if not xpu or not xpu["devices"]:
+        pytest.skip("no XPU device on this machine")
+    return xpu["devices"][0]["description"]
+
+
+def test_built_kernels_are_kept_on_disk_and_a_damaged_copy_is_rebuilt(tessera_bin, tmp_path):
+    if not xpu_plugin_built(tessera_bin):
+        pytest.skip("this build has no XPU plugin (OpenCL headers not installed)")
+    cache = tmp_path / "kernels"
+    env = dict(os.environ, TESSERA_KERNEL_CACHE=str(cache))
+    assert "kernels from cache" not in xpu_description(tessera_bin, env)
+    [built] = list(cache.glob("*.bin"))
+    assert built.stat().st_size > 0
+    assert "kernels from cache" in xpu_description(tessera_bin, env)
+    built.write_bytes(b"\x7fELF damaged")
+    assert "kernels from cache" not in xpu_description(tessera_bin, env)
+    assert "kernels from cache" in xpu_description(tessera_bin, env)

@@ -24,7 +24,12 @@ TEST(BackendRegistry, AbsentDeviceIsAClearError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("cpu:3"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(create_backend({DeviceKind::kXpu, 0}), Error);
+  try {
+    create_backend({DeviceKind::kHip, 0});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("hip:0: this build has no backend for it"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Backend, BufferCopiesRoundTrip) {

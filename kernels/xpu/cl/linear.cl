@@ -11,66 +11,93 @@
 #define LANES 8
 #define TOKENS_PER_ITEM 8
 
-int dot4(const int* w, __global const char* a) { return w[0] * a[0] + w[1] * a[1] + w[2] * a[2] + w[3] * a[3]; }
-
 bool is_k_quant(int type) { return type == WT_Q4_K || type == WT_Q6_K; }
 
 int legacy_block_bytes(int type) {
   return type == WT_Q4_0 ? Q4_0_BYTES : type == WT_Q4_1 ? Q4_1_BYTES : type == WT_Q5_0 ? Q5_0_BYTES : Q8_0_BYTES;
 }
 
-// The integer sum of lane `lane` in block (or super-block) b of the weight
-// row times one token's activation row `qs`.
-int lane_sumi(int type, __global const uchar* row, long b, int lane, __global const char* qs) {
-  int w[4];
-  if (type == WT_Q8_0) {
-    __global const uchar* q = row + b * Q8_0_BYTES + 2 + 4 * lane;
-    for (int i = 0; i < 4; ++i) w[i] = (char)q[i];
-    return dot4(w, qs + b * CHUNK + 4 * lane);
-  }
+// Sums of the groups of four of sixteen products: lanes 0..3 of a chunk half.
+int4 group_sums(short16 p) {
+  const short8 pairs = p.even + p.odd;
+  return convert_int4(pairs.even + pairs.odd);
+}
+
+int4 group_sums_wide(int16 p) {
+  const int8 pairs = p.even + p.odd;
+  return pairs.even + pairs.odd;
+}
+
+// Products of 16 weights (at most 6 bits) and 16 activations, in short.
+short16 products(uchar16 w, char16 a) { return convert_short16(w) * convert_short16(a); }
+short16 signed_products(char16 w, char16 a) { return convert_short16(w) * convert_short16(a); }
+
+// The integer sums of the eight lanes in block (or super-block) b of the
+// weight row times one token's activation row `qs`, all lanes in one pass
+// and sixteen elements at a time (integer sums are exact in any order):
+// lane l sums elements 4l .. 4l + 3 of every 32-element chunk.
+int8 block_lane_sums(int type, __global const uchar* row, long b, __global const char* qs) {
   if (!is_k_quant(type)) {
+    __global const char* a = qs + b * CHUNK;
+    const char16 a0 = vload16(0, a), a1 = vload16(1, a);
+    if (type == WT_Q8_0) {
+      __global const char* q = (__global const char*)(row + b * Q8_0_BYTES + 2);
+      return (int8)(group_sums_wide(convert_int16(vload16(0, q)) * convert_int16(a0)),
+                    group_sums_wide(convert_int16(vload16(1, q)) * convert_int16(a1)));
+    }
     // Low nibbles are elements 0..15, high nibbles 16..31.
     __global const uchar* block = row + b * legacy_block_bytes(type);
-    __global const uchar* q = block + (type == WT_Q4_1 ? 4 : type == WT_Q5_0 ? 6 : 2) + 4 * (lane % 4);
-    const int shift = lane < 4 ? 0 : 4;
-    const uint qh = type == WT_Q5_0 ? load_u32_bytes(block + 2) : 0;
-    for (int i = 0; i < 4; ++i) {
-      w[i] = (q[i] >> shift) & 0x0f;
-      if (type == WT_Q4_0) w[i] -= 8;
-      if (type == WT_Q5_0) w[i] = (w[i] | (int)((qh >> (4 * lane + i)) & 1u) << 4) - 16;
+    const uchar16 q = vload16(0, block + (type == WT_Q4_1 ? 4 : type == WT_Q5_0 ? 6 : 2));
+    char16 lo = as_char16(q & (uchar16)0x0f), hi = as_char16(q >> (uchar16)4);
+    if (type == WT_Q4_0) {
+      lo -= (char16)8;
+      hi -= (char16)8;
+    } else if (type == WT_Q5_0) {
+      const uint16 bit = (uint16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+      const uint qh = load_u32_bytes(block + 2);
+      lo = (lo | convert_char16((((uint16)qh >> bit) & 1u) << 4)) - (char16)16;
+      hi = (hi | convert_char16((((uint16)qh >> (bit + 16u)) & 1u) << 4)) - (char16)16;
     }
-    return dot4(w, qs + b * CHUNK + 4 * lane);
+    return (int8)(group_sums(signed_products(lo, a0)), group_sums(signed_products(hi, a1)));
   }
   __global const char* a = qs + b * 256;
-  int sumi = 0;
+  int8 sums = (int8)0;
   if (type == WT_Q4_K) {
     __global const uchar* block = row + b * Q4_K_BYTES;
     __global const uchar* sc = block + 4;
     for (int c = 0; c < 8; ++c) {
       const int scale = c < 4 ? sc[c] & 0x3f : (sc[c + 4] & 0x0f) | ((sc[c - 4] >> 2) & 0x30);
-      __global const uchar* q = block + 16 + (c / 2) * 32 + 4 * lane;
-      const int shift = (c % 2) * 4;
-      for (int i = 0; i < 4; ++i) w[i] = (q[i] >> shift) & 0x0f;
-      sumi += scale * dot4(w, a + c * CHUNK + 4 * lane);
+      __global const uchar* q = block + 16 + (c / 2) * 32;
+      const uchar shift = (uchar)((c % 2) * 4);
+      const uchar16 w0 = (vload16(0, q) >> shift) & (uchar16)0x0f, w1 = (vload16(1, q) >> shift) & (uchar16)0x0f;
+      sums += scale * (int8)(group_sums(products(w0, vload16(0, a + c * CHUNK))),
+                             group_sums(products(w1, vload16(1, a + c * CHUNK))));
     }
-    return sumi;
+    return sums;
   }
   __global const uchar* block = row + b * Q6_K_BYTES;
   __global const char* scales = (__global const char*)(block + 192);
   for (int c = 0; c < 8; ++c) {
     const int half_index = c / 4, quarter = c % 4;
-    __global const uchar* ql = block + half_index * 64 + (quarter % 2) * 32 + 4 * lane;
-    __global const uchar* qh = block + 128 + half_index * 32 + 4 * lane;
-    const int low_shift = quarter < 2 ? 0 : 4, high_shift = 2 * quarter;
-    for (int i = 0; i < 4; ++i) w[i] = ((ql[i] >> low_shift) & 0x0f) | (((qh[i] >> high_shift) & 3) << 4);
-    sumi += scales[2 * c + (lane >= 4)] * dot4(w, a + c * CHUNK + 4 * lane);
+    __global const uchar* ql = block + half_index * 64 + (quarter % 2) * 32;
+    __global const uchar* qh = block + 128 + half_index * 32;
+    const uchar low_shift = quarter < 2 ? 0 : 4, high_shift = (uchar)(2 * quarter);
+    const uchar16 w0 = ((vload16(0, ql) >> low_shift) & (uchar16)0x0f) | (((vload16(0, qh) >> high_shift) & (uchar16)3) << (uchar16)4);
+    const uchar16 w1 = ((vload16(1, ql) >> low_shift) & (uchar16)0x0f) | (((vload16(1, qh) >> high_shift) & (uchar16)3) << (uchar16)4);
+    sums.lo += scales[2 * c] * group_sums(products(w0, vload16(0, a + c * CHUNK)));
+    sums.hi += scales[2 * c + 1] * group_sums(products(w1, vload16(1, a + c * CHUNK)));
   }
   // The CPU stores q + 32 and subtracts 32 * scale * (sum of the 16
   // activations) for groups 2l and 2l + 1 in lane l.
-  __global const char* chunk = a + lane * CHUNK;
-  int first = 0, second = 0;
-  for (int i = 0; i < 16; ++i) first += chunk[i], second += chunk[i + 16];
-  return sumi - 32 * (first * scales[2 * lane] + second * scales[2 * lane + 1]);
+  int corrections[LANES];
+  for (int l = 0; l < LANES; ++l) {
+    __global const char* chunk = a + l * CHUNK;
+    const int4 first = group_sums(convert_short16(vload16(0, chunk))), second = group_sums(convert_short16(vload16(1, chunk)));
+    corrections[l] = 32 * ((first.x + first.y + first.z + first.w) * scales[2 * l] +
+                           (second.x + second.y + second.z + second.w) * scales[2 * l + 1]);
+  }
+  sums -= vload8(0, corrections);
+  return sums;
 }
 
 // The float factors block b's lane sums are scaled by, the same for all
@@ -133,8 +160,10 @@ __kernel void linear_q8(int type, __global const uchar* w, long row_stride, long
     for (int t = 0; t < nt; ++t) {
       const long token = t0 + t;
       const BlockFactors f = block_factors(type, w_row, b, xd + token * chunks, xs + token * chunks);
+      int sums[LANES];
+      vstore8(block_lane_sums(type, w_row, b, xq + token * cols), 0, sums);
       for (int l = 0; l < LANES; ++l) {
-        const int sumi = lane_sumi(type, w_row, b, l, xq + token * cols);
+        const int sumi = sums[l];
         if (type == WT_Q4_K && l < 4) mins[t][l] = fma(f.min_term, (float)f.mins[l], mins[t][l]);
         acc[t][l] = fma(f.scale, (float)sumi, acc[t][l]);
         if (type == WT_Q4_1) mins[t][l] = mins[t][l] + f.min_term;
