@@ -4,9 +4,6 @@
 
 #include "engine/error.h"
 #include "kernels/cpu/cpu_backend.h"
-#ifdef TESSERA_WITH_CUDA
-#include "kernels/cuda/cuda_backend.h"
-#endif
 #include "kernels/backend_plugins.h"
 
 namespace tessera {
@@ -14,9 +11,6 @@ namespace tessera {
 std::vector<BackendFactory> builtin_backends() {
   std::vector<BackendFactory> factories;
   factories.push_back(cpu_backend_factory());
-#ifdef TESSERA_WITH_CUDA
-  factories.push_back(cuda_backend_factory());
-#endif
   return factories;
 }
 

@@ -232,6 +232,16 @@ cudaStream_t stream_handle(Stream& stream) { return handle(stream); }
 
 namespace tessera {
 
+std::string cuda_unusable_devices() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    return std::string("no CUDA device: ") + cudaGetErrorString(status);
+  }
+  return count == 0 ? "no CUDA device on this machine" : "";
+}
+
 BackendFactory cuda_backend_factory() {
   return {DeviceKind::kCuda, "cuda", gpu::device_count,
           [](int index, const BackendOptions&) -> std::unique_ptr<Backend> { return std::make_unique<gpu::GpuBackend>(index); }};

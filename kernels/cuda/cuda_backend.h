@@ -3,6 +3,7 @@
 // device memory from cudaMalloc, one non-blocking stream per backend, and
 // kernels launched on that stream.
 #include <memory>
+#include <string>
 
 #include "kernels/backend.h"
 #include "kernels/backend_registry.h"
@@ -10,5 +11,8 @@
 namespace tessera {
 
 BackendFactory cuda_backend_factory();
+
+// Why no CUDA device can be used (no driver, no GPU), or empty when one can.
+std::string cuda_unusable_devices();
 
 }  // namespace tessera

@@ -192,10 +192,12 @@ def test_runtime_stage_installs_every_library_the_binary_links(tessera_bin, dock
     available = with_dependencies(installed - set(CUDA_LIBRARY_PACKAGES.values())) | BASE_IMAGE_PACKAGES
     cuda_image = dockerfile.name.endswith(".cuda")
     missing = []
+    # The binary and the backend plugins the image carries.
     binaries = [str(tessera_bin)]
-    plugin = pathlib.Path(tessera_bin).parent / "backends" / "libtessera-backend-xpu.so"
-    if "libtessera-backend-xpu.so" in dockerfile.read_text() and plugin.exists():
-        binaries.append(str(plugin))
+    for name in ("xpu", "cuda"):
+        plugin = pathlib.Path(tessera_bin).parent / "backends" / f"libtessera-backend-{name}.so"
+        if plugin.name in dockerfile.read_text() and plugin.exists():
+            binaries.append(str(plugin))
     linked = {}
     for binary in binaries:
         linked.update(linked_library_paths(binary))

@@ -1,0 +1,5 @@
+// The CUDA backend as a plugin: libtessera-backend-cuda.so.
+#include "kernels/backend_plugin.h"
+#include "kernels/cuda/cuda_backend.h"
+
+TESSERA_BACKEND_PLUGIN(tessera::cuda_backend_factory, tessera::cuda_unusable_devices)
