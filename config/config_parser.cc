@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "config/config.h"
+#include "engine/tensor/device.h"
 #include "engine/error.h"
 #include "quant/schemes.h"
 
@@ -174,7 +175,11 @@ class Parser {
     text(n, "path", path, &m.path);
     if (m.name.empty()) fail(n["name"], path + ".name: must not be empty");
     text(n, "device", path, &m.device);
-    if (m.device != "cpu" && m.device.rfind("cuda:", 0) != 0) fail(n["device"], path + ".device: '" + m.device + "' is not cpu or cuda:N");
+    try {
+      parse_device(m.device);
+    } catch (const Error& e) {
+      fail(n["device"], path + ".device: " + e.what());
+    }
     text(n, "dtype", path, &m.dtype, {"auto", "f32", "f16", "bf16"});
     integer(n, "threads", path, 0, 1024, &m.threads);
     integer(n, "max_model_len", path, 0, 1 << 24, &m.max_model_len);

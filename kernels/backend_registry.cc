@@ -1,7 +1,5 @@
 #include "kernels/backend_registry.h"
 
-#include <charconv>
-
 #include "engine/error.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/backend_plugins.h"
@@ -52,24 +50,6 @@ std::unique_ptr<Backend> create_backend(const Device& device, const BackendOptio
     return factory.create(device.index, options);
   }
   throw Error("device " + device_name(device) + ": " + absent_because(device));
-}
-
-Device parse_device(const std::string& text) {
-  static constexpr std::pair<std::string_view, DeviceKind> kKinds[] = {
-      {"cpu", DeviceKind::kCpu}, {"cuda", DeviceKind::kCuda}, {"hip", DeviceKind::kHip}, {"xpu", DeviceKind::kXpu}};
-  const std::string_view view(text);
-  const size_t colon = view.find(':');
-  const std::string_view kind = view.substr(0, colon);
-  for (const auto& [name, value] : kKinds) {
-    if (kind != name) continue;
-    Device device{value, 0};
-    if (colon == std::string_view::npos) return device;
-    const std::string_view index = view.substr(colon + 1);
-    const auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), device.index);
-    if (ec == std::errc() && end == index.data() + index.size() && !index.empty() && device.index >= 0) return device;
-    break;
-  }
-  throw Error("device '" + text + "': expected cpu, cuda, cuda:N, hip:N or xpu:N");
 }
 
 }  // namespace tessera

@@ -31,7 +31,4 @@ std::vector<BackendFactory> available_backends();
 // kind is present (saying why, where a plugin did not load) or the device is absent.
 std::unique_ptr<Backend> create_backend(const Device& device, const BackendOptions& options = {});
 
-// "cpu", "cuda", "cuda:1" …; throws tessera::Error naming the text otherwise.
-Device parse_device(const std::string& text);
-
 }  // namespace tessera

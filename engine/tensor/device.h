@@ -15,4 +15,8 @@ struct Device {
 
 std::string device_name(const Device& device);
 
+// "cpu", "cuda", "cuda:1", "hip:0", "xpu:0" …; throws tessera::Error naming
+// the text otherwise.
+Device parse_device(const std::string& text);
+
 }  // namespace tessera

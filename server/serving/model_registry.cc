@@ -39,8 +39,8 @@ std::unique_ptr<ServedModel> load_one(const ModelConfig& c, size_t index, promet
   m->loop = std::make_unique<ModelLoop>(std::move(runner), limits, std::move(named));
   m->created = std::time(nullptr);
   m->metrics = std::make_unique<ModelMetrics>(metrics, c.name);
-  spdlog::info("model {} loaded from {} in {:.2f} s (max_model_len {}, {} KV pages of {}, chat template: {})", c.name,
-               c.path, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), m->max_model_len,
+  spdlog::info("model {} loaded from {} on {} in {:.2f} s (max_model_len {}, {} KV pages of {}, chat template: {})", c.name,
+               c.path, c.device, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), m->max_model_len,
                m->loop->runner().kv_cache().n_pages(), m->loop->runner().page_size(), m->chat_template ? "yes" : "none");
   return m;
 }

@@ -12,10 +12,12 @@ import re
 import shutil
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from conftest import DATA, run
+from daemon import Daemon
 
 MODELS = {"smollm2": "smollm2", "gemma3": "gemma3", "qwen2.5-coder": "qwen25_coder"}
 
@@ -117,3 +119,23 @@ def test_perplexity_within_half_a_percent_of_the_cpu(tessera_bin, request, name,
     report({"model": name, "device": device, "ppl_cpu": cpu, "ppl_device": accelerated, "relative": accelerated / cpu - 1,
             "chunks": os.environ.get("TESSERA_ACCEL_PPL_CHUNKS", "all")})
     assert abs(accelerated / cpu - 1) < 0.005, (cpu, accelerated)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_serves_concurrent_requests_with_the_cpus_answers(tessera_bin, smollm2, device):
+    # Four greedy completions at once, batched by the scheduler on the
+    # device, answer as the CPU backend serving the same requests does.
+    answers = {}
+    for where in ("cpu", device):
+        config = f"models:\n  - name: smollm2\n    path: {smollm2}\n    device: {where}\n"
+        daemon = Daemon(tessera_bin, [], config_yaml=config)
+        try:
+            assert f"on {where} in" in daemon.log_text()
+            with ThreadPoolExecutor(4) as pool:
+                replies = list(pool.map(lambda i: daemon.request("POST", "/v1/completions", {
+                    "model": "smollm2", "prompt": f"Count to {i}:", "max_tokens": 16, "temperature": 0}), range(4)))
+            assert all(status == 200 for status, _, _ in replies), replies
+            answers[where] = [json.loads(body)["choices"][0]["text"] for _, body, _ in replies]
+        finally:
+            daemon.stop()
+    assert answers["cpu"] == answers[device]
