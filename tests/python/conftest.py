@@ -64,10 +64,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run(args, **kwargs):
+def run(args, timeout=120, **kwargs):
     """Runs a command; bytes arguments pass through unchanged."""
     argv = [a if isinstance(a, bytes) else str(a) for a in args]
-    return subprocess.run(argv, capture_output=True, timeout=120, **kwargs)
+    return subprocess.run(argv, capture_output=True, timeout=timeout, **kwargs)
 
 
 @pytest.fixture(scope="session")

@@ -69,6 +69,10 @@ TEST(Config, ErrorsNameTheLineTheKeyAndWhatIsAllowed) {
   EXPECT_NE(error_of("models: []\n").find("'models' must be a non-empty list"), std::string::npos);
   EXPECT_NE(error_of("models: [{name: a}]\n").find("'name' and 'path' are required"), std::string::npos);
   EXPECT_NE(error_of("models: [{name: a, path: x, device: tpu}]\n").find("device 'tpu': expected cpu, cuda, cuda:N, hip:N or xpu:N"), std::string::npos);
+  EXPECT_NE(error_of("models: [{name: a, path: x, device: 'xpu:-1'}]\n").find("device 'xpu:-1'"), std::string::npos);
+  const Config xpu = parse_config("server: {backend_dir: /opt/tessera/backends}\nmodels: [{name: a, path: x, device: 'xpu:1'}]\n", "t.yaml");
+  EXPECT_EQ(xpu.models[0].device, "xpu:1");
+  EXPECT_EQ(xpu.server.backend_dir, "/opt/tessera/backends");
   EXPECT_EQ(error_of("models: [{name: a, path: x, scheduler: {prefix_caching: maybe}}]\n"),
             "test.yaml:1: models[0].scheduler.prefix_caching: expected true or false");
   EXPECT_FALSE(parse_config("models: [{name: a, path: x, scheduler: {prefix_caching: false}}]\n", "t.yaml")
