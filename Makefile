@@ -28,10 +28,10 @@ build: configure
 unit-tests: build models
 	@cd $(BUILD_DIR) && TESSERA_MODEL_DIR="$(MODEL_DIR)" ctest --output-on-failure -j $(JOBS)
 
-# Perplexity on accelerators: one chunk of SmolLM2 by default, where PoCL
+# Perplexity on accelerators: one chunk of each model by default, where PoCL
 # (an XPU device on this CPU) takes minutes a chunk; a GPU run takes all.
 ACCEL_PPL_CHUNKS ?= 1
-ACCEL_PPL_MODELS ?= smollm2
+ACCEL_PPL_MODELS ?= all
 
 python-tests: build models
 	@TESSERA_BIN=$(abspath $(BUILD_DIR))/tessera TESSERA_MODEL_DIR="$(MODEL_DIR)" \
