@@ -30,7 +30,8 @@ bool is_plugin_file(const std::string& name) {
 // Opens `path` and asks it for its backend; the library stays loaded for
 // the life of the process (its code runs until exit).
 PluginReport load_one(const std::string& path, std::vector<BackendFactory>& factories) {
-  PluginReport report{path};
+  PluginReport report;
+  report.path = path;
   void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library) {
     const char* error = dlerror();

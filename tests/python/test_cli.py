@@ -106,7 +106,7 @@ def test_inspect_safetensors_file(tessera_bin):
 @pytest.mark.parametrize("device,message", [
     ("tpu:0", b"device 'tpu:0': expected cpu, cuda, cuda:N, hip:N or xpu:N"),
     ("cpu:3", b"device cpu:3: not present"),
-    ("xpu:0", b"device xpu:0: this build has no backend for it"),
+    ("hip:0", b"device hip:0: this build has no backend for it (no libtessera-backend-hip.so found)"),
 ])
 def test_unusable_device_is_a_clear_error(tessera_bin, smollm2, device, message):
     result = run([tessera_bin, "generate", "-m", smollm2, "-p", "hi", "-n", "1", "--device", device])
