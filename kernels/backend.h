@@ -129,6 +129,10 @@ class Backend {
   virtual std::unique_ptr<Event> create_event() = 0;
 
   virtual bool supports(Op op, DType dtype) const = 0;
+  // Whether RoPE should read its angles' cosines and sines from a table the
+  // host computes (ops::RopeParams::cos_table): where the device's own sine
+  // and cosine round otherwise than the CPU's.
+  virtual bool reads_rope_angle_table() const { return false; }
   virtual const KernelTable& kernels() const = 0;
 
   // Throws tessera::Error naming the weight when no kernel serves its scheme.

@@ -99,7 +99,7 @@ Decoder::Decoder(const DecoderSpec& spec, const DecoderWeights& weights, Backend
   inv_freq_ = place(spec.rope.inv_freq);
   local_inv_freq_ = place(spec.rope.local_inv_freq);
   freq_factors_ = place(spec.rope.freq_factors);
-  if (backend.device().kind != DeviceKind::kCpu) place_rope_tables(backend);
+  if (backend.reads_rope_angle_table()) place_rope_tables(backend);
 }
 
 // Positions whose angles an accelerator reads from a table; later ones are

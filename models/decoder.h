@@ -146,7 +146,7 @@ class Decoder {
   const float* inv_freq_ = nullptr;
   const float* local_inv_freq_ = nullptr;
   const float* freq_factors_ = nullptr;
-  // Accelerators only: the angles' cosines and sines of the global and the
+  // Backends that read them only: the angles' cosines and sines of the global and the
   // local layers (ops::rope_table), (positions, rotary_dim / 2) twice each.
   const float* global_angles_ = nullptr;
   const float* local_angles_ = nullptr;

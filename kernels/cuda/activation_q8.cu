@@ -72,30 +72,6 @@ __global__ void quantize_q8_k_kernel(const float* x, Q8Rows out) {
 
 }  // namespace
 
-size_t q8_rows_bytes(int64_t n_tokens, int64_t cols) {
-  const size_t n = size_t(n_tokens) * size_t(cols);
-  return (n + 255) / 256 * 256 + 2 * (n / kChunk) * sizeof(float);
-}
-
-Q8Rows q8_rows_at(void* base, int64_t n_tokens, int64_t cols) {
-  const size_t n = size_t(n_tokens) * size_t(cols);
-  auto* bytes = static_cast<uint8_t*>(base);
-  float* d = reinterpret_cast<float*>(bytes + (n + 255) / 256 * 256);
-  return {reinterpret_cast<int8_t*>(bytes), d, d + n / kChunk};
-}
-
-DType q8_activation_type(DType weight_type) {
-  switch (weight_type) {
-    case DType::kQ4_0:
-    case DType::kQ5_0:
-    case DType::kQ8_0: return DType::kQ8_0;
-    case DType::kQ4_1: return DType::kQ8_1;
-    case DType::kQ4_K:
-    case DType::kQ6_K: return DType::kQ8_K;
-    default: return DType::kF32;
-  }
-}
-
 void launch_quantize_q8(DType activation_type, const float* x, int64_t n_tokens, int64_t cols, const Q8Rows& out,
                         cudaStream_t stream) {
   const int64_t n = n_tokens * cols;

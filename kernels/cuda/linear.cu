@@ -168,18 +168,12 @@ void launch_rows(const GpuLinear& w, const float* x, int64_t n_tokens, float* y,
                                                                 n_tokens, w.bias(), y);
 }
 
-template <DType T>
-constexpr DType q8_activation_type_v = T == DType::kQ4_0 || T == DType::kQ5_0 || T == DType::kQ8_0 ? DType::kQ8_0
-                                       : T == DType::kQ4_1                                        ? DType::kQ8_1
-                                       : T == DType::kQ4_K || T == DType::kQ6_K                   ? DType::kQ8_K
-                                                                                                  : DType::kF32;
-
 // One output of a linear call: block weights against the quantized input,
 // float weights against the input itself.
 template <DType T>
 void launch_output(const GpuLinear& w, const float* x, const Q8Rows& quantized, int64_t n_tokens, float* y,
                    cudaStream_t stream) {
-  if constexpr (q8_activation_type_v<T> != DType::kF32) {
+  if constexpr (q8_activation_type(T) != DType::kF32) {
     const size_t shared = warp_kernel_shared_bytes<T>(w.cols());
     if (n_tokens <= kWarpKernelTokens && shared <= kMaxWarpKernelShared) {
       const unsigned grid = unsigned((w.rows() + kWarpsPerQ8WarpBlock - 1) / kWarpsPerQ8WarpBlock);

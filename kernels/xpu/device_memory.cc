@@ -69,8 +69,8 @@ void DeviceMemory::fill_zero(cl_command_queue queue, void* dst, size_t bytes) {
 }
 
 void DeviceMemory::set_pointer_arg(cl_kernel kernel, cl_uint index, const void* ptr) {
-  if (model_ == MemoryModel::kUsm) check(usm_set_arg_(kernel, index, ptr), "pointer argument " + std::to_string(index));
-  else check(clSetKernelArgSVMPointer(kernel, index, ptr), "pointer argument " + std::to_string(index));
+  const cl_int status = model_ == MemoryModel::kUsm ? usm_set_arg_(kernel, index, ptr) : clSetKernelArgSVMPointer(kernel, index, ptr);
+  if (status != CL_SUCCESS) check(status, "pointer argument " + std::to_string(index));
 }
 
 }  // namespace tessera::xpu

@@ -133,7 +133,7 @@ void KernelProgram::store(const std::string& path) const {
 }
 
 cl_kernel KernelProgram::kernel(std::string_view name) const {
-  auto it = kernels_.find(std::string(name));
+  auto it = kernels_.find(name);
   if (it == kernels_.end()) throw Error("xpu: the program has no kernel '" + std::string(name) + "'");
   return it->second.get();
 }

@@ -2,9 +2,10 @@
 // The backend's OpenCL program built for one device, and its kernels by
 // name. A built program is kept on disk, keyed by the device, its driver
 // and the source, so a later start loads it instead of compiling again.
+#include <functional>
+#include <map>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
 #include "kernels/xpu/device_inventory.h"
 
@@ -30,7 +31,7 @@ class KernelProgram {
   void store(const std::string& path) const;
 
   ProgramHandle program_;
-  std::unordered_map<std::string, KernelHandle> kernels_;
+  std::map<std::string, KernelHandle, std::less<>> kernels_;  // looked up by name without a copy
   bool loaded_from_cache_ = false;
 };
 

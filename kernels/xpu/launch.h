@@ -43,7 +43,8 @@ void set_arg(const LaunchContext& cx, cl_kernel kernel, cl_uint index, const T& 
     cx.memory->set_pointer_arg(kernel, index, value ? static_cast<const void*>(value) : cx.placeholder);
   } else {
     static_assert(std::is_arithmetic_v<T>, "kernel arguments are pointers or scalars");
-    check(clSetKernelArg(kernel, index, sizeof(T), &value), "argument " + std::to_string(index));
+    const cl_int status = clSetKernelArg(kernel, index, sizeof(T), &value);
+    if (status != CL_SUCCESS) check(status, "argument " + std::to_string(index));
   }
 }
 
@@ -57,8 +58,8 @@ void launch(const LaunchContext& cx, cl_command_queue queue, std::string_view na
   cl_uint index = 0;
   (detail::set_arg(cx, kernel, index++, args), ...);
   const size_t* local = range.local[0] ? range.local : nullptr;
-  check(clEnqueueNDRangeKernel(queue, kernel, range.dims, nullptr, range.global, local, 0, nullptr, nullptr),
-        std::string("launch ") + std::string(name));
+  const cl_int status = clEnqueueNDRangeKernel(queue, kernel, range.dims, nullptr, range.global, local, 0, nullptr, nullptr);
+  if (status != CL_SUCCESS) check(status, "launch " + std::string(name));
 }
 
 }  // namespace tessera::xpu

@@ -156,6 +156,8 @@ class XpuBackend final : public Backend {
     }
   }
 
+  bool reads_rope_angle_table() const override { return true; }
+
   const KernelTable& kernels() const override { return kernels_; }
 
   std::unique_ptr<PreparedLinear> prepare_linear(const QuantizedLinear& weight) override {

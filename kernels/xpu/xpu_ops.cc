@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "engine/error.h"
+#include "kernels/q8_rows.h"
 
 namespace tessera::xpu {
 namespace {
@@ -10,38 +11,6 @@ namespace {
 constexpr int64_t kChunk = 32;
 constexpr int64_t kTokensPerItem = 8;  // linear.cl's TOKENS_PER_ITEM
 constexpr size_t kNormThreads = 64, kAttentionThreads = 256, kAttentionMaxDim = 256, kAttentionLanes = 16;
-
-// Activations quantized to 8 bits: values, then the chunks' scales and sums.
-struct Q8Rows {
-  int8_t* qs;  // (n_tokens, cols)
-  float* d;    // (n_tokens, cols / 32)
-  float* s;    // (n_tokens, cols / 32)
-};
-
-size_t q8_rows_bytes(int64_t n_tokens, int64_t cols) {
-  const size_t n = size_t(n_tokens) * size_t(cols);
-  return (n + 255) / 256 * 256 + 2 * (n / kChunk) * sizeof(float);
-}
-
-Q8Rows q8_rows_at(void* base, int64_t n_tokens, int64_t cols) {
-  const size_t n = size_t(n_tokens) * size_t(cols);
-  auto* bytes = static_cast<uint8_t*>(base);
-  float* d = reinterpret_cast<float*>(bytes + (n + 255) / 256 * 256);
-  return {reinterpret_cast<int8_t*>(bytes), d, d + n / kChunk};
-}
-
-// The activation format the CPU multiplies `weight_type` against, or kF32.
-DType q8_activation_type(DType weight_type) {
-  switch (weight_type) {
-    case DType::kQ4_0:
-    case DType::kQ5_0:
-    case DType::kQ8_0: return DType::kQ8_0;
-    case DType::kQ4_1: return DType::kQ8_1;
-    case DType::kQ4_K:
-    case DType::kQ6_K: return DType::kQ8_K;
-    default: return DType::kF32;
-  }
-}
 
 void quantize_q8(const LaunchContext& cx, const QueueState& q, DType type, const float* x, int64_t n_tokens, int64_t cols,
                  const Q8Rows& out) {

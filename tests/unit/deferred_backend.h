@@ -39,6 +39,7 @@ class DeferredBackend final : public Backend {
   Stream& default_stream() override;
   std::unique_ptr<Event> create_event() override;
   bool supports(Op op, DType dtype) const override { return inner_.supports(op, dtype); }
+  bool reads_rope_angle_table() const override { return inner_.reads_rope_angle_table(); }
   const KernelTable& kernels() const override;
   std::unique_ptr<PreparedLinear> prepare_linear(const QuantizedLinear& weight) override;
   std::unique_ptr<AttentionPlan> create_attention_plan(int max_tokens, int max_seqs, int n_kv_heads) override {
