@@ -140,50 +140,68 @@ inline void normalise_row(float* w, int first, int lo, int hi, float row_max, bo
   }
 }
 
-// o[d] = sum over keys k in [lo, hi] of their probability times value[d], key k summed
-// into lane k % 16 in increasing order, then the lanes reduced: the
-// arithmetic of a 16-wide multiply over keys. Key k's probability is
-// w[k - first] and its value row v + (k - first) * dim; `acc` holds 16 * dim
-// floats.
-inline void weighted_values(const float* w, const float* v, int first, int lo, int hi, int dim, float* acc, float* o) {
-  std::fill(acc, acc + size_t(kLanes) * size_t(dim), 0.0f);
-  auto value = [&](int k) { return v + size_t(k - first) * size_t(dim); };
-  auto prob_of = [&](int k) { return w[k - first]; };
-  auto add_key = [&](int k) {
-    const float prob = prob_of(k);
-    const float* vvec = value(k);
-    float* lane = acc + size_t(k % kLanes) * size_t(dim);
-    for (int d = 0; d < dim; ++d) lane[d] = std::fma(vvec[d], prob, lane[d]);
-  };
-  int k = lo;
-  for (; k <= hi && k % kLanes != 0; ++k) add_key(k);
-  // Whole runs of 64 keys: each lane takes its four keys (k + l, + 16, + 32,
-  // + 48) in one pass, in the same order, storing its sum once, not four
-  // times.
-  for (; k + 4 * kLanes - 1 <= hi; k += 4 * kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      const float* v0 = value(k + l);
-      const float* v1 = value(k + l + kLanes);
-      const float* v2 = value(k + l + 2 * kLanes);
-      const float* v3 = value(k + l + 3 * kLanes);
-      const float p0 = prob_of(k + l), p1 = prob_of(k + l + kLanes);
-      const float p2 = prob_of(k + l + 2 * kLanes), p3 = prob_of(k + l + 3 * kLanes);
-      float* lane = acc + size_t(l) * size_t(dim);
-      for (int d = 0; d < dim; ++d) {
-        lane[d] = std::fma(v3[d], p3, std::fma(v2[d], p2, std::fma(v1[d], p1, std::fma(v0[d], p0, lane[d]))));
+// Up to kValueRows query rows that see the same keys [lo, hi] (heads of one
+// token that share a KV head) go through the values together, each value
+// read once for all of them, in chunks of kValueChunk elements of d so that
+// their accumulators stay in the first-level cache.
+constexpr int kValueRows = 4, kValueChunk = 64;
+
+// o[i][d] = sum over keys k in [lo, hi] of row i's probability times
+// value[d], key k summed into lane k % 16 in increasing order, then the lanes
+// reduced: the arithmetic of a 16-wide multiply over keys. Row i's
+// probability of key k is w[i][k - first]; the value row of key k is
+// v + (k - first) * dim. acc: kValueRows * 16 * kValueChunk floats.
+template <int kRows>
+void weighted_values(const float* const* w, const float* v, int first, int lo, int hi, int dim, float* acc, float* const* o) {
+  for (int d0 = 0; d0 < dim; d0 += kValueChunk) {
+    const int dn = std::min(kValueChunk, dim - d0);
+    std::fill(acc, acc + size_t(kRows) * kLanes * kValueChunk, 0.0f);
+    auto lane = [&](int i, int l) { return acc + (size_t(i) * kLanes + size_t(l)) * kValueChunk; };
+    auto value = [&](int k) { return v + size_t(k - first) * size_t(dim) + size_t(d0); };
+    auto add_key = [&](int k) {
+      const float* __restrict vk = value(k);
+      for (int i = 0; i < kRows; ++i) {
+        const float p = w[i][k - first];
+        float* __restrict a = lane(i, k % kLanes);
+        for (int d = 0; d < dn; ++d) a[d] = std::fma(vk[d], p, a[d]);
+      }
+    };
+    int k = lo;
+    for (; k <= hi && k % kLanes != 0; ++k) add_key(k);
+    // Whole runs of 64 keys: each lane takes its four keys (k + l, + 16, + 32,
+    // + 48) in one pass, in the same order, storing its sum once, not four
+    // times.
+    for (; k + 4 * kLanes - 1 <= hi; k += 4 * kLanes) {
+      for (int l = 0; l < kLanes; ++l) {
+        const float* __restrict v0 = value(k + l);
+        const float* __restrict v1 = value(k + l + kLanes);
+        const float* __restrict v2 = value(k + l + 2 * kLanes);
+        const float* __restrict v3 = value(k + l + 3 * kLanes);
+        float p[kRows][4];
+        for (int i = 0; i < kRows; ++i) {
+          for (int m = 0; m < 4; ++m) p[i][m] = w[i][k + l + m * kLanes - first];
+        }
+        for (int i = 0; i < kRows; ++i) {
+          float* __restrict a = lane(i, l);
+          for (int d = 0; d < dn; ++d) {
+            a[d] = std::fma(v3[d], p[i][3], std::fma(v2[d], p[i][2], std::fma(v1[d], p[i][1], std::fma(v0[d], p[i][0], a[d]))));
+          }
+        }
       }
     }
+    for (; k <= hi; ++k) add_key(k);
+    // The 16-lane reduction tree, applied to every d at once.
+    for (int i = 0; i < kRows; ++i) {
+      for (int h = 0; h < 8; ++h) {
+        for (int d = 0; d < dn; ++d) lane(i, h)[d] = lane(i, h + 8)[d] + lane(i, h)[d];
+      }
+      for (int h = 0; h < 4; ++h) {
+        for (int d = 0; d < dn; ++d) lane(i, h)[d] = lane(i, h + 4)[d] + lane(i, h)[d];
+      }
+      float* out = o[i] + d0;
+      for (int d = 0; d < dn; ++d) out[d] = (lane(i, 0)[d] + lane(i, 2)[d]) + (lane(i, 1)[d] + lane(i, 3)[d]);
+    }
   }
-  for (; k <= hi; ++k) add_key(k);
-  // The 16-lane reduction tree, applied to every d at once.
-  auto lane = [&](int l) { return acc + size_t(l) * size_t(dim); };
-  for (int i = 0; i < 8; ++i) {
-    for (int d = 0; d < dim; ++d) lane(i)[d] = lane(i + 8)[d] + lane(i)[d];
-  }
-  for (int i = 0; i < 4; ++i) {
-    for (int d = 0; d < dim; ++d) lane(i)[d] = lane(i + 4)[d] + lane(i)[d];
-  }
-  for (int d = 0; d < dim; ++d) o[d] = (lane(0)[d] + lane(2)[d]) + (lane(1)[d] + lane(3)[d]);
 }
 
 // Attention for one tile of a sequence's queries and one KV head, in three
@@ -293,17 +311,28 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
     std::memcpy(values + size_t(from - span_first) * size_t(dim), rows + size_t(from - page_first) * size_t(dim),
                 size_t(to - from + 1) * size_t(dim) * sizeof(float));
   });
-  // One row at a time, so its accumulator stays in cache: acc[lane][d],
-  // where key k feeds lane k % 16 as a 16-wide multiply over keys does, keys
-  // in increasing order.
-  const size_t row_stride = size_t(kLanes) * size_t(dim);
-  float* const acc = zeroed_floats(scratch.acc, row_stride);
-  for (int r = 0; r < n_rows; ++r) {
-    const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
+  // The heads of one token see the same keys: up to kValueRows of them go
+  // through the values together.
+  float* const acc = scratch_floats(scratch.acc, size_t(kValueRows) * kLanes * kValueChunk);
+  for (int t = item.token_begin; t < item.token_end; ++t) {
     const int lo = std::max(span_first, mask.first(batch.positions[t]));
     const int hi = std::min(kv_len - 1, mask.last(batch.positions[t], prefix));
-    float* o = out + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
-    weighted_values(weights + size_t(r) * size_t(span), values, span_first, lo, hi, dim, acc, o);
+    for (int h0 = 0; h0 < group; h0 += kValueRows) {
+      const int n = std::min(kValueRows, group - h0);
+      const float* w[kValueRows];
+      float* o[kValueRows];
+      for (int i = 0; i < n; ++i) {
+        const int r = (t - item.token_begin) * group + h0 + i, head = item.kv_head * group + h0 + i;
+        w[i] = weights + size_t(r) * size_t(span);
+        o[i] = out + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
+      }
+      switch (n) {
+        case 1: weighted_values<1>(w, values, span_first, lo, hi, dim, acc, o); break;
+        case 2: weighted_values<2>(w, values, span_first, lo, hi, dim, acc, o); break;
+        case 3: weighted_values<3>(w, values, span_first, lo, hi, dim, acc, o); break;
+        default: weighted_values<4>(w, values, span_first, lo, hi, dim, acc, o); break;
+      }
+    }
   }
 }
 

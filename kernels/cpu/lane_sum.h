@@ -50,14 +50,24 @@ static inline float lane16_dot(const float* x, const float* y, int n) {
 static inline void lane16_dot8(const float* x, const float* y, size_t stride, int n, float* out) {
 #if defined(__AVX2__) && defined(__FMA__)
   __m256 folded[8];  // folded[v] lane i: acc[i + 8] + acc[i] of vector v
-  for (int v = 0; v < 8; ++v) {
-    const float* yv = y + size_t(v) * stride;
-    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
-    for (int i = 0; i < n; i += kLanes) {
-      lo = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(yv + i), lo);
-      hi = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(yv + i + 8), hi);
+  // Four vectors side by side: eight independent chains of multiply-adds
+  // keep both FMA units busy where one vector's two chains would wait on
+  // their own latency.
+  for (int v0 = 0; v0 < 8; v0 += 4) {
+    const float* yv[4];
+    __m256 lo[4], hi[4];
+    for (int v = 0; v < 4; ++v) {
+      yv[v] = y + size_t(v0 + v) * stride;
+      lo[v] = hi[v] = _mm256_setzero_ps();
     }
-    folded[v] = _mm256_add_ps(hi, lo);
+    for (int i = 0; i < n; i += kLanes) {
+      const __m256 x_lo = _mm256_loadu_ps(x + i), x_hi = _mm256_loadu_ps(x + i + 8);
+      for (int v = 0; v < 4; ++v) {
+        lo[v] = _mm256_fmadd_ps(x_lo, _mm256_loadu_ps(yv[v] + i), lo[v]);
+        hi[v] = _mm256_fmadd_ps(x_hi, _mm256_loadu_ps(yv[v] + i + 8), hi[v]);
+      }
+    }
+    for (int v = 0; v < 4; ++v) folded[v0 + v] = _mm256_add_ps(hi[v], lo[v]);
   }
   // Transpose 8x8: lanes[i] holds lane i of every vector.
   const __m256 a0 = _mm256_unpacklo_ps(folded[0], folded[1]), a1 = _mm256_unpackhi_ps(folded[0], folded[1]);

@@ -61,6 +61,7 @@ struct ConvertedInput {
   const float* scales = nullptr;  // [n_tokens / 8][blocks][8]
   const float* sums = nullptr;    // the same for Q8_1's s
   const Q8_0PairBlock* pairs = nullptr;  // Q8_0: [n_tokens / 8][blocks], when a kernel reads them
+  const Q8_KPairBlock* k_pairs = nullptr;  // Q8_K: [n_tokens / 8][super-blocks], likewise
 };
 
 // Where token m's block scales go in the block-major tables (null when the
@@ -104,16 +105,18 @@ struct ConvertedInputs {
   size_t count = 0;
 };
 
-// Groups of eight converted Q8_0 rows packed as pair blocks into `out`.
-const Q8_0PairBlock* pack_pairs(const uint8_t* acts, size_t row_bytes, int64_t cols, int64_t n_tokens,
-                                std::vector<Q8_0PairBlock>& out, ThreadPool& pool) {
-  const int64_t groups = n_tokens / 8, blocks = cols / kQK;
+// Groups of eight converted activation rows (`Block`s, `block_elems` values
+// each) packed by `pack` into `out`, one `Pair` per block of the group.
+template <class Block, class Pair, void (*pack)(const Block* const[8], int64_t, Pair*)>
+const Pair* pack_groups(const uint8_t* acts, size_t row_bytes, int64_t cols, int64_t block_elems, int64_t n_tokens,
+                        std::vector<Pair>& out, ThreadPool& pool) {
+  const int64_t groups = n_tokens / 8, blocks = cols / block_elems;
   if (out.size() < size_t(groups * blocks)) out.resize(size_t(groups * blocks));
   pool.parallel_for(groups, 1, [&](int, int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
-      const BlockQ8_0* rows[8];
-      for (int j = 0; j < 8; ++j) rows[j] = reinterpret_cast<const BlockQ8_0*>(acts + size_t(g * 8 + j) * row_bytes);
-      pack_q8_0_pairs(rows, blocks, out.data() + g * blocks);
+      const Block* rows[8];
+      for (int j = 0; j < 8; ++j) rows[j] = reinterpret_cast<const Block*>(acts + size_t(g * 8 + j) * row_bytes);
+      pack(rows, blocks, out.data() + g * blocks);
     }
   });
   return out.data();
@@ -129,6 +132,7 @@ ConvertedInput converted_input(const VecDotKernel& kernel, size_t row_bytes, int
   if (scratch.activations.size() <= slot) scratch.activations.resize(slot + 1);
   if (scratch.block_scales.size() <= slot) scratch.block_scales.resize(slot + 1);
   if (scratch.pair_blocks.size() <= slot) scratch.pair_blocks.resize(slot + 1);
+  if (scratch.k_pair_blocks.size() <= slot) scratch.k_pair_blocks.resize(slot + 1);
   std::vector<uint8_t>& buffer = scratch.activations[slot];
   if (buffer.size() < row_bytes * size_t(n_tokens)) buffer.resize(row_bytes * size_t(n_tokens));
   uint8_t* acts = buffer.data();
@@ -142,10 +146,61 @@ ConvertedInput converted_input(const VecDotKernel& kernel, size_t row_bytes, int
       tables.record(type, row, m);
     }
   });
-  const Q8_0PairBlock* pairs = paired ? pack_pairs(acts, row_bytes, cols, n_tokens, scratch.pair_blocks[slot], pool) : nullptr;
-  done.items[slot] = {type, acts, tables.scales, tables.sums, pairs};
+  const Q8_0PairBlock* pairs =
+      paired ? pack_groups<BlockQ8_0, Q8_0PairBlock, pack_q8_0_pairs>(acts, row_bytes, cols, kQK, n_tokens, scratch.pair_blocks[slot], pool)
+             : nullptr;
+  const bool k_paired = kernel.fn8_k_pairs && type == DType::kQ8_K && n_tokens >= 8;
+  const Q8_KPairBlock* k_pairs =
+      k_paired ? pack_groups<BlockQ8_K, Q8_KPairBlock, pack_q8_k_pairs>(acts, row_bytes, cols, kQK_K, n_tokens,
+                                                                     scratch.k_pair_blocks[slot], pool)
+               : nullptr;
+  done.items[slot] = {type, acts, tables.scales, tables.sums, pairs, k_pairs};
   ++done.count;
   return done.items[slot];
+}
+
+// y[(m + j) * y_stride + r + i] = out[i * 8 + j]: eight tokens' outputs of
+// `n_rows` weight rows from r.
+void store_eight_tokens(const float* out, int n_rows, int64_t m, int64_t r, int64_t y_stride, float* y) {
+  for (int i = 0; i < n_rows; ++i) {
+    for (int j = 0; j < 8; ++j) y[(m + j) * y_stride + r + i] = out[i * 8 + j];
+  }
+}
+
+// Rows [r0, r1) for the whole groups of eight tokens, through the kernels
+// that read packed pair blocks; returns how many tokens they took (0 if
+// the format has no such kernel).
+int64_t multiply_pair_groups(const LinearWeight& w, const ConvertedInput& in, int64_t n_tokens, int64_t r0, int64_t r1,
+                             float* y) {
+  const int64_t rows = w.rows(), cols = w.cols(), groups = n_tokens / 8;
+  const VecDotKernel& kernel = w.kernel();
+  float out[kPairRows * 8];
+  if (kernel.fn8_pairs && in.pairs) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const Q8_0PairBlock* pairs = in.pairs + g * (cols / kQK);
+      int64_t r = r0;
+      for (; kernel.fn8_pairs_rows && r + kPairRows <= r1; r += kPairRows) {
+        kernel.fn8_pairs_rows(cols, w.row(r), w.row_bytes(), pairs, out);
+        store_eight_tokens(out, kPairRows, g * 8, r, rows, y);
+      }
+      for (; r < r1; ++r) {
+        kernel.fn8_pairs(cols, w.row(r), pairs, out);
+        store_eight_tokens(out, 1, g * 8, r, rows, y);
+      }
+    }
+    return groups * 8;
+  }
+  if (kernel.fn8_k_pairs && in.k_pairs) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const Q8_KPairBlock* pairs = in.k_pairs + g * (cols / kQK_K);
+      for (int64_t r = r0; r < r1; ++r) {
+        kernel.fn8_k_pairs(cols, w.row(r), pairs, out);
+        store_eight_tokens(out, 1, g * 8, r, rows, y);
+      }
+    }
+    return groups * 8;
+  }
+  return 0;
 }
 
 // Rows [r0, r1) of one weight for every token: eight tokens at a time where
@@ -158,18 +213,7 @@ void multiply_tile(const LinearWeight& w, const ConvertedInput& in, int64_t n_to
   const int64_t rows = w.rows(), cols = w.cols();
   const VecDotKernel& kernel = w.kernel();
   const uint8_t* acts = in.rows;
-  int64_t m = 0;
-  if (kernel.fn8_pairs && in.pairs) {
-    const int64_t blocks = cols / kQK;
-    for (; m + 8 <= n_tokens; m += 8) {
-      const Q8_0PairBlock* pairs = in.pairs + (m / 8) * blocks;
-      float out[8];
-      for (int64_t r = r0; r < r1; ++r) {
-        kernel.fn8_pairs(cols, w.row(r), pairs, out);
-        for (int j = 0; j < 8; ++j) y[(m + j) * rows + r] = out[j];
-      }
-    }
-  }
+  int64_t m = multiply_pair_groups(w, in, n_tokens, r0, r1, y);
   if (kernel.fn8 && in.scales) {
     const int64_t blocks = cols / kQK;
     for (; m + 8 <= n_tokens; m += 8) {
@@ -180,7 +224,7 @@ void multiply_tile(const LinearWeight& w, const ConvertedInput& in, int64_t n_to
       float out[8];
       for (int64_t r = r0; r < r1; ++r) {
         kernel.fn8(cols, w.row(r), eight, in.scales + group_offset, sums, out);
-        for (int j = 0; j < 8; ++j) y[(m + j) * rows + r] = out[j];
+        store_eight_tokens(out, 1, m, r, rows, y);
       }
     }
   }

@@ -49,6 +49,7 @@ struct MatmulScratch {
   std::vector<std::vector<uint8_t>> activations;
   std::vector<std::vector<float>> block_scales;
   std::vector<std::vector<Q8_0PairBlock>> pair_blocks;
+  std::vector<std::vector<Q8_KPairBlock>> k_pair_blocks;
 };
 
 // y[m][r] = dot(x[m], W[r]) for m < n_tokens; x is [n_tokens][cols] f32,

@@ -10,6 +10,7 @@
 #include "engine/tensor/dtype.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/q8_0_pairs.h"
+#include "kernels/cpu/q8_k_pairs.h"
 
 namespace tessera::cpu {
 
@@ -32,12 +33,26 @@ using VecDot8Fn = void (*)(int64_t n, const void* weight_row, const void* const*
 // `n / 32` of them. Each output is summed exactly as the one-row kernel sums it.
 using VecDotPairsFn = void (*)(int64_t n, const void* weight_row, const Q8_0PairBlock* pairs, float* out);
 
+// VecDotPairsFn for kPairRows consecutive weight rows, `row_bytes` apart:
+// out[r * 8 + j] is row r times token j. Each pair block is read once for all
+// the rows, which keeps the product from waiting on the cache that holds the
+// packed activations.
+constexpr int kPairRows = 4;
+using VecDotPairsRowsFn = void (*)(int64_t n, const void* weight_rows, size_t row_bytes, const Q8_0PairBlock* pairs,
+                                   float* out);
+
+// Eight Q8_K activation rows packed as pair blocks (kernels/cpu/q8_k_pairs.h):
+// `n / 256` of them. Each output is summed exactly as the one-row kernel sums it.
+using VecDotKPairsFn = void (*)(int64_t n, const void* weight_row, const Q8_KPairBlock* pairs, float* out);
+
 struct VecDotKernel {
   DType activation_type = DType::kF32;  // what activations are converted to
   VecDotFn fn = nullptr;
   VecDot4Fn fn4 = nullptr;  // optional
   VecDot8Fn fn8 = nullptr;  // optional
   VecDotPairsFn fn8_pairs = nullptr;  // optional; preferred over fn8 (Q8_0 activations only)
+  VecDotPairsRowsFn fn8_pairs_rows = nullptr;  // optional, with fn8_pairs for the rows left over
+  VecDotKPairsFn fn8_k_pairs = nullptr;  // optional; preferred over fn4 (Q8_K activations only)
 };
 
 // The activation format a weight format is multiplied against, or nullopt.

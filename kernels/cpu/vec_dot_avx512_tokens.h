@@ -54,6 +54,39 @@ void dot8_offset_pairs(int64_t n, const void* w, const Q8_0PairBlock* pairs, flo
   store_pair_sums(acc, out);
 }
 
+// dot8_offset_pairs for kRows consecutive weight rows: each pair block's
+// values, biases and scales are loaded once and used for every row.
+template <class Format, int kRows>
+void dot8_offset_pairs_rows(int64_t n, const void* w, size_t row_bytes, const Q8_0PairBlock* pairs, float* out) {
+  using Block = typename Format::Block;
+  const Block* x[kRows];
+  for (int r = 0; r < kRows; ++r) x[r] = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + size_t(r) * row_bytes);
+  const __m256i top_up = _mm256_set1_epi8(char(128 - int(uint8_t(Format::kOffset))));
+  __m512 acc[kRows][4];
+  for (auto& row : acc) {
+    for (__m512& v : row) v = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    __m512i ux[kRows];
+    __m512 dx[kRows];
+    for (int r = 0; r < kRows; ++r) {
+      ux[r] = _mm512_broadcast_i64x4(_mm256_add_epi8(Format::values(x[r][b]), top_up));
+      dx[r] = _mm512_set1_ps(fp16(x[r][b].d));
+    }
+    const Q8_0PairBlock& y = pairs[b];
+    for (int p = 0; p < 4; ++p) {
+      const __m512i qy = _mm512_load_si512(y.qs[p]);
+      const __m512i bias = _mm512_load_si512(y.bias[p]);
+      const __m512 dy = _mm512_load_ps(y.d[p]);
+      for (int r = 0; r < kRows; ++r) {
+        const __m512i sums = _mm512_dpbusd_epi32(bias, ux[r], qy);
+        acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dx[r], dy), _mm512_cvtepi32_ps(sums), acc[r][p]);
+      }
+    }
+  }
+  for (int r = 0; r < kRows; ++r) store_pair_sums(acc[r], out + 8 * r);
+}
+
 // Q4_1: unsigned weights times signed activations, plus the minimum terms
 // m * s of the eight tokens in one vector, multiplied and added lane by lane
 // as the scalar code does.

@@ -112,26 +112,45 @@ TEST(QuantizeRows, Q8_KMapsTheExtremeToMinus127AndSumsGroups) {
   EXPECT_EQ(b.bsums[1], sum);
 }
 
-// 13 tokens take the eight-, four- and one-row kernels in turn; every output
-// must be the one-row kernel's, on each instruction set this CPU has.
+// llama.cpp keys the scale to the first element of largest magnitude: with
+// +a and −a both present, whichever comes first maps to −127.
+TEST(QuantizeRows, Q8_KTakesTheFirstOfTiedExtremes) {
+  for (const bool negative_first : {true, false}) {
+    std::vector<float> x = random_row(256, 11);
+    x[5] = negative_first ? -10.0f : 10.0f;
+    x[200] = -x[5];
+    BlockQ8_K b;
+    quantize_row_q8_k(x.data(), &b, 256);
+    EXPECT_EQ(b.qs[5], -127) << negative_first;
+    EXPECT_EQ(b.qs[200], 127) << negative_first;
+    EXPECT_EQ(b.d, x[5] / -127.0f) << negative_first;
+  }
+}
+
+// 21 tokens take the eight-token kernels twice (on AVX-512, the four-row
+// ones and then single rows for the rows of a tile left over), then the
+// four- and one-token kernels; every output must be the one-row kernel's, on
+// each instruction set this CPU has.
 TEST(Matmul, ManyTokensMatchesPerRowDots) {
   IsaFeatures avx2_only = detect_isa();
   avx2_only.avx512f = avx2_only.avx512bw = avx2_only.avx512vl = avx2_only.avx512_vnni = false;
   for (const IsaFeatures& isa : {detect_isa(), avx2_only}) {
     for (const char* type : {"Q4_0", "Q4_1", "Q5_0", "Q8_0", "Q4_K", "Q6_K"}) {
       const WeightRows w = weight_rows(type);
-      const LinearWeight weight("test.weight", w.dtype, w.bytes.data(), w.rows, w.cols, isa);
-      const int64_t tokens = 13;
+      // One row short of the golden's, so that rows are left over after the four-row kernels.
+      const int64_t rows = w.rows - 1;
+      const LinearWeight weight("test.weight", w.dtype, w.bytes.data(), rows, w.cols, isa);
+      const int64_t tokens = 21;
       const std::vector<float> x = random_row(tokens * w.cols, 3);
-      std::vector<float> y(static_cast<size_t>(tokens * w.rows));
+      std::vector<float> y(static_cast<size_t>(tokens * rows));
       ThreadPool pool(2);
       MatmulScratch scratch;
       matmul(weight, x.data(), tokens, y.data(), scratch, pool);
       std::vector<uint8_t> act(weight.activation_row_bytes());
       for (int64_t m = 0; m < tokens; ++m) {
         convert_activation_row(weight.kernel().activation_type, x.data() + m * w.cols, act.data(), w.cols);
-        for (int64_t r = 0; r < w.rows; ++r) {
-          ASSERT_EQ(y[size_t(m * w.rows + r)], weight.kernel().fn(w.cols, weight.row(r), act.data()))
+        for (int64_t r = 0; r < rows; ++r) {
+          ASSERT_EQ(y[size_t(m * rows + r)], weight.kernel().fn(w.cols, weight.row(r), act.data()))
               << type << " token " << m << " row " << r;
         }
       }
