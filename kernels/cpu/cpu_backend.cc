@@ -12,6 +12,7 @@
 #include "engine/error.h"
 #include "engine/tensor/aligned_buffer.h"
 #include "kernels/cpu/cpu_prepared.h"
+#include "kernels/cpu/resident_pages.h"
 #include "quant/dequantize.h"
 #include "quant/int_weights.h"
 
@@ -54,6 +55,7 @@ CpuLinear::CpuLinear(const QuantizedLinear& desc, const IsaFeatures& isa) : Prep
     throw Error("weight '" + desc.name + "': the CPU backend has no kernel for scheme " + scheme.describe());
   }
   weight_.emplace(desc.name, scheme.storage, desc.data, desc.rows, desc.cols, isa);
+  make_resident(desc.data, size_t(weight_->rows()) * weight_->row_bytes());
 }
 
 CpuBackend::CpuBackend(const CpuBackendOptions& options)
@@ -93,8 +95,9 @@ void CpuBackend::fill_zero(void* dst, size_t bytes, Stream&) {
   if (bytes) std::memset(dst, 0, bytes);
 }
 
-std::shared_ptr<const void> CpuBackend::place_weights(const void* host, size_t) {
+std::shared_ptr<const void> CpuBackend::place_weights(const void* host, size_t bytes) {
   // The mapping is read in place; the owner of the checkpoint keeps it alive.
+  make_resident(host, bytes);
   return std::shared_ptr<const void>(host, [](const void*) {});
 }
 

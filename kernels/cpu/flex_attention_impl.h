@@ -69,15 +69,23 @@ float* zeroed_floats(std::vector<float>& buffer, size_t n) {
   return p;
 }
 
-// Rows [0, rows) of one page and KV head as f32, into dst[row][head_dim].
-// `scales`: the page pool's int8 scales (kI8 only).
-void load_rows(const PagedKv& kv, const void* pool, const float* scales, int page, int kv_head, int rows, float* dst) {
+// Where row 0 of one page and KV head starts in the pool, in elements; rows
+// are n_kv_heads * head_dim elements apart.
+size_t page_offset(const PagedKv& kv, int page, int kv_head) {
+  return size_t(page) * size_t(kv.page_size) * size_t(kv.n_kv_heads) * size_t(kv.head_dim) + size_t(kv_head) * size_t(kv.head_dim);
+}
+
+// Rows [row_begin, row_end) of one page and KV head as f32, into
+// dst[row - row_begin][head_dim]. `scales`: the page pool's int8 scales
+// (kI8 only).
+void load_rows(const PagedKv& kv, const void* pool, const float* scales, int page, int kv_head, int row_begin, int row_end,
+               float* dst) {
   const size_t elems_per_row = size_t(kv.n_kv_heads) * size_t(kv.head_dim);
   const size_t first_slot = size_t(page) * size_t(kv.page_size);
-  const size_t first = first_slot * elems_per_row + size_t(kv_head) * size_t(kv.head_dim);
-  for (int r = 0; r < rows; ++r) {
+  const size_t first = page_offset(kv, page, kv_head);
+  for (int r = row_begin; r < row_end; ++r) {
     const size_t offset = first + size_t(r) * elems_per_row;
-    float* out = dst + size_t(r) * size_t(kv.head_dim);
+    float* out = dst + size_t(r - row_begin) * size_t(kv.head_dim);
     int d = 0;
     if (kv.dtype == DType::kF32) {
       std::memcpy(out, static_cast<const float*>(pool) + offset, size_t(kv.head_dim) * sizeof(float));
@@ -102,6 +110,42 @@ void load_rows(const PagedKv& kv, const void* pool, const float* scales, int pag
     }
   }
 }
+
+// The keys of one page as the score pass reads them: in the cache itself
+// where the kernel can widen them in registers (f32; f16 with F16C), else
+// converted into `buffer` (int8, and f16 without F16C).
+struct PageKeys {
+  const PagedKv& kv;
+  const float* buffer;  // [row][head_dim], when converted
+  const void* in_place = nullptr;  // row 0 of the page in the pool
+  size_t stride = 0;  // elements between rows in place
+
+  static bool read_in_place(const PagedKv& kv) {
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+    return kv.dtype == DType::kF32 || kv.dtype == DType::kF16;
+#else
+    return kv.dtype == DType::kF32;
+#endif
+  }
+
+  // Dots of q with the page's rows r .. r + 7.
+  void dot8(const float* q, int r, int dim, float* out) const {
+    if (!in_place) return lane16_dot8(q, buffer + size_t(r) * size_t(dim), size_t(dim), dim, out);
+    if (kv.dtype == DType::kF32) return lane16_dot8(q, static_cast<const float*>(in_place) + size_t(r) * stride, stride, dim, out);
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+    lane16_dot8(q, static_cast<const uint16_t*>(in_place) + size_t(r) * stride, stride, dim, out);
+#endif
+  }
+
+  // The dot of q with row r; `row` holds dim floats for a row in f16.
+  float dot(const float* q, int r, int dim, float* row) const {
+    if (!in_place) return ordered_dot(q, buffer + size_t(r) * size_t(dim), dim);
+    if (kv.dtype == DType::kF32) return ordered_dot(q, static_cast<const float*>(in_place) + size_t(r) * stride, dim);
+    const uint16_t* src = static_cast<const uint16_t*>(in_place) + size_t(r) * stride;
+    for (int d = 0; d < dim; ++d) row[d] = f16_to_f32(src[d]);
+    return ordered_dot(q, row, dim);
+  }
+};
 
 // Turns the scores w[lo..hi] of one query into probabilities, as llama.cpp's
 // softmax does (its exponential; the sum over 16-lane groups aligned to key
@@ -146,6 +190,38 @@ inline void normalise_row(float* w, int first, int lo, int hi, float row_max, bo
 // their accumulators stay in the first-level cache.
 constexpr int kValueRows = 4, kValueChunk = 64;
 
+// a_i[d] = fma(v[3][d], p[i][3], fma(v[2][d], p[i][2], fma(v[1][d], p[i][1],
+// fma(v[0][d], p[i][0], a_i[d])))) for d < n and the one or two rows i of
+// `p`: four keys into one lane of each row, the values read once for both.
+inline void add_four_keys(const float* const v[4], const float (*p)[4], int rows, int n, float* a0, float* a1) {
+  int d = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+  __m256 pb[2][4];
+  for (int i = 0; i < rows; ++i) {
+    for (int m = 0; m < 4; ++m) pb[i][m] = _mm256_set1_ps(p[i][m]);
+  }
+  float* const a[2] = {a0, a1};
+  for (; d + 8 <= n; d += 8) {
+    const __m256 v0 = _mm256_loadu_ps(v[0] + d), v1 = _mm256_loadu_ps(v[1] + d);
+    const __m256 v2 = _mm256_loadu_ps(v[2] + d), v3 = _mm256_loadu_ps(v[3] + d);
+    for (int i = 0; i < rows; ++i) {
+      __m256 s = _mm256_loadu_ps(a[i] + d);
+      s = _mm256_fmadd_ps(v0, pb[i][0], s);
+      s = _mm256_fmadd_ps(v1, pb[i][1], s);
+      s = _mm256_fmadd_ps(v2, pb[i][2], s);
+      s = _mm256_fmadd_ps(v3, pb[i][3], s);
+      _mm256_storeu_ps(a[i] + d, s);
+    }
+  }
+#endif
+  for (; d < n; ++d) {
+    a0[d] = std::fma(v[3][d], p[0][3], std::fma(v[2][d], p[0][2], std::fma(v[1][d], p[0][1], std::fma(v[0][d], p[0][0], a0[d]))));
+    if (rows > 1) {
+      a1[d] = std::fma(v[3][d], p[1][3], std::fma(v[2][d], p[1][2], std::fma(v[1][d], p[1][1], std::fma(v[0][d], p[1][0], a1[d]))));
+    }
+  }
+}
+
 // o[i][d] = sum over keys k in [lo, hi] of row i's probability times
 // value[d], key k summed into lane k % 16 in increasing order, then the lanes
 // reduced: the arithmetic of a 16-wide multiply over keys. Row i's
@@ -173,19 +249,14 @@ void weighted_values(const float* const* w, const float* v, int first, int lo, i
     // times.
     for (; k + 4 * kLanes - 1 <= hi; k += 4 * kLanes) {
       for (int l = 0; l < kLanes; ++l) {
-        const float* __restrict v0 = value(k + l);
-        const float* __restrict v1 = value(k + l + kLanes);
-        const float* __restrict v2 = value(k + l + 2 * kLanes);
-        const float* __restrict v3 = value(k + l + 3 * kLanes);
+        const float* v4[4] = {value(k + l), value(k + l + kLanes), value(k + l + 2 * kLanes), value(k + l + 3 * kLanes)};
         float p[kRows][4];
         for (int i = 0; i < kRows; ++i) {
           for (int m = 0; m < 4; ++m) p[i][m] = w[i][k + l + m * kLanes - first];
         }
-        for (int i = 0; i < kRows; ++i) {
-          float* __restrict a = lane(i, l);
-          for (int d = 0; d < dn; ++d) {
-            a[d] = std::fma(v3[d], p[i][3], std::fma(v2[d], p[i][2], std::fma(v1[d], p[i][1], std::fma(v0[d], p[i][0], a[d]))));
-          }
+        for (int i = 0; i < kRows; i += 2) {
+          const int pair = std::min(2, kRows - i);
+          add_four_keys(v4, p + i, pair, dn, lane(i, l), pair > 1 ? lane(i + 1, l) : nullptr);
         }
       }
     }
@@ -211,13 +282,14 @@ void weighted_values(const float* const* w, const float* v, int first, int lo, i
 // keys and values, the arithmetic of an f16 matrix multiply. An int8 cache
 // is read back as f32 (int8 times its row's scale) and meets f32 queries.
 template <class Mask, class Score>
-void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv, const AttentionBatch& batch,
-            const AttentionParams& params, const Mask& mask, const Score& score_mod, float* out, AttentionScratch& scratch) {
+void attend(const WorkItem& item, int head_first, int head_count, const float* q, int n_heads, const PagedKv& kv,
+            const AttentionBatch& batch, const AttentionParams& params, const Mask& mask, const Score& score_mod, float* out,
+            AttentionScratch& scratch) {
   const int group = n_heads / kv.n_kv_heads;
   const int dim = kv.head_dim;
   const bool f16 = kv.dtype == DType::kF16;
   const int n_tokens = item.token_end - item.token_begin;
-  const int n_rows = n_tokens * group;
+  const int n_rows = n_tokens * head_count;
   const int prefix = batch.prefix_len ? batch.prefix_len[item.seq] : 0;
   const int kv_len = batch.kv_len[item.seq];
   // Keys any query of the tile may see: [span_first, span_last].
@@ -237,7 +309,7 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
   const bool int8 = kv.dtype == DType::kI8;
   float* const offsets = scratch_floats(scratch.offsets, size_t(n_rows));
   for (int r = 0; r < n_rows; ++r) {
-    const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
+    const int t = item.token_begin + r / head_count, head = item.kv_head * group + head_first + r % head_count;
     const float* src = q + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
     float* row = queries + size_t(r) * size_t(dim);
     for (int d = 0; d < dim; ++d) {
@@ -248,7 +320,8 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
     if (int8 && hadamard_applies(dim)) walsh_hadamard(row, dim);
   }
   // weights[r][k - span_first]: the score, then the probability.
-  float* const weights = zeroed_floats(scratch.weights, size_t(n_rows) * size_t(std::max(span, 0)));
+  // Only the scores of visible keys are written, and only they are read.
+  float* const weights = scratch_floats(scratch.weights, size_t(n_rows) * size_t(std::max(span, 0)));
   float* const row_max = scratch_floats(scratch.row_max, size_t(n_rows));
   std::fill_n(row_max, n_rows, -std::numeric_limits<float>::infinity());
   float* const rows = scratch_floats(scratch.rows, size_t(kv.page_size) * size_t(dim));
@@ -259,19 +332,28 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
     *hi = std::min(page_first + page_rows - 1, mask.last(pos, prefix));
     return *lo <= *hi;
   };
-  auto for_each_page = [&](const void* pool, const float* scales, auto&& body) {
+  // body(page in the pool, its first key, its rows) for each page with a key in the span.
+  auto for_each_page = [&](auto&& body) {
     for (int p = 0; p < n_pages; ++p) {
       const int page_first = p * kv.page_size;
       const int page_rows = std::min(kv.page_size, kv_len - page_first);
       if (page_rows <= 0) break;
       if (page_first + page_rows - 1 < span_first || page_first > span_last) continue;  // wholly masked
-      load_rows(kv, pool, scales, batch.page_indices[batch.page_indptr[item.seq] + p], item.kv_head, page_rows, rows);
-      body(page_first, page_rows);
+      body(batch.page_indices[batch.page_indptr[item.seq] + p], page_first, page_rows);
     }
   };
-  for_each_page(kv.k, kv.k_scales, [&](int page_first, int page_rows) {
+  const bool keys_in_place = PageKeys::read_in_place(kv);
+  for_each_page([&](int page, int page_first, int page_rows) {
+    PageKeys keys{kv, rows};
+    if (keys_in_place) {
+      keys.in_place = kv.dtype == DType::kF32 ? static_cast<const void*>(static_cast<const float*>(kv.k) + page_offset(kv, page, item.kv_head))
+                                               : static_cast<const uint16_t*>(kv.k) + page_offset(kv, page, item.kv_head);
+      keys.stride = size_t(kv.n_kv_heads) * size_t(dim);
+    } else {
+      load_rows(kv, kv.k, kv.k_scales, page, item.kv_head, 0, page_rows, rows);
+    }
     for (int r = 0; r < n_rows; ++r) {
-      const int t = item.token_begin + r / group, head = item.kv_head * group + r % group;
+      const int t = item.token_begin + r / head_count, head = item.kv_head * group + head_first + r % head_count;
       int lo, hi;
       if (!visible_keys(t, page_first, page_rows, &lo, &hi)) continue;
       const float* qv = queries + size_t(r) * size_t(dim);
@@ -289,27 +371,27 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
       if (dim % kLanes == 0) {
         for (; k + 8 <= hi + 1; k += 8) {
           float dots[8];
-          lane16_dot8(qv, rows + size_t(k - page_first) * size_t(dim), size_t(dim), dim, dots);
+          keys.dot8(qv, k - page_first, dim, dots);
           for (int i = 0; i < 8; ++i) record(k + i, dots[i]);
         }
       }
-      for (; k <= hi; ++k) record(k, ordered_dot(qv, rows + size_t(k - page_first) * size_t(dim), dim));
+      for (; k <= hi; ++k) record(k, keys.dot(qv, k - page_first, dim, rows));
       row_max[size_t(r)] = max;
     }
   });
   for (int r = 0; r < n_rows; ++r) {
-    const int t = item.token_begin + r / group;
+    const int t = item.token_begin + r / head_count;
     const int lo = std::max(span_first, mask.first(batch.positions[t]));
     const int hi = std::min(kv_len - 1, mask.last(batch.positions[t], prefix));
     normalise_row(weights + size_t(r) * size_t(span), span_first, lo, hi, row_max[size_t(r)], f16);
   }
-  // Values of the visible keys, converted once: values[k - span_first][d].
-  float* const values = zeroed_floats(scratch.values, size_t(std::max(span, 0)) * size_t(dim));
-  for_each_page(kv.v, kv.v_scales, [&](int page_first, int page_rows) {
+  // Values of the keys in the span, converted once: values[k - span_first][d].
+  float* const values = scratch_floats(scratch.values, size_t(std::max(span, 0)) * size_t(dim));
+  for_each_page([&](int page, int page_first, int page_rows) {
     const int from = std::max(page_first, span_first), to = std::min(page_first + page_rows - 1, span_last);
     if (from > to) return;
-    std::memcpy(values + size_t(from - span_first) * size_t(dim), rows + size_t(from - page_first) * size_t(dim),
-                size_t(to - from + 1) * size_t(dim) * sizeof(float));
+    load_rows(kv, kv.v, kv.v_scales, page, item.kv_head, from - page_first, to - page_first + 1,
+              values + size_t(from - span_first) * size_t(dim));
   });
   // The heads of one token see the same keys: up to kValueRows of them go
   // through the values together.
@@ -317,12 +399,12 @@ void attend(const WorkItem& item, const float* q, int n_heads, const PagedKv& kv
   for (int t = item.token_begin; t < item.token_end; ++t) {
     const int lo = std::max(span_first, mask.first(batch.positions[t]));
     const int hi = std::min(kv_len - 1, mask.last(batch.positions[t], prefix));
-    for (int h0 = 0; h0 < group; h0 += kValueRows) {
-      const int n = std::min(kValueRows, group - h0);
+    for (int h0 = 0; h0 < head_count; h0 += kValueRows) {
+      const int n = std::min(kValueRows, head_count - h0);
       const float* w[kValueRows];
       float* o[kValueRows];
       for (int i = 0; i < n; ++i) {
-        const int r = (t - item.token_begin) * group + h0 + i, head = item.kv_head * group + h0 + i;
+        const int r = (t - item.token_begin) * head_count + h0 + i, head = item.kv_head * group + head_first + h0 + i;
         w[i] = weights + size_t(r) * size_t(span);
         o[i] = out + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
       }
@@ -342,12 +424,21 @@ void run_all(const std::vector<WorkItem>& items, const float* q, int n_heads, co
              AttentionScratch* scratch) {
   // Items differ in cost (a causal tile late in a prompt sees more keys), so
   // threads claim them one at a time, costliest (last) first. Each item
-  // writes its own outputs: the order changes no result.
-  const int64_t n = int64_t(items.size());
+  // writes its own outputs: the order changes no result. With fewer items
+  // than threads (decode with few KV heads), each item's query heads are
+  // split into parts the threads share; every part reads the keys itself.
+  const int group = n_heads / kv.n_kv_heads;
+  const int64_t n_items = int64_t(items.size());
+  const int parts = n_items > 0 && n_items < pool.size() ? int(std::min<int64_t>(group, (pool.size() + n_items - 1) / n_items)) : 1;
+  const int64_t n = n_items * parts;
   std::atomic<int64_t> next{0};
   pool.parallel_for(std::min<int64_t>(n, pool.size()), 1, [&](int chunk, int64_t, int64_t) {
     for (int64_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
-      attend(items[size_t(n - 1 - i)], q, n_heads, kv, batch, params, mask, score, out, scratch[chunk]);
+      const int64_t work = n - 1 - i;
+      const int part = int(work % parts);
+      const int head_first = group * part / parts, head_end = group * (part + 1) / parts;
+      attend(items[size_t(work / parts)], head_first, head_end - head_first, q, n_heads, kv, batch, params, mask, score, out,
+             scratch[chunk]);
     }
   });
 }

@@ -6,6 +6,7 @@
 // agree exactly.
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -47,14 +48,26 @@ static inline float lane16_dot(const float* x, const float* y, int n) {
 // lane16_dot of x with eight vectors y + i * stride at once, the same bits
 // for each: the 16-lane reductions run side by side across the eight, after
 // a transpose, instead of one scalar tree per vector.
-static inline void lane16_dot8(const float* x, const float* y, size_t stride, int n, float* out) {
+#if defined(__AVX2__) && defined(__FMA__)
+static inline __m256 load8_as_f32(const float* p) { return _mm256_loadu_ps(p); }
+#if defined(__F16C__)
+static inline __m256 load8_as_f32(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+#endif
+#endif
+
+// Y: float, or uint16_t (f16 values, widened exactly as they are loaded;
+// on builds with F16C only).
+template <class Y>
+static inline void lane16_dot8(const float* x, const Y* y, size_t stride, int n, float* out) {
 #if defined(__AVX2__) && defined(__FMA__)
   __m256 folded[8];  // folded[v] lane i: acc[i + 8] + acc[i] of vector v
   // Four vectors side by side: eight independent chains of multiply-adds
   // keep both FMA units busy where one vector's two chains would wait on
   // their own latency.
   for (int v0 = 0; v0 < 8; v0 += 4) {
-    const float* yv[4];
+    const Y* yv[4];
     __m256 lo[4], hi[4];
     for (int v = 0; v < 4; ++v) {
       yv[v] = y + size_t(v0 + v) * stride;
@@ -63,8 +76,8 @@ static inline void lane16_dot8(const float* x, const float* y, size_t stride, in
     for (int i = 0; i < n; i += kLanes) {
       const __m256 x_lo = _mm256_loadu_ps(x + i), x_hi = _mm256_loadu_ps(x + i + 8);
       for (int v = 0; v < 4; ++v) {
-        lo[v] = _mm256_fmadd_ps(x_lo, _mm256_loadu_ps(yv[v] + i), lo[v]);
-        hi[v] = _mm256_fmadd_ps(x_hi, _mm256_loadu_ps(yv[v] + i + 8), hi[v]);
+        lo[v] = _mm256_fmadd_ps(x_lo, load8_as_f32(yv[v] + i), lo[v]);
+        hi[v] = _mm256_fmadd_ps(x_hi, load8_as_f32(yv[v] + i + 8), hi[v]);
       }
     }
     for (int v = 0; v < 4; ++v) folded[v0 + v] = _mm256_add_ps(hi[v], lo[v]);

@@ -1,0 +1,14 @@
+#pragma once
+// Weights read in place from a file mapping are brought into memory when
+// they are placed, not by page faults in the middle of the first request
+// (which would stall every thread of its forward pass in turn).
+#include <cstddef>
+
+namespace tessera::cpu {
+
+// Maps every page of [data, data + bytes) into this process, reading it from
+// the file if it is not in the page cache. Best effort: memory that cannot
+// be populated ahead is left to fault in on first use.
+void make_resident(const void* data, size_t bytes);
+
+}  // namespace tessera::cpu
