@@ -33,6 +33,7 @@ struct GenerateOptions {
   bool ignore_eos = false;
   bool print_ids = false;
   bool profile = false;
+  bool warmup = false;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -66,6 +67,14 @@ int run_generate(const GenerateOptions& o) {
   IncrementalDetokenizer detok(tokenizer);
   std::vector<int32_t> ids;
 
+  if (o.warmup) {
+    // The prompt and one decode step once, untimed, as llama-bench warms up:
+    // buffers grown, pages touched, threads awake. The sequence then starts
+    // again from nothing, with the same seed.
+    seq.feed(prompt, o.batch, false, true);
+    seq.next();
+    seq.reset();
+  }
   OpProfile profile;
   if (o.profile) runner.set_profile(&profile);
   t0 = std::chrono::steady_clock::now();
@@ -118,6 +127,7 @@ Runner add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Random seed (-1: random)")->capture_default_str();
   cmd->add_option("--batch", o->batch, "Prompt tokens per forward pass")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep going past end-of-generation tokens");
+  cmd->add_flag("--warmup", o->warmup, "Run the prompt and one decode step once, untimed, before the timed run");
   cmd->add_flag("--profile", o->profile, "Time every step of the forward pass and print where prefill and decode spend it");
   cmd->add_flag("--print-ids", o->print_ids, "Print the generated token ids as a JSON array instead of text");
   return [o] { return run_generate(*o); };

@@ -68,10 +68,10 @@ def llama_bench(tool, path, threads, n_prefill, n_decode):
 
 def tessera(binary, path, prompt, threads, n_decode):
     pre = subprocess.run([binary, "generate", "-m", path, "-p", prompt, "-n", "1", "--temperature", "0", "-t", str(threads),
-                          "--batch", "512"], capture_output=True, check=True)
+                          "--batch", "512", "--warmup"], capture_output=True, check=True)
     prefill = float(re.search(rb"prompt: \d+ tokens in [0-9.]+ s \(([0-9.]+) tok/s\)", pre.stderr).group(1))
     gen = subprocess.run([binary, "generate", "-m", path, "-p", "Once upon a time", "-n", str(n_decode + 1), "--temperature",
-                          "0", "--ignore-eos", "-t", str(threads)], capture_output=True, check=True)
+                          "0", "--ignore-eos", "--warmup", "-t", str(threads)], capture_output=True, check=True)
     decode = float(re.search(rb"generated: \d+ tokens in [0-9.]+ s \(([0-9.]+) tok/s\)", gen.stderr).group(1))
     return prefill, decode
 

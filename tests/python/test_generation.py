@@ -102,6 +102,18 @@ def test_same_seed_same_text(tessera_bin, smollm2):
     assert a != c
 
 
+def test_warmup_run_leaves_the_sampled_text_as_it_was(tessera_bin, smollm2):
+    # The warm-up runs the prompt once and starts the sequence again with the
+    # same seed: what is timed must be the run that would have happened.
+    args = [tessera_bin, "generate", "-m", smollm2, "-p", "Once upon a time", "-n", "24", "--temperature", "1.0",
+            "--top-k", "0", "--top-p", "1.0", "--min-p", "0", "--seed", "11", "--print-ids"]
+    cold = run(args)
+    warm = run(args + ["--warmup"])
+    assert cold.returncode == 0 and warm.returncode == 0, warm.stderr
+    assert len(json.loads(warm.stdout)) == 24
+    assert warm.stdout == cold.stdout
+
+
 def test_missing_model_is_a_clear_error(tessera_bin):
     result = run([tessera_bin, "generate", "-m", "/no/such.gguf", "-p", "hi"])
     assert result.returncode == 1
