@@ -312,7 +312,15 @@ void attend(const WorkItem& item, int head_first, int head_count, const float* q
     const int t = item.token_begin + r / head_count, head = item.kv_head * group + head_first + r % head_count;
     const float* src = q + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
     float* row = queries + size_t(r) * size_t(dim);
-    for (int d = 0; d < dim; ++d) {
+    int d = 0;
+#if defined(__AVX2__) && defined(__F16C__)
+    // The hardware conversion rounds to nearest even, as f32_to_f16 does.
+    for (; f16 && d + 8 <= dim; d += 8) {
+      const __m256 value = _mm256_mul_ps(_mm256_loadu_ps(src + d), _mm256_set1_ps(query_scale));
+      _mm256_storeu_ps(row + d, _mm256_cvtph_ps(_mm256_cvtps_ph(value, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+    }
+#endif
+    for (; d < dim; ++d) {
       const float value = src[d] * query_scale;
       row[d] = f16 ? f16_to_f32(f32_to_f16(value)) : value;
     }
