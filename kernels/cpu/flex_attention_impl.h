@@ -62,13 +62,6 @@ float* scratch_floats(std::vector<float>& buffer, size_t n) {
   return buffer.data();
 }
 
-// The same, zeroed (memset: the bulk of these are large).
-float* zeroed_floats(std::vector<float>& buffer, size_t n) {
-  float* p = scratch_floats(buffer, n);
-  std::memset(p, 0, n * sizeof(float));
-  return p;
-}
-
 // Where row 0 of one page and KV head starts in the pool, in elements; rows
 // are n_kv_heads * head_dim elements apart.
 size_t page_offset(const PagedKv& kv, int page, int kv_head) {
@@ -126,6 +119,13 @@ struct PageKeys {
 #else
     return kv.dtype == DType::kF32;
 #endif
+  }
+
+  // The page's keys read where they lie in `pool`.
+  static PageKeys in_cache(const PagedKv& kv, const void* pool, int page, int kv_head) {
+    const size_t element_bytes = kv.dtype == DType::kF32 ? sizeof(float) : sizeof(uint16_t);
+    return {kv, nullptr, static_cast<const uint8_t*>(pool) + page_offset(kv, page, kv_head) * element_bytes,
+            size_t(kv.n_kv_heads) * size_t(kv.head_dim)};
   }
 
   // Dots of q with the page's rows r .. r + 7.
@@ -352,14 +352,8 @@ void attend(const WorkItem& item, int head_first, int head_count, const float* q
   };
   const bool keys_in_place = PageKeys::read_in_place(kv);
   for_each_page([&](int page, int page_first, int page_rows) {
-    PageKeys keys{kv, rows};
-    if (keys_in_place) {
-      keys.in_place = kv.dtype == DType::kF32 ? static_cast<const void*>(static_cast<const float*>(kv.k) + page_offset(kv, page, item.kv_head))
-                                               : static_cast<const uint16_t*>(kv.k) + page_offset(kv, page, item.kv_head);
-      keys.stride = size_t(kv.n_kv_heads) * size_t(dim);
-    } else {
-      load_rows(kv, kv.k, kv.k_scales, page, item.kv_head, 0, page_rows, rows);
-    }
+    const PageKeys keys = keys_in_place ? PageKeys::in_cache(kv, kv.k, page, item.kv_head) : PageKeys{kv, rows};
+    if (!keys_in_place) load_rows(kv, kv.k, kv.k_scales, page, item.kv_head, 0, page_rows, rows);
     for (int r = 0; r < n_rows; ++r) {
       const int t = item.token_begin + r / head_count, head = item.kv_head * group + head_first + r % head_count;
       int lo, hi;

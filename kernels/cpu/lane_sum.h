@@ -45,9 +45,6 @@ static inline float lane16_dot(const float* x, const float* y, int n) {
   return reduce_16_lanes(acc);
 }
 
-// lane16_dot of x with eight vectors y + i * stride at once, the same bits
-// for each: the 16-lane reductions run side by side across the eight, after
-// a transpose, instead of one scalar tree per vector.
 #if defined(__AVX2__) && defined(__FMA__)
 static inline __m256 load8_as_f32(const float* p) { return _mm256_loadu_ps(p); }
 #if defined(__F16C__)
@@ -57,6 +54,9 @@ static inline __m256 load8_as_f32(const uint16_t* p) {
 #endif
 #endif
 
+// lane16_dot of x with eight vectors y + i * stride at once, the same bits
+// for each: the 16-lane reductions run side by side across the eight, after
+// a transpose, instead of one scalar tree per vector.
 // Y: float, or uint16_t (f16 values, widened exactly as they are loaded;
 // on builds with F16C only).
 template <class Y>

@@ -10,13 +10,11 @@
 
 #include "kernels/cpu/q8_k_pairs.h"
 #include "kernels/cpu/simd_avx2.h"
+#include "kernels/cpu/vec_dot_avx512_tokens.h"
 #include "kernels/cpu/vec_dot_x86_impl.h"
 
 namespace tessera::cpu {
 namespace {
-
-inline __m256 low_half(__m512 v) { return _mm512_castps512_ps256(v); }
-inline __m256 high_half(__m512 v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
 
 inline void dot8_q4_k_pairs(int64_t n, const void* w, const Q8_KPairBlock* pairs, float* out) {
   const auto* x = static_cast<const BlockQ4_K*>(w);
@@ -103,10 +101,7 @@ inline void dot8_q6_k_pairs(int64_t n, const void* w, const Q8_KPairBlock* pairs
       acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_load_ps(y.d[p]), d), _mm512_cvtepi32_ps(sumi), acc[p]);
     }
   }
-  for (int p = 0; p < 4; ++p) {
-    out[2 * p] = hsum(low_half(acc[p]));
-    out[2 * p + 1] = hsum(high_half(acc[p]));
-  }
+  store_pair_sums(acc, out);
 }
 
 }  // namespace

@@ -26,36 +26,23 @@ inline __m512 pair_scales(__m512 scales8, int p) {
   return _mm512_permutexvar_ps(index, scales8);
 }
 
+inline __m256 low_half(__m512 v) { return _mm512_castps512_ps256(v); }
+inline __m256 high_half(__m512 v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
+
 inline void store_pair_sums(const __m512 acc[4], float* out) {
   for (int p = 0; p < 4; ++p) {
-    out[2 * p] = hsum(_mm512_castps512_ps256(acc[p]));
-    out[2 * p + 1] = hsum(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[p]), 1)));
+    out[2 * p] = hsum(low_half(acc[p]));
+    out[2 * p + 1] = hsum(high_half(acc[p]));
   }
 }
 
 // Signed weights read as unsigned q + 128 (Format: the offset view of
 // vec_dot_avx512_offset.h, whose own offset is topped up to 128) against
-// packed pair blocks: the accumulation of each pair starts at the packed
-// bias, so each lane holds Σ q·y with one VNNI instruction and no sign work.
-template <class Format>
-void dot8_offset_pairs(int64_t n, const void* w, const Q8_0PairBlock* pairs, float* out) {
-  const auto* x = static_cast<const typename Format::Block*>(w);
-  const __m256i top_up = _mm256_set1_epi8(char(128 - int(uint8_t(Format::kOffset))));
-  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-  for (int64_t b = 0; b < n / kQK; ++b) {
-    const __m512i ux = _mm512_broadcast_i64x4(_mm256_add_epi8(Format::values(x[b]), top_up));
-    const __m512 dx = _mm512_set1_ps(fp16(x[b].d));
-    const Q8_0PairBlock& y = pairs[b];
-    for (int p = 0; p < 4; ++p) {
-      const __m512i sums = _mm512_dpbusd_epi32(_mm512_load_si512(y.bias[p]), ux, _mm512_load_si512(y.qs[p]));
-      acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_load_ps(y.d[p])), _mm512_cvtepi32_ps(sums), acc[p]);
-    }
-  }
-  store_pair_sums(acc, out);
-}
-
-// dot8_offset_pairs for kRows consecutive weight rows: each pair block's
-// values, biases and scales are loaded once and used for every row.
+// packed pair blocks, for kRows consecutive weight rows `row_bytes` apart
+// (out[8 · r + j]: row r times token j). The accumulation of each pair
+// starts at the packed bias, so each lane holds Σ q·y with one VNNI
+// instruction and no sign work; each pair block's values, biases and scales
+// are loaded once for all the rows.
 template <class Format, int kRows>
 void dot8_offset_pairs_rows(int64_t n, const void* w, size_t row_bytes, const Q8_0PairBlock* pairs, float* out) {
   using Block = typename Format::Block;
@@ -85,6 +72,11 @@ void dot8_offset_pairs_rows(int64_t n, const void* w, size_t row_bytes, const Q8
     }
   }
   for (int r = 0; r < kRows; ++r) store_pair_sums(acc[r], out + 8 * r);
+}
+
+template <class Format>
+void dot8_offset_pairs(int64_t n, const void* w, const Q8_0PairBlock* pairs, float* out) {
+  dot8_offset_pairs_rows<Format, 1>(n, w, 0, pairs, out);
 }
 
 // Q4_1: unsigned weights times signed activations, plus the minimum terms

@@ -72,7 +72,7 @@ int run_generate(const GenerateOptions& o) {
     // buffers grown, pages touched, threads awake. The sequence then starts
     // again from nothing, with the same seed.
     seq.feed(prompt, o.batch, false, true);
-    seq.next();
+    if (seq.length() + 1 < size_t(runner.model().spec().max_context)) seq.next();
     seq.reset();
   }
   OpProfile profile;
