@@ -50,7 +50,8 @@ void convert_activation_row(DType type, const float* x, void* out, int64_t n) {
 
 namespace {
 
-constexpr int64_t kRowTile = 16;  // weight rows reused across all tokens while in cache
+constexpr int64_t kRowTile = 16;
+constexpr size_t kDecodeStageBytes = 16384;  // weight rows reused across all tokens while in cache
 
 // Activation rows converted to one format, and for the 32-element formats
 // their block scales as f32 in the block-major layout of VecDot8Fn, per group
@@ -244,6 +245,37 @@ void multiply_tile(const LinearWeight& w, const ConvertedInput& in, int64_t n_to
   }
 }
 
+// One token through a weight whose kernel takes kDecodeRows rows at once
+// (VecDotRowsFn). The rows are taken from kDecodeRows quarters of the
+// weight, far apart: rows interleaved within one stretch of memory defeat
+// the hardware prefetchers (a sequential read measured at half its speed),
+// while as many separate sequential streams keep full speed.
+struct DecodeQuarters {
+  int64_t rows = 0;   // rows per quarter; the rows past kDecodeRows * rows go one at a time
+  int64_t tiles = 0;  // kRowTile-row slices of a quarter, and one more for the rows left over
+
+  DecodeQuarters() = default;
+  explicit DecodeQuarters(const LinearWeight& w) : rows(w.rows() / kDecodeRows) {
+    tiles = (rows + kRowTile - 1) / kRowTile + (w.rows() % kDecodeRows ? 1 : 0);
+  }
+};
+
+// Slice `tile` of every quarter (or, past them, the rows left over).
+void multiply_decode_tile(const LinearWeight& w, const uint8_t* act, const DecodeQuarters& quarters, int64_t tile, float* y) {
+  const int64_t cols = w.cols();
+  const int64_t q0 = tile * kRowTile;
+  if (q0 >= quarters.rows) {
+    for (int64_t r = kDecodeRows * quarters.rows; r < w.rows(); ++r) y[r] = w.kernel().fn(cols, w.row(r), act);
+    return;
+  }
+  const size_t stride = size_t(quarters.rows) * w.row_bytes();
+  float out[kDecodeRows];
+  for (int64_t i = q0; i < std::min(quarters.rows, q0 + kRowTile); ++i) {
+    w.kernel().fn_rows(cols, w.row(i), stride, act, out);
+    for (int q = 0; q < kDecodeRows; ++q) y[q * quarters.rows + i] = out[q];
+  }
+}
+
 }  // namespace
 
 void matmul(const LinearWeight& w, const float* x, int64_t n_tokens, float* y, MatmulScratch& scratch, ThreadPool& pool) {
@@ -258,6 +290,7 @@ void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, 
     float* y;
     ConvertedInput input;
     int64_t first_tile;
+    DecodeQuarters quarters;  // tiles > 0: one token, four rows at a time
   };
   if (outputs.size() > kMaxSharedOutputs) throw Error("matmul: more than " + std::to_string(kMaxSharedOutputs) + " weights share one input");
   std::array<Quantised, kMaxSharedOutputs> jobs;
@@ -275,8 +308,9 @@ void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, 
     }
     const ConvertedInput input = converted_input(o.weight->kernel(), o.weight->activation_row_bytes(),
                                                  o.weight->cols(), x, n_tokens, converted, scratch, pool);
-    jobs[n_jobs++] = {o.weight, o.y, input, n_tiles};
-    n_tiles += (o.weight->rows() + kRowTile - 1) / kRowTile;
+    const bool quartered = n_tokens == 1 && o.weight->kernel().fn_rows && o.weight->rows() >= kDecodeRows;
+    jobs[n_jobs++] = {o.weight, o.y, input, n_tiles, quartered ? DecodeQuarters(*o.weight) : DecodeQuarters()};
+    n_tiles += quartered ? jobs[n_jobs - 1].quarters.tiles : (o.weight->rows() + kRowTile - 1) / kRowTile;
   }
   if (n_jobs == 0) return;
   // Threads claim runs of consecutive tiles, so a thread that falls behind
@@ -292,6 +326,10 @@ void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, 
       for (int64_t tile = first; tile < std::min(n_tiles, first + run); ++tile) {
         while (j + 1 < n_jobs && tile >= jobs[j + 1].first_tile) ++j;
         const Quantised& job = jobs[j];
+        if (job.quarters.tiles > 0) {
+          multiply_decode_tile(*job.weight, job.input.rows, job.quarters, tile - job.first_tile, job.y);
+          continue;
+        }
         const int64_t r0 = (tile - job.first_tile) * kRowTile, r1 = std::min(job.weight->rows(), r0 + kRowTile);
         multiply_tile(*job.weight, job.input, n_tokens, r0, r1, job.y);
       }

@@ -41,6 +41,13 @@ constexpr int kPairRows = 4;
 using VecDotPairsRowsFn = void (*)(int64_t n, const void* weight_rows, size_t row_bytes, const Q8_0PairBlock* pairs,
                                    float* out);
 
+// One activation row against kDecodeRows consecutive weight rows,
+// `row_bytes` apart (decode): out[r] is row r's product, summed exactly as
+// the one-row kernel sums it. The rows' multiply-add chains run side by
+// side, where one row's would wait on its own latency block after block.
+constexpr int kDecodeRows = 4;
+using VecDotRowsFn = void (*)(int64_t n, const void* weight_rows, size_t row_bytes, const void* activation_row, float* out);
+
 // Eight Q8_K activation rows packed as pair blocks (kernels/cpu/q8_k_pairs.h):
 // `n / 256` of them. Each output is summed exactly as the one-row kernel sums it.
 using VecDotKPairsFn = void (*)(int64_t n, const void* weight_row, const Q8_KPairBlock* pairs, float* out);
@@ -48,6 +55,7 @@ using VecDotKPairsFn = void (*)(int64_t n, const void* weight_row, const Q8_KPai
 struct VecDotKernel {
   DType activation_type = DType::kF32;  // what activations are converted to
   VecDotFn fn = nullptr;
+  VecDotRowsFn fn_rows = nullptr;  // optional, with fn for the rows left over
   VecDot4Fn fn4 = nullptr;  // optional
   VecDot8Fn fn8 = nullptr;  // optional
   VecDotPairsFn fn8_pairs = nullptr;  // optional; preferred over fn8 (Q8_0 activations only)

@@ -7,6 +7,7 @@
 // tokens in 512-bit registers too).
 #include <immintrin.h>
 
+#include "kernels/cpu/vec_dot_avx512_decode.h"
 #include "kernels/cpu/vec_dot_avx512_kquants.h"
 #include "kernels/cpu/vec_dot_avx512_offset.h"
 #include "kernels/cpu/vec_dot_avx512_tokens.h"
@@ -27,23 +28,29 @@ VecDotKernel avx512_vec_dot(DType weight_type) {
   switch (weight_type) {
     case DType::kQ4_0:
       k.fn = dot_offset<Q4_0Offset>;
+      k.fn_rows = dot_offset_rows<Q4_0Offset>;
       k.fn8 = nullptr;
       k.fn8_pairs = dot8_offset_pairs<Q4_0Offset>;
       k.fn8_pairs_rows = dot8_offset_pairs_rows<Q4_0Offset, kPairRows>;
       break;
     case DType::kQ5_0:
       k.fn = dot_offset<Q5_0Offset>;
+      k.fn_rows = dot_offset_rows<Q5_0Offset>;
       k.fn8 = nullptr;
       k.fn8_pairs = dot8_offset_pairs<Q5_0Offset>;
       k.fn8_pairs_rows = dot8_offset_pairs_rows<Q5_0Offset, kPairRows>;
       break;
     case DType::kQ8_0:
       k.fn = dot_offset<Q8_0Offset>;
+      k.fn_rows = dot_offset_rows<Q8_0Offset>;
       k.fn8 = nullptr;
       k.fn8_pairs = dot8_offset_pairs<Q8_0Offset>;
       k.fn8_pairs_rows = dot8_offset_pairs_rows<Q8_0Offset, kPairRows>;
       break;
-    case DType::kQ4_1: k.fn8 = dot8_q4_1_pairs; break;
+    case DType::kQ4_1:
+      k.fn_rows = dot_q4_1_rows;
+      k.fn8 = dot8_q4_1_pairs;
+      break;
     case DType::kQ4_K: k.fn8_k_pairs = dot8_q4_k_pairs; break;
     case DType::kQ6_K: k.fn8_k_pairs = dot8_q6_k_pairs; break;
     default: break;

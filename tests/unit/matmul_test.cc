@@ -131,7 +131,7 @@ TEST(QuantizeRows, Q8_KTakesTheFirstOfTiedExtremes) {
 // ones and then single rows for the rows of a tile left over), then the
 // four- and one-token kernels; every output must be the one-row kernel's, on
 // each instruction set this CPU has.
-TEST(Matmul, ManyTokensMatchesPerRowDots) {
+TEST(Matmul, OneAndManyTokensMatchPerRowDots) {
   IsaFeatures avx2_only = detect_isa();
   avx2_only.avx512f = avx2_only.avx512bw = avx2_only.avx512vl = avx2_only.avx512_vnni = false;
   for (const IsaFeatures& isa : {detect_isa(), avx2_only}) {
@@ -140,18 +140,21 @@ TEST(Matmul, ManyTokensMatchesPerRowDots) {
       // One row short of the golden's, so that rows are left over after the four-row kernels.
       const int64_t rows = w.rows - 1;
       const LinearWeight weight("test.weight", w.dtype, w.bytes.data(), rows, w.cols, isa);
-      const int64_t tokens = 21;
-      const std::vector<float> x = random_row(tokens * w.cols, 3);
-      std::vector<float> y(static_cast<size_t>(tokens * rows));
-      ThreadPool pool(2);
-      MatmulScratch scratch;
-      matmul(weight, x.data(), tokens, y.data(), scratch, pool);
-      std::vector<uint8_t> act(weight.activation_row_bytes());
-      for (int64_t m = 0; m < tokens; ++m) {
-        convert_activation_row(weight.kernel().activation_type, x.data() + m * w.cols, act.data(), w.cols);
-        for (int64_t r = 0; r < rows; ++r) {
-          ASSERT_EQ(y[size_t(m * rows + r)], weight.kernel().fn(w.cols, weight.row(r), act.data()))
-              << type << " token " << m << " row " << r;
+      // One token takes the decode path (rows four at a time from the
+      // weight's quarters where the format has such a kernel).
+      for (const int64_t tokens : {1, 21}) {
+        const std::vector<float> x = random_row(tokens * w.cols, 3);
+        std::vector<float> y(static_cast<size_t>(tokens * rows));
+        ThreadPool pool(2);
+        MatmulScratch scratch;
+        matmul(weight, x.data(), tokens, y.data(), scratch, pool);
+        std::vector<uint8_t> act(weight.activation_row_bytes());
+        for (int64_t m = 0; m < tokens; ++m) {
+          convert_activation_row(weight.kernel().activation_type, x.data() + m * w.cols, act.data(), w.cols);
+          for (int64_t r = 0; r < rows; ++r) {
+            ASSERT_EQ(y[size_t(m * rows + r)], weight.kernel().fn(w.cols, weight.row(r), act.data()))
+                << type << " tokens " << tokens << " token " << m << " row " << r;
+          }
         }
       }
     }
@@ -179,6 +182,26 @@ TEST(Matmul, FourRowKernelsGiveTheOneRowBits) {
   }
 }
 
+TEST(Matmul, DecodeRowKernelsGiveTheOneRowBits) {
+  for (const char* type : {"Q4_0", "Q4_1", "Q5_0", "Q8_0", "Q4_K", "Q6_K"}) {
+    const WeightRows w = weight_rows(type);
+    const VecDotKernel k = select_vec_dot(w.dtype, detect_isa());
+    if (!k.fn_rows) continue;  // this CPU has no decode-rows kernel for it
+    const size_t row_bytes = *dtype_bytes(w.dtype, uint64_t(w.cols));
+    const int64_t quarter = w.rows / kDecodeRows;
+    const std::vector<float> x = random_row(w.cols, 77);
+    std::vector<uint8_t> act(*dtype_bytes(k.activation_type, uint64_t(w.cols)));
+    convert_activation_row(k.activation_type, x.data(), act.data(), w.cols);
+    for (int64_t r = 0; r < quarter; ++r) {
+      float out[kDecodeRows];
+      k.fn_rows(w.cols, w.bytes.data() + r * row_bytes, size_t(quarter) * row_bytes, act.data(), out);
+      for (int q = 0; q < kDecodeRows; ++q) {
+        EXPECT_EQ(out[q], k.fn(w.cols, w.bytes.data() + (q * quarter + r) * row_bytes, act.data())) << type << " row " << r;
+      }
+    }
+  }
+}
+
 // The AVX-512 kernels must give the AVX2 kernels' bits, so that outputs do
 // not depend on which of the two a CPU runs.
 TEST(Matmul, Avx512KernelsGiveTheAvx2Bits) {
@@ -191,13 +214,18 @@ TEST(Matmul, Avx512KernelsGiveTheAvx2Bits) {
     const VecDotKernel wide = avx512_vec_dot(w.dtype), narrow = avx2_vec_dot(w.dtype);
     ASSERT_TRUE(wide.fn && narrow.fn) << type;
     const size_t row_bytes = *dtype_bytes(w.dtype, uint64_t(w.cols));
-    for (int64_t r = 0; r < w.rows; ++r) {
-      for (uint32_t seed = 1; seed <= 3; ++seed) {
-        const std::vector<float> x = random_row(w.cols, seed * 100 + uint32_t(r));
-        std::vector<uint8_t> act(*dtype_bytes(wide.activation_type, uint64_t(w.cols)));
-        convert_activation_row(wide.activation_type, x.data(), act.data(), w.cols);
-        const void* row = w.bytes.data() + r * row_bytes;
-        EXPECT_EQ(wide.fn(w.cols, row, act.data()), narrow.fn(w.cols, row, act.data())) << type << " row " << r;
+    // The whole row, and (32-element formats) its first odd number of
+    // blocks, which leaves the decode kernels a block after their pairs.
+    const int64_t block = dtype_info(w.dtype).block_elems;
+    for (const int64_t n : {w.cols, block == 32 ? w.cols - block : w.cols}) {
+      for (int64_t r = 0; r < w.rows; ++r) {
+        for (uint32_t seed = 1; seed <= 3; ++seed) {
+          const std::vector<float> x = random_row(n, seed * 100 + uint32_t(r));
+          std::vector<uint8_t> act(*dtype_bytes(wide.activation_type, uint64_t(n)));
+          convert_activation_row(wide.activation_type, x.data(), act.data(), n);
+          const void* row = w.bytes.data() + r * row_bytes;
+          EXPECT_EQ(wide.fn(n, row, act.data()), narrow.fn(n, row, act.data())) << type << " row " << r << " of " << n;
+        }
       }
     }
   }
