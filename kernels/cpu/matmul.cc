@@ -50,8 +50,7 @@ void convert_activation_row(DType type, const float* x, void* out, int64_t n) {
 
 namespace {
 
-constexpr int64_t kRowTile = 16;
-constexpr size_t kDecodeStageBytes = 16384;  // weight rows reused across all tokens while in cache
+constexpr int64_t kRowTile = 16;  // weight rows reused across all tokens while in cache
 
 // Activation rows converted to one format, and for the 32-element formats
 // their block scales as f32 in the block-major layout of VecDot8Fn, per group

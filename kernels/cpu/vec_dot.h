@@ -41,12 +41,13 @@ constexpr int kPairRows = 4;
 using VecDotPairsRowsFn = void (*)(int64_t n, const void* weight_rows, size_t row_bytes, const Q8_0PairBlock* pairs,
                                    float* out);
 
-// One activation row against kDecodeRows consecutive weight rows,
-// `row_bytes` apart (decode): out[r] is row r's product, summed exactly as
-// the one-row kernel sums it. The rows' multiply-add chains run side by
-// side, where one row's would wait on its own latency block after block.
+// One activation row against kDecodeRows weight rows, `row_stride` bytes
+// apart (decode; the matmul driver passes rows a quarter of the weight
+// apart): out[r] is row r's product, summed exactly as the one-row kernel
+// sums it. The rows' multiply-add chains run side by side, where one row's
+// would wait on its own latency block after block.
 constexpr int kDecodeRows = 4;
-using VecDotRowsFn = void (*)(int64_t n, const void* weight_rows, size_t row_bytes, const void* activation_row, float* out);
+using VecDotRowsFn = void (*)(int64_t n, const void* weight_rows, size_t row_stride, const void* activation_row, float* out);
 
 // Eight Q8_K activation rows packed as pair blocks (kernels/cpu/q8_k_pairs.h):
 // `n / 256` of them. Each output is summed exactly as the one-row kernel sums it.

@@ -65,25 +65,13 @@ inline __m512i offset_values_pair<Q8_0Offset>(const BlockQ8_0& b0, const BlockQ8
   return _mm512_xor_si512(q, _mm512_set1_epi8(char(0x80)));
 }
 
-template <class Block>
-inline void row_pointers(const void* w, size_t row_bytes, const Block* (&x)[kDecodeRows]) {
-  for (int r = 0; r < kDecodeRows; ++r) x[r] = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + size_t(r) * row_bytes);
-}
-
-inline void store_row_sums(const __m512 (&acc)[2], float* out) {
-  for (int p = 0; p < 2; ++p) {
-    out[2 * p] = hsum(low_half(acc[p]));
-    out[2 * p + 1] = hsum(high_half(acc[p]));
-  }
-}
-
 // dot_offset for four rows: each activation block, its offset bias and its
 // scale are read once for the four.
 template <class Format>
-void dot_offset_rows(int64_t n, const void* w, size_t row_bytes, const void* a, float* out) {
+void dot_offset_rows(int64_t n, const void* w, size_t row_stride, const void* a, float* out) {
   using Block = typename Format::Block;
   const Block* x[kDecodeRows];
-  row_pointers(w, row_bytes, x);
+  row_pointers(w, row_stride, x);
   const auto* y = static_cast<const BlockQ8_0*>(a);
   const __m512i offset = _mm512_set1_epi8(Format::kOffset);
   __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
@@ -96,14 +84,14 @@ void dot_offset_rows(int64_t n, const void* w, size_t row_bytes, const void* a, 
       acc[p] = _mm512_fmadd_ps(pair_broadcast(scales, 2 * p, 2 * p + 1), _mm512_cvtepi32_ps(sums), acc[p]);
     }
   }
-  store_row_sums(acc, out);
+  store_pair_sums<2>(acc, out);
 }
 
 // dot_q4_1 for four rows; the minimum terms m·s of the four run in the
 // lanes of one vector, each added as the one-row kernel adds it.
-inline void dot_q4_1_rows(int64_t n, const void* w, size_t row_bytes, const void* a, float* out) {
+inline void dot_q4_1_rows(int64_t n, const void* w, size_t row_stride, const void* a, float* out) {
   const BlockQ4_1* x[kDecodeRows];
-  row_pointers(w, row_bytes, x);
+  row_pointers(w, row_stride, x);
   const auto* y = static_cast<const BlockQ8_1*>(a);
   __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
   __m128 mins = _mm_setzero_ps();
@@ -120,7 +108,7 @@ inline void dot_q4_1_rows(int64_t n, const void* w, size_t row_bytes, const void
   }
   alignas(16) float min_terms[4];
   _mm_store_ps(min_terms, mins);
-  store_row_sums(acc, out);
+  store_pair_sums<2>(acc, out);
   for (int r = 0; r < kDecodeRows; ++r) out[r] += min_terms[r];
 }
 

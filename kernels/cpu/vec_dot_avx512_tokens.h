@@ -29,11 +29,19 @@ inline __m512 pair_scales(__m512 scales8, int p) {
 inline __m256 low_half(__m512 v) { return _mm512_castps512_ps256(v); }
 inline __m256 high_half(__m512 v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
 
-inline void store_pair_sums(const __m512 acc[4], float* out) {
-  for (int p = 0; p < 4; ++p) {
+// Each pair register's two eight-lane sums, low half first.
+template <int kPairs = 4>
+inline void store_pair_sums(const __m512* acc, float* out) {
+  for (int p = 0; p < kPairs; ++p) {
     out[2 * p] = hsum(low_half(acc[p]));
     out[2 * p + 1] = hsum(high_half(acc[p]));
   }
+}
+
+// Pointers to kRows weight rows `row_stride` bytes apart.
+template <class Block, int kRows>
+inline void row_pointers(const void* w, size_t row_stride, const Block* (&x)[kRows]) {
+  for (int r = 0; r < kRows; ++r) x[r] = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + size_t(r) * row_stride);
 }
 
 // Signed weights read as unsigned q + 128 (Format: the offset view of
@@ -47,7 +55,7 @@ template <class Format, int kRows>
 void dot8_offset_pairs_rows(int64_t n, const void* w, size_t row_bytes, const Q8_0PairBlock* pairs, float* out) {
   using Block = typename Format::Block;
   const Block* x[kRows];
-  for (int r = 0; r < kRows; ++r) x[r] = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + size_t(r) * row_bytes);
+  row_pointers(w, row_bytes, x);
   const __m256i top_up = _mm256_set1_epi8(char(128 - int(uint8_t(Format::kOffset))));
   __m512 acc[kRows][4];
   for (auto& row : acc) {
