@@ -324,7 +324,9 @@ void bind_output(const DecoderSpec& spec, const WeightNames& names, const Tensor
   }
   const std::string& matrix = (spec.tied_embeddings && !quantized_head) || !output ? names.token_embedding : names.output;
   const int64_t first = shard.sharded() ? shard.first(shard.vocab) : 0, count = shard.sharded() ? shard.count(shard.vocab) : spec.vocab_size;
-  w.output = b.rows_of(b.linear(matrix, spec.vocab_size, spec.d_model, true), first, count, "", false);
+  QuantizedLinear head = b.linear(matrix, spec.vocab_size, spec.d_model, true);
+  head.multiplies_prompts = false;
+  w.output = b.rows_of(head, first, count, "", false);
 }
 
 bool is_derived(const WeightNames& names, const std::string& tensor, int n_layers) {

@@ -45,6 +45,9 @@ struct QuantizedLinear {
   // (cols), or null: stored column c multiplies input channel input_order[c]
   // (GPTQ's act-order checkpoints, regrouped so each group is contiguous).
   const int32_t* input_order = nullptr;
+  // Multiplied by whole prompts, so worth a layout of its own for them;
+  // false for the output head, which takes one row per sequence.
+  bool multiplies_prompts = true;
 
   // Rows [first, first + count) as a linear of their own: a fused QKV or
   // gate-up matrix splits into its parts without copying.

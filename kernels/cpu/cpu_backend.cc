@@ -54,7 +54,7 @@ CpuLinear::CpuLinear(const QuantizedLinear& desc, const IsaFeatures& isa) : Prep
   if (desc.scales || desc.zero_points || scheme.activation != ActivationPolicy::kNone) {
     throw Error("weight '" + desc.name + "': the CPU backend has no kernel for scheme " + scheme.describe());
   }
-  weight_.emplace(desc.name, scheme.storage, desc.data, desc.rows, desc.cols, isa);
+  weight_.emplace(desc.name, scheme.storage, desc.data, desc.rows, desc.cols, isa, desc.multiplies_prompts);
   make_resident(desc.data, size_t(weight_->rows()) * weight_->row_bytes());
 }
 

@@ -14,7 +14,7 @@
 namespace tessera::cpu {
 
 LinearWeight::LinearWeight(std::string name, DType dtype, const void* data, int64_t rows, int64_t cols,
-                           const IsaFeatures& isa)
+                           const IsaFeatures& isa, bool prompt_copy)
     : name_(std::move(name)), dtype_(dtype), data_(static_cast<const uint8_t*>(data)), rows_(rows), cols_(cols) {
   if (dtype == DType::kBF16) {
     // bf16 goes to oneDNN only; the row geometry below is that of f32 activations.
@@ -34,6 +34,9 @@ LinearWeight::LinearWeight(std::string name, DType dtype, const void* data, int6
   }
   row_bytes_ = *row_bytes;
   act_row_bytes_ = *act_bytes;
+  if (prompt_copy && kernel_.fn_row_group) {
+    if (auto groups = RowGroups::repack(dtype, data, rows, cols)) row_groups_ = std::make_shared<const RowGroups>(std::move(*groups));
+  }
   if (dtype == DType::kF32) dense_ = std::make_shared<OnednnMatmul>(data, false, rows, cols);
 }
 
@@ -62,6 +65,8 @@ struct ConvertedInput {
   const float* sums = nullptr;    // the same for Q8_1's s
   const Q8_0PairBlock* pairs = nullptr;  // Q8_0: [n_tokens / 8][blocks], when a kernel reads them
   const Q8_KPairBlock* k_pairs = nullptr;  // Q8_K: [n_tokens / 8][super-blocks], likewise
+  const TokenBlock* token_blocks = nullptr;  // Q8_0: [n_tokens][blocks], for row-group kernels
+  const float* token_scales = nullptr;       // [n_tokens][blocks], their scales
 };
 
 // Where token m's block scales go in the block-major tables (null when the
@@ -98,7 +103,6 @@ BlockScaleTables block_scale_tables(DType type, int64_t cols, int64_t n_tokens, 
   return t;
 }
 
-// The input converted to `type`, converting it on first use.
 // Conversions already made for one group of products (one per activation format).
 struct ConvertedInputs {
   std::array<ConvertedInput, kMaxSharedOutputs> items;
@@ -122,41 +126,77 @@ const Pair* pack_groups(const uint8_t* acts, size_t row_bytes, int64_t cols, int
   return out.data();
 }
 
-ConvertedInput converted_input(const VecDotKernel& kernel, size_t row_bytes, int64_t cols, const float* x, int64_t n_tokens,
-                               ConvertedInputs& done, MatmulScratch& scratch, ThreadPool& pool) {
-  const DType type = kernel.activation_type;
-  for (size_t i = 0; i < done.count; ++i) {
-    if (done.items[i].type == type) return done.items[i];
-  }
-  const size_t slot = done.count;
-  if (scratch.activations.size() <= slot) scratch.activations.resize(slot + 1);
-  if (scratch.block_scales.size() <= slot) scratch.block_scales.resize(slot + 1);
-  if (scratch.pair_blocks.size() <= slot) scratch.pair_blocks.resize(slot + 1);
-  if (scratch.k_pair_blocks.size() <= slot) scratch.k_pair_blocks.resize(slot + 1);
-  std::vector<uint8_t>& buffer = scratch.activations[slot];
-  if (buffer.size() < row_bytes * size_t(n_tokens)) buffer.resize(row_bytes * size_t(n_tokens));
-  uint8_t* acts = buffer.data();
-  // Packed pairs replace the block-scale tables: they carry the scales.
-  const bool paired = kernel.fn8_pairs && type == DType::kQ8_0 && n_tokens >= 8;
-  const BlockScaleTables tables = paired ? BlockScaleTables{} : block_scale_tables(type, cols, n_tokens, scratch.block_scales[slot]);
+// Every token's Q8_0 row as TokenBlocks for the row-group kernels.
+void pack_tokens(const uint8_t* acts, size_t row_bytes, int64_t cols, int64_t n_tokens, std::vector<TokenBlock>& blocks_out,
+                 std::vector<float>& scales_out, ThreadPool& pool) {
+  const int64_t blocks = cols / kQK;
+  if (blocks_out.size() < size_t(n_tokens * blocks)) blocks_out.resize(size_t(n_tokens * blocks));
+  if (scales_out.size() < size_t(n_tokens * blocks)) scales_out.resize(size_t(n_tokens * blocks));
   pool.parallel_for(n_tokens, 1, [&](int, int64_t begin, int64_t end) {
     for (int64_t m = begin; m < end; ++m) {
-      uint8_t* row = acts + size_t(m) * row_bytes;
-      convert_activation_row(type, x + m * cols, row, cols);
-      tables.record(type, row, m);
+      const auto* row = reinterpret_cast<const BlockQ8_0*>(acts + size_t(m) * row_bytes);
+      pack_token_blocks(row, blocks, blocks_out.data() + m * blocks, scales_out.data() + m * blocks);
     }
   });
-  const Q8_0PairBlock* pairs =
-      paired ? pack_groups<BlockQ8_0, Q8_0PairBlock, pack_q8_0_pairs>(acts, row_bytes, cols, kQK, n_tokens, scratch.pair_blocks[slot], pool)
-             : nullptr;
-  const bool k_paired = kernel.fn8_k_pairs && type == DType::kQ8_K && n_tokens >= 8;
-  const Q8_KPairBlock* k_pairs =
-      k_paired ? pack_groups<BlockQ8_K, Q8_KPairBlock, pack_q8_k_pairs>(acts, row_bytes, cols, kQK_K, n_tokens,
-                                                                     scratch.k_pair_blocks[slot], pool)
-               : nullptr;
-  done.items[slot] = {type, acts, tables.scales, tables.sums, pairs, k_pairs};
-  ++done.count;
-  return done.items[slot];
+}
+
+// Whether a product of `n_tokens` rows goes through `w`'s row-group copy.
+// Below eight tokens the product is bound by reading the weights, and the
+// GGUF blocks are the fewer bytes.
+bool uses_row_groups(const LinearWeight& w, int64_t n_tokens) { return w.row_groups() && n_tokens >= 8; }
+
+// The input converted for `w`, converting it on first use: one conversion
+// per activation format, with the packed forms each weight's kernels read
+// added as a weight first needs them.
+ConvertedInput converted_input(const LinearWeight& w, const float* x, int64_t n_tokens, ConvertedInputs& done,
+                               MatmulScratch& scratch, ThreadPool& pool) {
+  const VecDotKernel& kernel = w.kernel();
+  const DType type = kernel.activation_type;
+  const size_t row_bytes = w.activation_row_bytes();
+  const int64_t cols = w.cols();
+  size_t slot = 0;
+  while (slot < done.count && done.items[slot].type != type) ++slot;
+  if (slot == done.count) {
+    if (scratch.activations.size() <= slot) scratch.activations.resize(slot + 1);
+    if (scratch.block_scales.size() <= slot) scratch.block_scales.resize(slot + 1);
+    std::vector<uint8_t>& buffer = scratch.activations[slot];
+    if (buffer.size() < row_bytes * size_t(n_tokens)) buffer.resize(row_bytes * size_t(n_tokens));
+    uint8_t* acts = buffer.data();
+    // Kernels over packed pairs or row groups read the scales from those.
+    const bool packed = kernel.fn8_pairs && type == DType::kQ8_0 && n_tokens >= 8;
+    const BlockScaleTables tables = packed ? BlockScaleTables{} : block_scale_tables(type, cols, n_tokens, scratch.block_scales[slot]);
+    pool.parallel_for(n_tokens, 1, [&](int, int64_t begin, int64_t end) {
+      for (int64_t m = begin; m < end; ++m) {
+        uint8_t* row = acts + size_t(m) * row_bytes;
+        convert_activation_row(type, x + m * cols, row, cols);
+        tables.record(type, row, m);
+      }
+    });
+    done.items[slot] = {type, acts, tables.scales, tables.sums};
+    ++done.count;
+  }
+  ConvertedInput& in = done.items[slot];
+  if (scratch.pair_blocks.size() <= slot) scratch.pair_blocks.resize(slot + 1);
+  if (scratch.k_pair_blocks.size() <= slot) scratch.k_pair_blocks.resize(slot + 1);
+  if (scratch.token_blocks.size() <= slot) scratch.token_blocks.resize(slot + 1);
+  if (scratch.token_scales.size() <= slot) scratch.token_scales.resize(slot + 1);
+  if (uses_row_groups(w, n_tokens)) {
+    if (!in.token_blocks) {
+      pack_tokens(in.rows, row_bytes, cols, n_tokens, scratch.token_blocks[slot], scratch.token_scales[slot], pool);
+      in.token_blocks = scratch.token_blocks[slot].data();
+      in.token_scales = scratch.token_scales[slot].data();
+    }
+    return in;
+  }
+  if (kernel.fn8_pairs && type == DType::kQ8_0 && n_tokens >= 8 && !in.pairs) {
+    in.pairs = pack_groups<BlockQ8_0, Q8_0PairBlock, pack_q8_0_pairs>(in.rows, row_bytes, cols, kQK, n_tokens,
+                                                                       scratch.pair_blocks[slot], pool);
+  }
+  if (kernel.fn8_k_pairs && type == DType::kQ8_K && n_tokens >= 8 && !in.k_pairs) {
+    in.k_pairs = pack_groups<BlockQ8_K, Q8_KPairBlock, pack_q8_k_pairs>(in.rows, row_bytes, cols, kQK_K, n_tokens,
+                                                                         scratch.k_pair_blocks[slot], pool);
+  }
+  return in;
 }
 
 // y[(m + j) * y_stride + r + i] = out[i * 8 + j]: eight tokens' outputs of
@@ -203,6 +243,24 @@ int64_t multiply_pair_groups(const LinearWeight& w, const ConvertedInput& in, in
   return 0;
 }
 
+// Rows [r0, r1), one row group, of `w`'s row-group copy for every token, two
+// tokens at a time.
+static_assert(kRowTile == kGroupRows, "a row tile is one row group");
+void multiply_row_group(const LinearWeight& w, const ConvertedInput& in, int64_t n_tokens, int64_t r0, int64_t r1, float* y) {
+  const int64_t blocks = w.cols() / kQK, rows = w.rows();
+  const RowGroupBlock* group = w.row_groups()->group(r0 / kGroupRows);
+  float out[2 * kGroupRows];
+  for (int64_t m = 0; m < n_tokens; m += 2) {
+    const int n = int(std::min<int64_t>(2, n_tokens - m));
+    const TokenBlock* tokens[2] = {in.token_blocks + m * blocks, in.token_blocks + (m + n - 1) * blocks};
+    const float* scales[2] = {in.token_scales + m * blocks, in.token_scales + (m + n - 1) * blocks};
+    w.kernel().fn_row_group(blocks, group, tokens, scales, n, out);
+    for (int t = 0; t < n; ++t) {
+      for (int64_t r = r0; r < r1; ++r) y[(m + t) * rows + r] = out[t * kGroupRows + (r - r0)];
+    }
+  }
+}
+
 // Rows [r0, r1) of one weight for every token: eight tokens at a time where
 // the format has such a kernel, then four, then one. A lone token reads one
 // weight row at a time: interleaving the reads of several rows measured up
@@ -213,6 +271,10 @@ void multiply_tile(const LinearWeight& w, const ConvertedInput& in, int64_t n_to
   const int64_t rows = w.rows(), cols = w.cols();
   const VecDotKernel& kernel = w.kernel();
   const uint8_t* acts = in.rows;
+  if (in.token_blocks && uses_row_groups(w, n_tokens)) {
+    multiply_row_group(w, in, n_tokens, r0, r1, y);
+    return;
+  }
   int64_t m = multiply_pair_groups(w, in, n_tokens, r0, r1, y);
   if (kernel.fn8 && in.scales) {
     const int64_t blocks = cols / kQK;
@@ -305,8 +367,7 @@ void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, 
       o.weight->dense()->run(x, n_tokens, o.y);
       continue;
     }
-    const ConvertedInput input = converted_input(o.weight->kernel(), o.weight->activation_row_bytes(),
-                                                 o.weight->cols(), x, n_tokens, converted, scratch, pool);
+    const ConvertedInput input = converted_input(*o.weight, x, n_tokens, converted, scratch, pool);
     const bool quartered = n_tokens == 1 && o.weight->kernel().fn_rows && o.weight->rows() >= kDecodeRows;
     jobs[n_jobs++] = {o.weight, o.y, input, n_tiles, quartered ? DecodeQuarters(*o.weight) : DecodeQuarters()};
     n_tiles += quartered ? jobs[n_jobs - 1].quarters.tiles : (o.weight->rows() + kRowTile - 1) / kRowTile;

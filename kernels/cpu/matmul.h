@@ -19,7 +19,11 @@ class LinearWeight {
  public:
   // `data` holds `rows` rows of `cols` elements of `dtype`, row-major.
   // Throws tessera::Error naming `name` if the format is not supported.
-  LinearWeight(std::string name, DType dtype, const void* data, int64_t rows, int64_t cols, const IsaFeatures& isa);
+  // `prompt_copy`: where the CPU has a kernel for it, also keep the rows in
+  // the row-group layout (kernels/cpu/row_groups.h) for products of whole
+  // prompts; off for weights that only ever see a few rows at once.
+  LinearWeight(std::string name, DType dtype, const void* data, int64_t rows, int64_t cols, const IsaFeatures& isa,
+               bool prompt_copy = true);
 
   const std::string& name() const { return name_; }
   DType dtype() const { return dtype_; }
@@ -31,6 +35,8 @@ class LinearWeight {
   size_t activation_row_bytes() const { return act_row_bytes_; }
   // f32 weights go through oneDNN; null for the quantised formats.
   const OnednnMatmul* dense() const { return dense_.get(); }
+  // The row-group copy, or null.
+  const RowGroups* row_groups() const { return row_groups_.get(); }
 
  private:
   std::string name_;
@@ -41,6 +47,7 @@ class LinearWeight {
   VecDotKernel kernel_;
   size_t act_row_bytes_;
   std::shared_ptr<OnednnMatmul> dense_;
+  std::shared_ptr<const RowGroups> row_groups_;
 };
 
 // Scratch memory reused across calls: converted activations and their block
@@ -50,6 +57,8 @@ struct MatmulScratch {
   std::vector<std::vector<float>> block_scales;
   std::vector<std::vector<Q8_0PairBlock>> pair_blocks;
   std::vector<std::vector<Q8_KPairBlock>> k_pair_blocks;
+  std::vector<std::vector<TokenBlock>> token_blocks;
+  std::vector<std::vector<float>> token_scales;
 };
 
 // y[m][r] = dot(x[m], W[r]) for m < n_tokens; x is [n_tokens][cols] f32,

@@ -11,6 +11,7 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/q8_0_pairs.h"
 #include "kernels/cpu/q8_k_pairs.h"
+#include "kernels/cpu/row_groups.h"
 
 namespace tessera::cpu {
 
@@ -53,6 +54,13 @@ using VecDotRowsFn = void (*)(int64_t n, const void* weight_rows, size_t row_str
 // `n / 256` of them. Each output is summed exactly as the one-row kernel sums it.
 using VecDotKPairsFn = void (*)(int64_t n, const void* weight_row, const Q8_KPairBlock* pairs, float* out);
 
+// One or two tokens (n_tokens) against one group of 16 weight rows in the
+// row-group layout (kernels/cpu/row_groups.h), `blocks` blocks long:
+// out[t * 16 + k] is row k times token t, summed exactly as the one-row
+// kernel sums it. tokens[t] and scales[t] are token t's packed blocks.
+using RowGroupFn = void (*)(int64_t blocks, const RowGroupBlock* w, const TokenBlock* const* tokens,
+                            const float* const* scales, int n_tokens, float* out);
+
 struct VecDotKernel {
   DType activation_type = DType::kF32;  // what activations are converted to
   VecDotFn fn = nullptr;
@@ -62,6 +70,7 @@ struct VecDotKernel {
   VecDotPairsFn fn8_pairs = nullptr;  // optional; preferred over fn8 (Q8_0 activations only)
   VecDotPairsRowsFn fn8_pairs_rows = nullptr;  // optional, with fn8_pairs for the rows left over
   VecDotKPairsFn fn8_k_pairs = nullptr;  // optional; preferred over fn4 (Q8_K activations only)
+  RowGroupFn fn_row_group = nullptr;  // optional; for prompts, where the weight has a row-group copy
 };
 
 // The activation format a weight format is multiplied against, or nullopt.

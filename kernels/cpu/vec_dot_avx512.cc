@@ -10,6 +10,7 @@
 #include "kernels/cpu/vec_dot_avx512_decode.h"
 #include "kernels/cpu/vec_dot_avx512_kquants.h"
 #include "kernels/cpu/vec_dot_avx512_offset.h"
+#include "kernels/cpu/vec_dot_avx512_row_groups.h"
 #include "kernels/cpu/vec_dot_avx512_tokens.h"
 #include "kernels/cpu/vec_dot_x86_impl.h"
 
@@ -32,6 +33,7 @@ VecDotKernel avx512_vec_dot(DType weight_type) {
       k.fn8 = nullptr;
       k.fn8_pairs = dot8_offset_pairs<Q4_0Offset>;
       k.fn8_pairs_rows = dot8_offset_pairs_rows<Q4_0Offset, kPairRows>;
+      k.fn_row_group = row_group_dot;
       break;
     case DType::kQ5_0:
       k.fn = dot_offset<Q5_0Offset>;
@@ -39,6 +41,7 @@ VecDotKernel avx512_vec_dot(DType weight_type) {
       k.fn8 = nullptr;
       k.fn8_pairs = dot8_offset_pairs<Q5_0Offset>;
       k.fn8_pairs_rows = dot8_offset_pairs_rows<Q5_0Offset, kPairRows>;
+      k.fn_row_group = row_group_dot;
       break;
     case DType::kQ8_0:
       k.fn = dot_offset<Q8_0Offset>;
@@ -46,6 +49,7 @@ VecDotKernel avx512_vec_dot(DType weight_type) {
       k.fn8 = nullptr;
       k.fn8_pairs = dot8_offset_pairs<Q8_0Offset>;
       k.fn8_pairs_rows = dot8_offset_pairs_rows<Q8_0Offset, kPairRows>;
+      k.fn_row_group = row_group_dot;
       break;
     case DType::kQ4_1:
       k.fn_rows = dot_q4_1_rows;

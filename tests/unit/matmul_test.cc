@@ -10,6 +10,7 @@
 #include "quant/dequantize.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quantize_rows.h"
+#include "tests/unit/one_row_bits.h"
 #include "tests/unit/test_files.h"
 
 namespace tessera::cpu {
@@ -20,14 +21,6 @@ DType dtype_named(const std::string& name) {
     if (auto d = dtype_from_gguf(id); d && dtype_name(*d) == name) return *d;
   }
   throw std::runtime_error(name);
-}
-
-std::vector<float> random_row(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = dist(rng);
-  return v;
 }
 
 // Weight rows: the random blocks of the dequantisation goldens (F32/F16 are
@@ -56,7 +49,7 @@ TEST_P(VecDot, MatchesDequantizedReference) {
   const VecDotKernel best = select_vec_dot(w.dtype, detect_isa());
   const size_t row_bytes = *dtype_bytes(w.dtype, uint64_t(w.cols));
   for (int64_t r = 0; r < w.rows; ++r) {
-    const std::vector<float> x = random_row(w.cols, uint32_t(r + 1));
+    const std::vector<float> x = test::normal_values(w.cols, uint32_t(r + 1));
     std::vector<uint8_t> act(*dtype_bytes(scalar.activation_type, uint64_t(w.cols)));
     convert_activation_row(scalar.activation_type, x.data(), act.data(), w.cols);
     // Reference: dequantised weights times dequantised activations, in f64.
@@ -101,7 +94,7 @@ TEST(QuantizeRows, Q8_0RoundsHalfToEvenAndKeepsScale) {
 }
 
 TEST(QuantizeRows, Q8_KMapsTheExtremeToMinus127AndSumsGroups) {
-  std::vector<float> x = random_row(256, 9);
+  std::vector<float> x = test::normal_values(256, 9);
   x[17] = 10.0f;
   BlockQ8_K b;
   quantize_row_q8_k(x.data(), &b, 256);
@@ -116,7 +109,7 @@ TEST(QuantizeRows, Q8_KMapsTheExtremeToMinus127AndSumsGroups) {
 // +a and −a both present, whichever comes first maps to −127.
 TEST(QuantizeRows, Q8_KTakesTheFirstOfTiedExtremes) {
   for (const bool negative_first : {true, false}) {
-    std::vector<float> x = random_row(256, 11);
+    std::vector<float> x = test::normal_values(256, 11);
     x[5] = negative_first ? -10.0f : 10.0f;
     x[200] = -x[5];
     BlockQ8_K b;
@@ -130,7 +123,9 @@ TEST(QuantizeRows, Q8_KTakesTheFirstOfTiedExtremes) {
 // 21 tokens take the eight-token kernels twice (on AVX-512, the four-row
 // ones and then single rows for the rows of a tile left over), then the
 // four- and one-token kernels; every output must be the one-row kernel's, on
-// each instruction set this CPU has.
+// each instruction set this CPU has. The weights keep no row-group copy
+// here, so that these kernels serve the prompt too
+// (tests/unit/row_groups_test.cc covers the copy).
 TEST(Matmul, OneAndManyTokensMatchPerRowDots) {
   IsaFeatures avx2_only = detect_isa();
   avx2_only.avx512f = avx2_only.avx512bw = avx2_only.avx512vl = avx2_only.avx512_vnni = false;
@@ -139,24 +134,10 @@ TEST(Matmul, OneAndManyTokensMatchPerRowDots) {
       const WeightRows w = weight_rows(type);
       // One row short of the golden's, so that rows are left over after the four-row kernels.
       const int64_t rows = w.rows - 1;
-      const LinearWeight weight("test.weight", w.dtype, w.bytes.data(), rows, w.cols, isa);
+      const LinearWeight weight("test.weight", w.dtype, w.bytes.data(), rows, w.cols, isa, false);
       // One token takes the decode path (rows four at a time from the
       // weight's quarters where the format has such a kernel).
-      for (const int64_t tokens : {1, 21}) {
-        const std::vector<float> x = random_row(tokens * w.cols, 3);
-        std::vector<float> y(static_cast<size_t>(tokens * rows));
-        ThreadPool pool(2);
-        MatmulScratch scratch;
-        matmul(weight, x.data(), tokens, y.data(), scratch, pool);
-        std::vector<uint8_t> act(weight.activation_row_bytes());
-        for (int64_t m = 0; m < tokens; ++m) {
-          convert_activation_row(weight.kernel().activation_type, x.data() + m * w.cols, act.data(), w.cols);
-          for (int64_t r = 0; r < rows; ++r) {
-            ASSERT_EQ(y[size_t(m * rows + r)], weight.kernel().fn(w.cols, weight.row(r), act.data()))
-                << type << " tokens " << tokens << " token " << m << " row " << r;
-          }
-        }
-      }
+      for (const int64_t tokens : {1, 21}) test_support::expect_one_row_bits(weight, tokens, 3, type);
     }
   }
 }
@@ -170,7 +151,7 @@ TEST(Matmul, FourRowKernelsGiveTheOneRowBits) {
     std::vector<std::vector<uint8_t>> acts(4, std::vector<uint8_t>(*dtype_bytes(k.activation_type, uint64_t(w.cols))));
     const void* four[4];
     for (int j = 0; j < 4; ++j) {
-      const std::vector<float> x = random_row(w.cols, uint32_t(40 + j));
+      const std::vector<float> x = test::normal_values(w.cols, uint32_t(40 + j));
       convert_activation_row(k.activation_type, x.data(), acts[size_t(j)].data(), w.cols);
       four[j] = acts[size_t(j)].data();
     }
@@ -189,7 +170,7 @@ TEST(Matmul, DecodeRowKernelsGiveTheOneRowBits) {
     if (!k.fn_rows) continue;  // this CPU has no decode-rows kernel for it
     const size_t row_bytes = *dtype_bytes(w.dtype, uint64_t(w.cols));
     const int64_t quarter = w.rows / kDecodeRows;
-    const std::vector<float> x = random_row(w.cols, 77);
+    const std::vector<float> x = test::normal_values(w.cols, 77);
     std::vector<uint8_t> act(*dtype_bytes(k.activation_type, uint64_t(w.cols)));
     convert_activation_row(k.activation_type, x.data(), act.data(), w.cols);
     for (int64_t r = 0; r < quarter; ++r) {
@@ -216,7 +197,7 @@ TEST(Matmul, Avx512KernelsGiveTheAvx2Bits) {
     const size_t row_bytes = *dtype_bytes(w.dtype, uint64_t(w.cols));
     for (int64_t r = 0; r < w.rows; ++r) {
       for (uint32_t seed = 1; seed <= 3; ++seed) {
-        const std::vector<float> x = random_row(w.cols, seed * 100 + uint32_t(r));
+        const std::vector<float> x = test::normal_values(w.cols, seed * 100 + uint32_t(r));
         std::vector<uint8_t> act(*dtype_bytes(wide.activation_type, uint64_t(w.cols)));
         convert_activation_row(wide.activation_type, x.data(), act.data(), w.cols);
         const void* row = w.bytes.data() + r * row_bytes;
@@ -230,7 +211,7 @@ TEST(Matmul, SharedInputOfDifferentWidthsIsAnError) {
   const WeightRows w = weight_rows("Q8_0");
   const LinearWeight wide("wide.weight", w.dtype, w.bytes.data(), w.rows, w.cols, detect_isa());
   const LinearWeight narrow("narrow.weight", w.dtype, w.bytes.data(), w.rows / 2, w.cols / 2, detect_isa());
-  const std::vector<float> x = random_row(w.cols, 9);
+  const std::vector<float> x = test::normal_values(w.cols, 9);
   std::vector<float> y(size_t(w.rows));
   ThreadPool pool(1);
   MatmulScratch scratch;
@@ -262,8 +243,8 @@ namespace {
 TEST(OnednnMatmul, MatchesAnF64Reference) {
   for (int64_t tokens : {1, 7}) {
     const int64_t rows = 33, cols = 64;
-    const std::vector<float> w = random_row(rows * cols, 21);
-    const std::vector<float> x = random_row(tokens * cols, 22);
+    const std::vector<float> w = test::normal_values(rows * cols, 21);
+    const std::vector<float> x = test::normal_values(tokens * cols, 22);
     std::vector<float> y(static_cast<size_t>(tokens * rows));
     const LinearWeight weight("dense", DType::kF32, w.data(), rows, cols, detect_isa());
     ASSERT_NE(weight.dense(), nullptr);
@@ -282,10 +263,10 @@ TEST(OnednnMatmul, MatchesAnF64Reference) {
 
 TEST(OnednnMatmul, Bf16WeightsUsedDirectly) {
   const int64_t rows = 40, cols = 96, tokens = 3;
-  const std::vector<float> wf = random_row(rows * cols, 31);
+  const std::vector<float> wf = test::normal_values(rows * cols, 31);
   std::vector<uint16_t> w(wf.size());
   for (size_t i = 0; i < w.size(); ++i) w[i] = f32_to_bf16(wf[i]);
-  const std::vector<float> x = random_row(tokens * cols, 32);
+  const std::vector<float> x = test::normal_values(tokens * cols, 32);
   const LinearWeight weight("bf16", DType::kBF16, w.data(), rows, cols, detect_isa());
   ASSERT_NE(weight.dense(), nullptr);
   std::vector<float> y(static_cast<size_t>(tokens * rows));

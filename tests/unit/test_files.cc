@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 
@@ -38,6 +39,14 @@ std::string model_dir() {
   if (const char* dir = std::getenv("TESSERA_MODEL_DIR")) return dir;
   const char* home = std::getenv("HOME");
   return std::string(home ? home : "") + "/.cache/tessera/models";
+}
+
+std::vector<float> normal_values(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return v;
 }
 
 }  // namespace tessera::test

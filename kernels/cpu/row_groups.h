@@ -1,0 +1,59 @@
+#pragma once
+// Q4_0, Q5_0 and Q8_0 weights copied at load into groups of 16 rows for
+// prompt-sized products. Within a group, each 32-element block becomes
+// eight chunks of 16 rows × 4 values, so one 512-bit register holds the
+// same four values of 16 rows: a VNNI instruction multiplies them by four
+// values of one token (broadcast from memory) and leaves, lane by lane,
+// exactly the four-value sums the one-row kernels form. The float work is
+// then one conversion and one multiply-add per 16 lane sums, with no lane
+// holding a value another lane repeats.
+//
+// The values are widened to bytes (q + 128), so the copy takes 1.125 bytes
+// a weight beside the GGUF blocks, which stay for the one-token products.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "engine/tensor/dtype.h"
+#include "quant/gguf_blocks.h"
+
+namespace tessera::cpu {
+
+constexpr int kGroupRows = 16;
+
+// One block (32 elements) of 16 rows.
+struct alignas(64) RowGroupBlock {
+  uint8_t q[8][64];  // [chunk i][row k: elements 4i..4i+3 as q + 128]
+  float d[kGroupRows];  // each row's block scale (0 for the rows padding the last group)
+};
+
+// One block of one token's Q8_0 activations, laid out for the row-group
+// kernels: the values and, per four of them, the bias −128 · Σ that takes
+// the weights' +128 back off. The block scale is kept apart, as f32.
+struct alignas(64) TokenBlock {
+  int8_t qs[kQK];
+  int32_t bias[8];
+};
+
+class RowGroups {
+ public:
+  // The row-group copy of `rows` rows of `cols` elements of `dtype` (Q4_0,
+  // Q5_0 or Q8_0); nullopt for any other format.
+  static std::optional<RowGroups> repack(DType dtype, const void* data, int64_t rows, int64_t cols);
+
+  int64_t blocks() const { return blocks_; }  // per row
+  // Group g's blocks, [blocks()].
+  const RowGroupBlock* group(int64_t g) const { return data_.data() + g * blocks_; }
+  size_t bytes() const { return data_.size() * sizeof(RowGroupBlock); }
+
+ private:
+  RowGroups(int64_t groups, int64_t blocks) : blocks_(blocks), data_(size_t(groups * blocks)) {}
+  int64_t blocks_;
+  std::vector<RowGroupBlock> data_;
+};
+
+// One Q8_0 activation row as `blocks` TokenBlocks and their scales.
+void pack_token_blocks(const BlockQ8_0* row, int64_t blocks, TokenBlock* out, float* scales);
+
+}  // namespace tessera::cpu
