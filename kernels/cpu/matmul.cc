@@ -145,6 +145,31 @@ void pack_tokens(const uint8_t* acts, size_t row_bytes, int64_t cols, int64_t n_
 // GGUF blocks are the fewer bytes.
 bool uses_row_groups(const LinearWeight& w, int64_t n_tokens) { return w.row_groups() && n_tokens >= 8; }
 
+// The input converted to `w`'s activation format into scratch slot `slot`,
+// with the block-scale tables of the kernels that read them.
+ConvertedInput convert_rows(const LinearWeight& w, const float* x, int64_t n_tokens, size_t slot, MatmulScratch& scratch,
+                            ThreadPool& pool) {
+  const DType type = w.kernel().activation_type;
+  const size_t row_bytes = w.activation_row_bytes();
+  const int64_t cols = w.cols();
+  if (scratch.activations.size() <= slot) scratch.activations.resize(slot + 1);
+  if (scratch.block_scales.size() <= slot) scratch.block_scales.resize(slot + 1);
+  std::vector<uint8_t>& buffer = scratch.activations[slot];
+  if (buffer.size() < row_bytes * size_t(n_tokens)) buffer.resize(row_bytes * size_t(n_tokens));
+  uint8_t* acts = buffer.data();
+  // Kernels over packed pairs or row groups read the scales from those.
+  const bool packed = w.kernel().fn8_pairs && type == DType::kQ8_0 && n_tokens >= 8;
+  const BlockScaleTables tables = packed ? BlockScaleTables{} : block_scale_tables(type, cols, n_tokens, scratch.block_scales[slot]);
+  pool.parallel_for(n_tokens, 1, [&](int, int64_t begin, int64_t end) {
+    for (int64_t m = begin; m < end; ++m) {
+      uint8_t* row = acts + size_t(m) * row_bytes;
+      convert_activation_row(type, x + m * cols, row, cols);
+      tables.record(type, row, m);
+    }
+  });
+  return {type, acts, tables.scales, tables.sums};
+}
+
 // The input converted for `w`, converting it on first use: one conversion
 // per activation format, with the packed forms each weight's kernels read
 // added as a weight first needs them.
@@ -157,22 +182,7 @@ ConvertedInput converted_input(const LinearWeight& w, const float* x, int64_t n_
   size_t slot = 0;
   while (slot < done.count && done.items[slot].type != type) ++slot;
   if (slot == done.count) {
-    if (scratch.activations.size() <= slot) scratch.activations.resize(slot + 1);
-    if (scratch.block_scales.size() <= slot) scratch.block_scales.resize(slot + 1);
-    std::vector<uint8_t>& buffer = scratch.activations[slot];
-    if (buffer.size() < row_bytes * size_t(n_tokens)) buffer.resize(row_bytes * size_t(n_tokens));
-    uint8_t* acts = buffer.data();
-    // Kernels over packed pairs or row groups read the scales from those.
-    const bool packed = kernel.fn8_pairs && type == DType::kQ8_0 && n_tokens >= 8;
-    const BlockScaleTables tables = packed ? BlockScaleTables{} : block_scale_tables(type, cols, n_tokens, scratch.block_scales[slot]);
-    pool.parallel_for(n_tokens, 1, [&](int, int64_t begin, int64_t end) {
-      for (int64_t m = begin; m < end; ++m) {
-        uint8_t* row = acts + size_t(m) * row_bytes;
-        convert_activation_row(type, x + m * cols, row, cols);
-        tables.record(type, row, m);
-      }
-    });
-    done.items[slot] = {type, acts, tables.scales, tables.sums};
+    done.items[slot] = convert_rows(w, x, n_tokens, slot, scratch, pool);
     ++done.count;
   }
   ConvertedInput& in = done.items[slot];
