@@ -145,15 +145,27 @@ void pack_tokens(const uint8_t* acts, size_t row_bytes, int64_t cols, int64_t n_
 // GGUF blocks are the fewer bytes.
 bool uses_row_groups(const LinearWeight& w, int64_t n_tokens) { return w.row_groups() && n_tokens >= 8; }
 
-// The input converted to `w`'s activation format into scratch slot `slot`,
+// Every per-format scratch buffer has room for slot `slot`.
+void grow_to_slot(MatmulScratch& scratch, size_t slot) {
+  auto grow = [slot](auto& buffers) {
+    if (buffers.size() <= slot) buffers.resize(slot + 1);
+  };
+  grow(scratch.activations);
+  grow(scratch.block_scales);
+  grow(scratch.pair_blocks);
+  grow(scratch.k_pair_blocks);
+  grow(scratch.token_blocks);
+  grow(scratch.token_scales);
+}
+
+// The input converted to `w`'s activation format into scratch slot `slot`
+// (grown to hold it),
 // with the block-scale tables of the kernels that read them.
 ConvertedInput convert_rows(const LinearWeight& w, const float* x, int64_t n_tokens, size_t slot, MatmulScratch& scratch,
                             ThreadPool& pool) {
   const DType type = w.kernel().activation_type;
   const size_t row_bytes = w.activation_row_bytes();
   const int64_t cols = w.cols();
-  if (scratch.activations.size() <= slot) scratch.activations.resize(slot + 1);
-  if (scratch.block_scales.size() <= slot) scratch.block_scales.resize(slot + 1);
   std::vector<uint8_t>& buffer = scratch.activations[slot];
   if (buffer.size() < row_bytes * size_t(n_tokens)) buffer.resize(row_bytes * size_t(n_tokens));
   uint8_t* acts = buffer.data();
@@ -181,15 +193,12 @@ ConvertedInput converted_input(const LinearWeight& w, const float* x, int64_t n_
   const int64_t cols = w.cols();
   size_t slot = 0;
   while (slot < done.count && done.items[slot].type != type) ++slot;
+  grow_to_slot(scratch, slot);
   if (slot == done.count) {
     done.items[slot] = convert_rows(w, x, n_tokens, slot, scratch, pool);
     ++done.count;
   }
   ConvertedInput& in = done.items[slot];
-  if (scratch.pair_blocks.size() <= slot) scratch.pair_blocks.resize(slot + 1);
-  if (scratch.k_pair_blocks.size() <= slot) scratch.k_pair_blocks.resize(slot + 1);
-  if (scratch.token_blocks.size() <= slot) scratch.token_blocks.resize(slot + 1);
-  if (scratch.token_scales.size() <= slot) scratch.token_scales.resize(slot + 1);
   if (uses_row_groups(w, n_tokens)) {
     if (!in.token_blocks) {
       pack_tokens(in.rows, row_bytes, cols, n_tokens, scratch.token_blocks[slot], scratch.token_scales[slot], pool);
