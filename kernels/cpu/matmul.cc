@@ -141,9 +141,15 @@ void pack_tokens(const uint8_t* acts, size_t row_bytes, int64_t cols, int64_t n_
 }
 
 // Whether a product of `n_tokens` rows goes through `w`'s row-group copy.
-// Below eight tokens the product is bound by reading the weights, and the
-// GGUF blocks are the fewer bytes.
-bool uses_row_groups(const LinearWeight& w, int64_t n_tokens) { return w.row_groups() && n_tokens >= 8; }
+// From three tokens the decode-rows kernels are bound by their arithmetic
+// (which the row groups' layout cuts by half), not by reading the weights.
+bool uses_row_groups(const LinearWeight& w, int64_t n_tokens) { return w.row_groups() && n_tokens >= 3; }
+
+// Whether a product of `n_tokens` rows reads `w` four rows at a time from
+// its quarters, every token at once (VecDotRowsFn).
+bool uses_decode_rows(const LinearWeight& w, int64_t n_tokens) {
+  return w.kernel().fn_rows && w.rows() >= kDecodeRows && n_tokens <= kMaxRowTokens && !uses_row_groups(w, n_tokens);
+}
 
 // Every per-format scratch buffer has room for slot `slot`.
 void grow_to_slot(MatmulScratch& scratch, size_t slot) {
@@ -207,6 +213,7 @@ ConvertedInput converted_input(const LinearWeight& w, const float* x, int64_t n_
     }
     return in;
   }
+  if (uses_decode_rows(w, n_tokens)) return in;
   if (kernel.fn8_pairs && type == DType::kQ8_0 && n_tokens >= 8 && !in.pairs) {
     in.pairs = pack_groups<BlockQ8_0, Q8_0PairBlock, pack_q8_0_pairs>(in.rows, row_bytes, cols, kQK, n_tokens,
                                                                        scratch.pair_blocks[slot], pool);
@@ -325,7 +332,7 @@ void multiply_tile(const LinearWeight& w, const ConvertedInput& in, int64_t n_to
   }
 }
 
-// One token through a weight whose kernel takes kDecodeRows rows at once
+// A few tokens through a weight whose kernel takes kDecodeRows rows at once
 // (VecDotRowsFn). The rows are taken from kDecodeRows quarters of the
 // weight, far apart: rows interleaved within one stretch of memory defeat
 // the hardware prefetchers (a sequential read measured at half its speed),
@@ -340,19 +347,28 @@ struct DecodeQuarters {
   }
 };
 
-// Slice `tile` of every quarter (or, past them, the rows left over).
-void multiply_decode_tile(const LinearWeight& w, const uint8_t* act, const DecodeQuarters& quarters, int64_t tile, float* y) {
-  const int64_t cols = w.cols();
+// Slice `tile` of every quarter (or, past them, the rows left over) for all
+// `n_tokens` (at most kMaxRowTokens) tokens.
+void multiply_decode_tile(const LinearWeight& w, const ConvertedInput& in, int64_t n_tokens, const DecodeQuarters& quarters,
+                          int64_t tile, float* y) {
+  const int64_t cols = w.cols(), rows = w.rows();
+  const size_t act_bytes = w.activation_row_bytes();
+  const void* tokens[kMaxRowTokens];
+  for (int64_t m = 0; m < n_tokens; ++m) tokens[m] = in.rows + size_t(m) * act_bytes;
   const int64_t q0 = tile * kRowTile;
   if (q0 >= quarters.rows) {
-    for (int64_t r = kDecodeRows * quarters.rows; r < w.rows(); ++r) y[r] = w.kernel().fn(cols, w.row(r), act);
+    for (int64_t m = 0; m < n_tokens; ++m) {
+      for (int64_t r = kDecodeRows * quarters.rows; r < rows; ++r) y[m * rows + r] = w.kernel().fn(cols, w.row(r), tokens[m]);
+    }
     return;
   }
   const size_t stride = size_t(quarters.rows) * w.row_bytes();
-  float out[kDecodeRows];
+  float out[kMaxRowTokens * kDecodeRows];  // [token][quarter]
   for (int64_t i = q0; i < std::min(quarters.rows, q0 + kRowTile); ++i) {
-    w.kernel().fn_rows(cols, w.row(i), stride, act, out);
-    for (int q = 0; q < kDecodeRows; ++q) y[q * quarters.rows + i] = out[q];
+    w.kernel().fn_rows(cols, w.row(i), stride, tokens, int(n_tokens), out);
+    for (int64_t m = 0; m < n_tokens; ++m) {
+      for (int q = 0; q < kDecodeRows; ++q) y[m * rows + q * quarters.rows + i] = out[m * kDecodeRows + q];
+    }
   }
 }
 
@@ -370,7 +386,7 @@ void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, 
     float* y;
     ConvertedInput input;
     int64_t first_tile;
-    DecodeQuarters quarters;  // tiles > 0: one token, four rows at a time
+    DecodeQuarters quarters;  // tiles > 0: every token at once, four rows at a time
   };
   if (outputs.size() > kMaxSharedOutputs) throw Error("matmul: more than " + std::to_string(kMaxSharedOutputs) + " weights share one input");
   std::array<Quantised, kMaxSharedOutputs> jobs;
@@ -387,7 +403,7 @@ void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, 
       continue;
     }
     const ConvertedInput input = converted_input(*o.weight, x, n_tokens, converted, scratch, pool);
-    const bool quartered = n_tokens == 1 && o.weight->kernel().fn_rows && o.weight->rows() >= kDecodeRows;
+    const bool quartered = uses_decode_rows(*o.weight, n_tokens);
     jobs[n_jobs++] = {o.weight, o.y, input, n_tiles, quartered ? DecodeQuarters(*o.weight) : DecodeQuarters()};
     n_tiles += quartered ? jobs[n_jobs - 1].quarters.tiles : (o.weight->rows() + kRowTile - 1) / kRowTile;
   }
@@ -406,7 +422,7 @@ void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, 
         while (j + 1 < n_jobs && tile >= jobs[j + 1].first_tile) ++j;
         const Quantised& job = jobs[j];
         if (job.quarters.tiles > 0) {
-          multiply_decode_tile(*job.weight, job.input.rows, job.quarters, tile - job.first_tile, job.y);
+          multiply_decode_tile(*job.weight, job.input, n_tokens, job.quarters, tile - job.first_tile, job.y);
           continue;
         }
         const int64_t r0 = (tile - job.first_tile) * kRowTile, r1 = std::min(job.weight->rows(), r0 + kRowTile);

@@ -42,13 +42,17 @@ constexpr int kPairRows = 4;
 using VecDotPairsRowsFn = void (*)(int64_t n, const void* weight_rows, size_t row_bytes, const Q8_0PairBlock* pairs,
                                    float* out);
 
-// One activation row against kDecodeRows weight rows, `row_stride` bytes
-// apart (decode; the matmul driver passes rows a quarter of the weight
-// apart): out[r] is row r's product, summed exactly as the one-row kernel
-// sums it. The rows' multiply-add chains run side by side, where one row's
-// would wait on its own latency block after block.
+// A few activation rows (decode, or a speculative step's verification)
+// against kDecodeRows weight rows, `row_stride` bytes apart (the matmul
+// driver passes rows a quarter of the weight apart): out[t * kDecodeRows + r]
+// is row r times token t, summed exactly as the one-row kernel sums it.
+// n_tokens is 1 to kMaxRowTokens. Each weight block is decoded once for all
+// the tokens, and the rows' multiply-add chains run side by side, where one
+// row's would wait on its own latency block after block.
 constexpr int kDecodeRows = 4;
-using VecDotRowsFn = void (*)(int64_t n, const void* weight_rows, size_t row_stride, const void* activation_row, float* out);
+constexpr int kMaxRowTokens = 8;
+using VecDotRowsFn = void (*)(int64_t n, const void* weight_rows, size_t row_stride, const void* const* activation_rows,
+                              int n_tokens, float* out);
 
 // Eight Q8_K activation rows packed as pair blocks (kernels/cpu/q8_k_pairs.h):
 // `n / 256` of them. Each output is summed exactly as the one-row kernel sums it.

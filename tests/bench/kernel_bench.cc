@@ -80,38 +80,53 @@ void decode_shapes(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Matmul)->Apply(decode_shapes)->UseRealTime();
 
-// One token against copies of the weight cycled through 256 MB, so every
-// product reads its weights from memory as a decode step does (a model's
-// layers together are far larger than the caches).
+// A few tokens (decode, or a speculative step's verification) against
+// copies of the weight cycled through 256 MB, so every product reads its
+// weights from memory as a decode step does (a model's layers together are
+// far larger than the caches). args: dtype, rows, cols, tokens, and whether
+// the weight keeps a row-group copy for prompts (the output head keeps none).
 void BM_MatmulFromMemory(benchmark::State& state) {
   const auto dtype = DType(state.range(0));
-  const int64_t rows = state.range(1), cols = state.range(2);
+  const int64_t rows = state.range(1), cols = state.range(2), tokens = state.range(3);
+  const bool prompt_copy = state.range(4) != 0;
   const std::vector<uint8_t> one = random_weights(dtype, rows, cols);
   const size_t copies = std::max<size_t>(2, (size_t(256) << 20) / one.size());
   std::vector<uint8_t> all(one.size() * copies);
   std::vector<LinearWeight> weights;
   for (size_t c = 0; c < copies; ++c) {
     std::memcpy(all.data() + c * one.size(), one.data(), one.size());
-    weights.emplace_back("bench", dtype, all.data() + c * one.size(), rows, cols, detect_isa());
+    weights.emplace_back("bench", dtype, all.data() + c * one.size(), rows, cols, detect_isa(), prompt_copy);
   }
-  std::vector<float> x(static_cast<size_t>(cols), 0.5f), y(static_cast<size_t>(rows));
+  std::vector<float> x(size_t(tokens * cols)), y(size_t(tokens * rows));
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist;
+  for (float& v : x) v = dist(rng);
   ThreadPool pool(kThreads);
   MatmulScratch scratch;
   size_t next = 0;
   for (auto _ : state) {
-    matmul(weights[next], x.data(), 1, y.data(), scratch, pool);
+    matmul(weights[next], x.data(), tokens, y.data(), scratch, pool);
     next = (next + 1) % copies;
     benchmark::DoNotOptimize(y.data());
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(one.size()));
+  state.counters["MAC/s"] = benchmark::Counter(double(state.iterations()) * double(rows * cols * tokens), benchmark::Counter::kIsRate);
   state.SetLabel(std::string(dtype_name(dtype)));
 }
 void memory_shapes(benchmark::internal::Benchmark* b) {
   // SmolLM2's ffn_up and ffn_down (Q4_1), Qwen2.5-0.5B's ffn_up (Q5_0),
   // ffn_down (Q4_K, Q6_K) and output (Q8_0).
-  b->Args({int64_t(DType::kQ4_1), 1536, 576})->Args({int64_t(DType::kQ4_1), 576, 1536});
-  b->Args({int64_t(DType::kQ5_0), 4864, 896})->Args({int64_t(DType::kQ4_K), 896, 4864});
-  b->Args({int64_t(DType::kQ6_K), 896, 4864})->Args({int64_t(DType::kQ8_0), 151936, 896});
+  const std::vector<std::vector<int64_t>> shapes = {{int64_t(DType::kQ4_1), 1536, 576}, {int64_t(DType::kQ4_1), 576, 1536},
+                                                    {int64_t(DType::kQ5_0), 4864, 896}, {int64_t(DType::kQ4_K), 896, 4864},
+                                                    {int64_t(DType::kQ6_K), 896, 4864}, {int64_t(DType::kQ8_0), 151936, 896}};
+  for (const auto& s : shapes) b->Args({s[0], s[1], s[2], 1, 1});
+  // The steps of a speculative verification (up to eight tokens); the
+  // output head without a row-group copy, as a model holds it.
+  for (int64_t tokens : {2, 4, 8}) {
+    b->Args({int64_t(DType::kQ5_0), 4864, 896, tokens, 1})->Args({int64_t(DType::kQ4_K), 896, 4864, tokens, 1});
+    b->Args({int64_t(DType::kQ6_K), 896, 4864, tokens, 1})->Args({int64_t(DType::kQ4_1), 1536, 576, tokens, 1});
+    b->Args({int64_t(DType::kQ8_0), 151936, 896, tokens, 0});
+  }
 }
 BENCHMARK(BM_MatmulFromMemory)->Apply(memory_shapes)->UseRealTime();
 

@@ -120,10 +120,11 @@ TEST(QuantizeRows, Q8_KTakesTheFirstOfTiedExtremes) {
   }
 }
 
-// 21 tokens take the eight-token kernels twice (on AVX-512, the four-row
-// ones and then single rows for the rows of a tile left over), then the
-// four- and one-token kernels; every output must be the one-row kernel's, on
-// each instruction set this CPU has. The weights keep no row-group copy
+// Up to kMaxRowTokens tokens take the decode-rows kernels where the format
+// has them (1, 3 and 8 here); 21 take the eight-token kernels twice (on
+// AVX-512, the four-row ones and then single rows for the rows of a tile
+// left over), then the four- and one-token kernels. Every output must be the
+// one-row kernel's, on each instruction set this CPU has. The weights keep no row-group copy
 // here, so that these kernels serve the prompt too
 // (tests/unit/row_groups_test.cc covers the copy).
 TEST(Matmul, OneAndManyTokensMatchPerRowDots) {
@@ -135,9 +136,7 @@ TEST(Matmul, OneAndManyTokensMatchPerRowDots) {
       // One row short of the golden's, so that rows are left over after the four-row kernels.
       const int64_t rows = w.rows - 1;
       const LinearWeight weight("test.weight", w.dtype, w.bytes.data(), rows, w.cols, isa, false);
-      // One token takes the decode path (rows four at a time from the
-      // weight's quarters where the format has such a kernel).
-      for (const int64_t tokens : {1, 21}) test_support::expect_one_row_bits(weight, tokens, 3, type);
+      for (const int64_t tokens : {1, 3, 8, 21}) test_support::expect_one_row_bits(weight, tokens, 3, type);
     }
   }
 }
@@ -170,14 +169,24 @@ TEST(Matmul, DecodeRowKernelsGiveTheOneRowBits) {
     if (!k.fn_rows) continue;  // this CPU has no decode-rows kernel for it
     const size_t row_bytes = *dtype_bytes(w.dtype, uint64_t(w.cols));
     const int64_t quarter = w.rows / kDecodeRows;
-    const std::vector<float> x = test::normal_values(w.cols, 77);
-    std::vector<uint8_t> act(*dtype_bytes(k.activation_type, uint64_t(w.cols)));
-    convert_activation_row(k.activation_type, x.data(), act.data(), w.cols);
-    for (int64_t r = 0; r < quarter; ++r) {
-      float out[kDecodeRows];
-      k.fn_rows(w.cols, w.bytes.data() + r * row_bytes, size_t(quarter) * row_bytes, act.data(), out);
-      for (int q = 0; q < kDecodeRows; ++q) {
-        EXPECT_EQ(out[q], k.fn(w.cols, w.bytes.data() + (q * quarter + r) * row_bytes, act.data())) << type << " row " << r;
+    std::vector<std::vector<uint8_t>> acts;
+    const void* tokens[kMaxRowTokens];
+    for (int t = 0; t < kMaxRowTokens; ++t) {
+      const std::vector<float> x = test::normal_values(w.cols, uint32_t(77 + t));
+      acts.emplace_back(*dtype_bytes(k.activation_type, uint64_t(w.cols)));
+      convert_activation_row(k.activation_type, x.data(), acts.back().data(), w.cols);
+    }
+    for (int t = 0; t < kMaxRowTokens; ++t) tokens[t] = acts[size_t(t)].data();
+    for (int n_tokens = 1; n_tokens <= kMaxRowTokens; ++n_tokens) {
+      for (int64_t r = 0; r < quarter; ++r) {
+        float out[kMaxRowTokens * kDecodeRows];
+        k.fn_rows(w.cols, w.bytes.data() + r * row_bytes, size_t(quarter) * row_bytes, tokens, n_tokens, out);
+        for (int t = 0; t < n_tokens; ++t) {
+          for (int q = 0; q < kDecodeRows; ++q) {
+            EXPECT_EQ(out[t * kDecodeRows + q], k.fn(w.cols, w.bytes.data() + (q * quarter + r) * row_bytes, tokens[t]))
+                << type << " row " << r << " token " << t << " of " << n_tokens;
+          }
+        }
       }
     }
   }
