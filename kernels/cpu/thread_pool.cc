@@ -14,6 +14,7 @@ constexpr auto kSpinTime = std::chrono::microseconds(200);
 // descheduled worker needs.
 constexpr auto kFinishSpinTime = std::chrono::microseconds(50);
 constexpr uint32_t kPausesPerClockRead = 64;
+constexpr auto kShrunkTime = std::chrono::milliseconds(200);
 
 std::pair<int64_t, int64_t> chunk_range(int64_t n, int chunks, int index) {
   const int64_t base = n / chunks, extra = n % chunks;
@@ -39,7 +40,7 @@ bool spin_until(const Done& done, std::chrono::microseconds limit) {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) {
+ThreadPool::ThreadPool(int n_threads) : active_(std::max(1, n_threads)) {
   for (int i = 1; i < std::max(1, n_threads); ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
@@ -66,8 +67,9 @@ bool ThreadPool::wait_for_job(uint32_t seen) {
   return !stopping_.load(std::memory_order_acquire);
 }
 
-void ThreadPool::run_chunks(uint32_t generation) {
+void ThreadPool::run_chunks(uint32_t generation, bool worker) {
   uint64_t claims = claims_.load(std::memory_order_acquire);
+  bool claimed = false;
   while (generation_of(claims) == generation) {
     const auto* fn = job_.load(std::memory_order_acquire);
     const int64_t n = job_n_.load(std::memory_order_acquire);
@@ -78,6 +80,8 @@ void ThreadPool::run_chunks(uint32_t generation) {
     // caller cannot finish it, let alone start another, while a chunk is
     // unclaimed.
     if (!claims_.compare_exchange_weak(claims, claims + 1, std::memory_order_acq_rel)) continue;
+    if (worker && !claimed) participants_.fetch_add(1, std::memory_order_relaxed);
+    claimed = true;
     const auto [begin, end] = chunk_range(n, chunks, chunk);
     (*fn)(chunk, begin, end);
     done_.fetch_add(1);
@@ -93,7 +97,7 @@ void ThreadPool::worker_loop() {
   uint32_t seen = 0;
   while (wait_for_job(seen)) {
     seen = generation_of(claims_.load(std::memory_order_acquire));
-    run_chunks(seen);
+    run_chunks(seen, true);
   }
 }
 
@@ -111,15 +115,18 @@ void ThreadPool::wait_for_chunks(int chunks) {
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int, int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  const int chunks = int(std::clamp<int64_t>(n / std::max<int64_t>(grain, 1), 1, size()));
+  const int64_t most = n / std::max<int64_t>(grain, 1);
+  const int chunks = int(std::clamp<int64_t>(most, 1, active_.count()));
   if (chunks == 1 || workers_.empty()) {
     fn(0, 0, n);
+    if (most > 1 && !workers_.empty()) active_.after_loop(false, ActiveThreads::Clock::now());  // shrunk to one thread
     return;
   }
   job_.store(&fn, std::memory_order_relaxed);
   job_n_.store(n, std::memory_order_relaxed);
   job_chunks_.store(chunks, std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
+  participants_.store(0, std::memory_order_relaxed);
   const uint32_t generation = generation_of(claims_.load(std::memory_order_relaxed)) + 1;
   {
     // Publishing under the lock pairs with the sleepers' predicate check.
@@ -127,8 +134,9 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
     claims_.store(uint64_t(generation) << 32, std::memory_order_release);
   }
   if (sleeping_.load() > 0) wake_.notify_all();
-  run_chunks(generation);
+  run_chunks(generation, false);
   wait_for_chunks(chunks);
+  active_.after_loop(participants_.load(std::memory_order_relaxed) < chunks - 1, ActiveThreads::Clock::now());
 }
 
 }  // namespace tessera::cpu

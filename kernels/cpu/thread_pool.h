@@ -7,7 +7,8 @@
 // claims nothing, and the caller runs the chunks it left, so a loop waits
 // only for chunks already under way, never for a thread that has not shown
 // up. Waiting threads spin briefly (a forward pass issues hundreds of small
-// loops), then sleep on a futex.
+// loops), then sleep on a futex. While workers keep arriving late, loops use
+// fewer threads (kernels/cpu/active_threads.h).
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -15,6 +16,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "kernels/cpu/active_threads.h"
 
 namespace tessera::cpu {
 
@@ -26,6 +29,8 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return int(workers_.size()) + 1; }
+  // How many threads loops use now: size(), or fewer while workers arrive late.
+  int active() const { return active_.count(); }
 
   // Calls fn(chunk_index, begin, end) on contiguous chunks of [0, n) in
   // parallel and returns when all are done. Chunks are at least `grain`
@@ -37,7 +42,7 @@ class ThreadPool {
   void worker_loop();
   bool wait_for_job(uint32_t seen);
   // Claims and runs chunks of loop `generation` until none is left.
-  void run_chunks(uint32_t generation);
+  void run_chunks(uint32_t generation, bool worker);
   void wait_for_chunks(int chunks);
 
   std::vector<std::thread> workers_;
@@ -60,6 +65,8 @@ class ThreadPool {
   std::condition_variable finished_;
   std::atomic<bool> caller_sleeping_{false};
   std::atomic<bool> stopping_{false};
+  std::atomic<int> participants_{0};  // workers that claimed a chunk of the current loop
+  ActiveThreads active_;  // the caller's alone (loops run one at a time)
 };
 
 }  // namespace tessera::cpu

@@ -1,0 +1,90 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+#include "kernels/cpu/active_threads.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace tessera::cpu {
+namespace {
+
+using Clock = ActiveThreads::Clock;
+
+// Feeds `windows` windows of loops, each with `late_loops` of its loops late.
+void feed_windows(ActiveThreads& active, int windows, int late_loops, Clock::time_point now) {
+  for (int w = 0; w < windows; ++w) {
+    for (int i = 0; i < ActiveThreads::kWindowLoops; ++i) active.after_loop(i < late_loops, now);
+  }
+}
+
+TEST(ThreadPool, EveryIndexRunsOnceWhateverTheChunking) {
+  ThreadPool pool(3);
+  for (const int64_t n : {1, 2, 7, 1000}) {
+    for (const int64_t grain : {1, 3, 64}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      pool.parallel_for(n, grain, [&](int chunk, int64_t begin, int64_t end) {
+        EXPECT_LT(chunk, pool.size());
+        for (int64_t i = begin; i < end; ++i) hits[size_t(i)]++;
+      });
+      for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[size_t(i)].load(), 1) << "n " << n << " grain " << grain << " index " << i;
+    }
+  }
+}
+
+TEST(ActiveThreads, ShrinksWhenWorkersKeepArrivingLate) {
+  ActiveThreads active(2);
+  const Clock::time_point t0 = Clock::now();
+  feed_windows(active, ActiveThreads::kLateWindows - 1, ActiveThreads::kWindowLoops / 2, t0);
+  EXPECT_EQ(active.count(), 2) << "one late window short of the threshold";
+  feed_windows(active, 1, ActiveThreads::kWindowLoops / 2, t0);
+  EXPECT_EQ(active.count(), 1);
+}
+
+TEST(ActiveThreads, ScatteredLateWindowsKeepEveryThread) {
+  ActiveThreads active(2);
+  const Clock::time_point t0 = Clock::now();
+  // A quiet machine: a late window now and then, and windows with a few late loops.
+  for (int round = 0; round < 40; ++round) {
+    feed_windows(active, 1, ActiveThreads::kWindowLoops, t0);
+    feed_windows(active, 2, ActiveThreads::kWindowLoops / 2 - 1, t0);
+  }
+  EXPECT_EQ(active.count(), 2);
+}
+
+TEST(ActiveThreads, TriesEveryThreadAgainAndShrinksAtOnceIfStillLate) {
+  ActiveThreads active(4);
+  const Clock::time_point t0 = Clock::now();
+  feed_windows(active, ActiveThreads::kHistoryWindows, ActiveThreads::kWindowLoops, t0);
+  ASSERT_EQ(active.count(), 3);
+  feed_windows(active, 3, ActiveThreads::kWindowLoops, t0 + ActiveThreads::kShrunkTime / 2);
+  EXPECT_EQ(active.count(), 3) << "loops while shrunk do not count";
+  const Clock::time_point later = t0 + ActiveThreads::kShrunkTime;
+  active.after_loop(false, later);
+  ASSERT_EQ(active.count(), 4) << "tried again once the time is up";
+  feed_windows(active, 1, ActiveThreads::kWindowLoops, later);
+  EXPECT_EQ(active.count(), 3) << "the first late window of the trial";
+}
+
+TEST(ActiveThreads, StaysWholeOnceTheNeighbourHasGone) {
+  ActiveThreads active(2);
+  const Clock::time_point t0 = Clock::now();
+  feed_windows(active, ActiveThreads::kHistoryWindows, ActiveThreads::kWindowLoops, t0);
+  ASSERT_EQ(active.count(), 1);
+  const Clock::time_point later = t0 + ActiveThreads::kShrunkTime;
+  active.after_loop(false, later);
+  ASSERT_EQ(active.count(), 2);
+  feed_windows(active, ActiveThreads::kHistoryWindows, 0, later);
+  // A lone late window after the history has cleared changes nothing.
+  feed_windows(active, 1, ActiveThreads::kWindowLoops, later);
+  EXPECT_EQ(active.count(), 2);
+}
+
+TEST(ActiveThreads, OneThreadNeverShrinks) {
+  ActiveThreads active(1);
+  feed_windows(active, ActiveThreads::kHistoryWindows, ActiveThreads::kWindowLoops, Clock::now());
+  EXPECT_EQ(active.count(), 1);
+}
+
+}  // namespace
+}  // namespace tessera::cpu
