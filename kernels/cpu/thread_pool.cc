@@ -14,7 +14,6 @@ constexpr auto kSpinTime = std::chrono::microseconds(200);
 // descheduled worker needs.
 constexpr auto kFinishSpinTime = std::chrono::microseconds(50);
 constexpr uint32_t kPausesPerClockRead = 64;
-constexpr auto kShrunkTime = std::chrono::milliseconds(200);
 
 std::pair<int64_t, int64_t> chunk_range(int64_t n, int chunks, int index) {
   const int64_t base = n / chunks, extra = n % chunks;
