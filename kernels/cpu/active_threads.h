@@ -34,9 +34,12 @@ class ActiveThreads {
 
   // After each loop that could have used more than one thread: `late` as
   // above (always false for a loop the shrunk count ran on one thread).
-  void after_loop(bool late, Clock::time_point now) {
+  // `now()` gives the time; it is read only while shrunk and when shrinking,
+  // not on every loop.
+  template <class Now>
+  void after_loop(bool late, const Now& now) {
     if (count_ < threads_) {
-      if (now >= restore_at_) {
+      if (now() >= restore_at_) {
         count_ = threads_;
         window_loops_ = window_late_ = 0;
       }
@@ -49,7 +52,7 @@ class ActiveThreads {
     history_ = ((history_ << 1) | (late_window ? 1u : 0u)) & ((1u << kHistoryWindows) - 1);
     if (late_window && threads_ > 1 && std::popcount(history_) >= kLateWindows) {
       count_ = threads_ - 1;
-      restore_at_ = now + kShrunkTime;
+      restore_at_ = now() + kShrunkTime;
     }
   }
 

@@ -297,7 +297,7 @@ void multiply_tile(const LinearWeight& w, const ConvertedInput& in, int64_t n_to
   const int64_t rows = w.rows(), cols = w.cols();
   const VecDotKernel& kernel = w.kernel();
   const uint8_t* acts = in.rows;
-  if (in.token_blocks && uses_row_groups(w, n_tokens)) {
+  if (uses_row_groups(w, n_tokens)) {
     multiply_row_group(w, in, n_tokens, r0, r1, y);
     return;
   }

@@ -118,7 +118,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   const int chunks = int(std::clamp<int64_t>(most, 1, active_.count()));
   if (chunks == 1 || workers_.empty()) {
     fn(0, 0, n);
-    if (most > 1 && !workers_.empty()) active_.after_loop(false, ActiveThreads::Clock::now());  // shrunk to one thread
+    if (most > 1 && !workers_.empty()) active_.after_loop(false, ActiveThreads::Clock::now);  // shrunk to one thread
     return;
   }
   job_.store(&fn, std::memory_order_relaxed);
@@ -135,7 +135,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   if (sleeping_.load() > 0) wake_.notify_all();
   run_chunks(generation, false);
   wait_for_chunks(chunks);
-  active_.after_loop(participants_.load(std::memory_order_relaxed) < chunks - 1, ActiveThreads::Clock::now());
+  active_.after_loop(participants_.load(std::memory_order_relaxed) < chunks - 1, ActiveThreads::Clock::now);
 }
 
 }  // namespace tessera::cpu

@@ -29,8 +29,6 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return int(workers_.size()) + 1; }
-  // How many threads loops use now: size(), or fewer while workers arrive late.
-  int active() const { return active_.count(); }
 
   // Calls fn(chunk_index, begin, end) on contiguous chunks of [0, n) in
   // parallel and returns when all are done. Chunks are at least `grain`

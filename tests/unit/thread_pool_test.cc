@@ -14,7 +14,7 @@ using Clock = ActiveThreads::Clock;
 // Feeds `windows` windows of loops, each with `late_loops` of its loops late.
 void feed_windows(ActiveThreads& active, int windows, int late_loops, Clock::time_point now) {
   for (int w = 0; w < windows; ++w) {
-    for (int i = 0; i < ActiveThreads::kWindowLoops; ++i) active.after_loop(i < late_loops, now);
+    for (int i = 0; i < ActiveThreads::kWindowLoops; ++i) active.after_loop(i < late_loops, [now] { return now; });
   }
 }
 
@@ -60,7 +60,7 @@ TEST(ActiveThreads, TriesEveryThreadAgainAndShrinksAtOnceIfStillLate) {
   feed_windows(active, 3, ActiveThreads::kWindowLoops, t0 + ActiveThreads::kShrunkTime / 2);
   EXPECT_EQ(active.count(), 3) << "loops while shrunk do not count";
   const Clock::time_point later = t0 + ActiveThreads::kShrunkTime;
-  active.after_loop(false, later);
+  active.after_loop(false, [later] { return later; });
   ASSERT_EQ(active.count(), 4) << "tried again once the time is up";
   feed_windows(active, 1, ActiveThreads::kWindowLoops, later);
   EXPECT_EQ(active.count(), 3) << "the first late window of the trial";
@@ -72,7 +72,7 @@ TEST(ActiveThreads, StaysWholeOnceTheNeighbourHasGone) {
   feed_windows(active, ActiveThreads::kHistoryWindows, ActiveThreads::kWindowLoops, t0);
   ASSERT_EQ(active.count(), 1);
   const Clock::time_point later = t0 + ActiveThreads::kShrunkTime;
-  active.after_loop(false, later);
+  active.after_loop(false, [later] { return later; });
   ASSERT_EQ(active.count(), 2);
   feed_windows(active, ActiveThreads::kHistoryWindows, 0, later);
   // A lone late window after the history has cleared changes nothing.
