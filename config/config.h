@@ -57,15 +57,19 @@ struct KvCacheConfig {
   std::string dtype = "f16";  // f16, f32 or int8 (per-head, per-token scales)
 };
 
-// Speculative decoding by prompt lookup: each decoding sequence proposes
-// the tokens that followed the latest earlier occurrence of its last n-gram,
-// and one forward pass verifies them. Output is the same as without it.
+// Speculative decoding: each decoding sequence proposes tokens, and one
+// forward pass verifies them; the output is the same as without it. ngram
+// (prompt lookup) proposes the tokens that followed the latest earlier
+// occurrence of the sequence's last n-gram; draft_model proposes the greedy
+// continuation of a smaller model that shares the tokenizer.
 struct SpeculativeConfig {
-  std::string method = "none";   // none or ngram
+  std::string method = "none";     // none, ngram or draft_model
   int num_speculative_tokens = 7;  // draft tokens per step at most (7: a step of 8 tokens, one group of the 8-token kernels)
-  int prompt_lookup_max = 4;       // longest n-gram looked up
-  int prompt_lookup_min = 2;       // shortest
+  int prompt_lookup_max = 4;       // ngram: longest n-gram looked up
+  int prompt_lookup_min = 2;       // ngram: shortest
+  std::string draft_model;         // draft_model: its GGUF file or Hugging Face directory
   bool enabled() const { return method != "none"; }
+  bool uses_draft_model() const { return method == "draft_model"; }
 };
 
 struct SchedulerConfig {

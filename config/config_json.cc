@@ -29,6 +29,7 @@ nlohmann::json model_json(const ModelConfig& m) {
        {{"method", s.speculative.method}, {"num_speculative_tokens", s.speculative.num_speculative_tokens},
         {"prompt_lookup_max", s.speculative.prompt_lookup_max}, {"prompt_lookup_min", s.speculative.prompt_lookup_min}}},
   };
+  if (!s.speculative.draft_model.empty()) out["speculative"]["model"] = s.speculative.draft_model;
   if (!m.quantization.scheme.empty()) {
     out["quantization"] = {{"scheme", m.quantization.scheme}, {"group_size", m.quantization.group_size}};
   }

@@ -262,8 +262,13 @@ class Parser {
 
   void parse_speculative(const YAML::Node& s, const std::string& p, SpeculativeConfig* c) const {
     require_map(s, p);
-    check_keys(s, p, {"method", "num_speculative_tokens", "prompt_lookup_max", "prompt_lookup_min"});
-    text(s, "method", p, &c->method, {"none", "ngram"});
+    check_keys(s, p, {"method", "num_speculative_tokens", "prompt_lookup_max", "prompt_lookup_min", "model"});
+    text(s, "method", p, &c->method, {"none", "ngram", "draft_model"});
+    text(s, "model", p, &c->draft_model);
+    if (c->uses_draft_model() && c->draft_model.empty()) {
+      fail(s, p + ": method draft_model needs the draft's 'model' (a GGUF file or Hugging Face directory)");
+    }
+    if (!c->uses_draft_model() && s["model"]) fail(s["model"], p + ".model: a draft model is used only with method: draft_model");
     integer(s, "num_speculative_tokens", p, 1, 64, &c->num_speculative_tokens);
     integer(s, "prompt_lookup_max", p, 1, 16, &c->prompt_lookup_max);
     integer(s, "prompt_lookup_min", p, 1, 16, &c->prompt_lookup_min);

@@ -25,6 +25,18 @@ uint64_t budget_for_fraction(const Backend& backend, double fraction) {
   return uint64_t(allowed - in_use);
 }
 
+// The pages the configured budget, or memory fraction, holds.
+int64_t budgeted_pages(const Backend& backend, const RunnerConfig& config, const KvLayout& layout, int n_layers) {
+  const uint64_t budget =
+      config.kv_memory_fraction > 0.0 ? budget_for_fraction(backend, config.kv_memory_fraction) : config.kv_budget_bytes;
+  const int64_t pages = PagedKvCache::pages_for_budget(layout, n_layers, budget);
+  if (pages < 1) {
+    throw Error("KV cache budget of " + std::to_string(budget) + " bytes holds no page (one page needs " +
+                std::to_string(PagedKvCache::bytes_per_page(layout, n_layers)) + " bytes)");
+  }
+  return pages;
+}
+
 // The sampler's view of a sequence's grammar.
 class GrammarFilter : public TokenFilter {
  public:
@@ -49,15 +61,10 @@ ModelRunner::ModelRunner(std::shared_ptr<Backend> backend, const std::string& mo
   decoder_ = std::make_unique<Decoder>(spec, model_->weights(), *backend_, config.capacity, comm_);
   logits_for(config.capacity.max_seqs);
   const KvLayout layout{config.kv_dtype, config.page_size, spec.n_kv_heads, spec.head_dim};
-  const uint64_t budget =
-      config.kv_memory_fraction > 0.0 ? budget_for_fraction(*backend_, config.kv_memory_fraction) : config.kv_budget_bytes;
   // Every rank of a group holds the same pages, counted as if unsharded.
   const KvLayout whole{config.kv_dtype, config.page_size, model_->spec().n_kv_heads, spec.head_dim};
-  const int64_t pages = agreed_pages(PagedKvCache::pages_for_budget(whole, spec.n_layers, budget));
-  if (pages < 1) {
-    throw Error("KV cache budget of " + std::to_string(budget) + " bytes holds no page (one page needs " +
-                std::to_string(PagedKvCache::bytes_per_page(whole, spec.n_layers)) + " bytes)");
-  }
+  const int64_t pages =
+      agreed_pages(config.kv_pages > 0 ? config.kv_pages : budgeted_pages(*backend_, config, whole, spec.n_layers));
   kv_ = std::make_unique<PagedKvCache>(*backend_, layout, spec.n_layers, pages);
   const int64_t pages_per_seq = std::min<int64_t>(pages, (int64_t(spec.max_context) + config.page_size - 1) / config.page_size);
   batch_ = std::make_unique<BatchBuffers>(*backend_, config.capacity, int(std::max<int64_t>(pages_per_seq, 1)));

@@ -27,6 +27,9 @@ struct RunnerConfig {
   // once the model is loaded, is this fraction of its total; replaces
   // kv_budget_bytes.
   double kv_memory_fraction = 0.0;
+  // When above 0: exactly this many pages, whatever the budget (a draft
+  // model's cache holds as many tokens as its served model's).
+  int64_t kv_pages = 0;
   int page_size = 16;
   DType kv_dtype = DType::kF16;
   DecoderCapacity capacity;  // the largest step: tokens and sequences
@@ -49,6 +52,7 @@ class ModelRunner {
 
   const Model& model() const { return *model_; }
   Backend& backend() const { return *backend_; }
+  const std::shared_ptr<Backend>& shared_backend() const { return backend_; }
   const PagedKvCache& kv_cache() const { return *kv_; }
   int page_size() const { return kv_->layout().page_size; }
   const DecoderCapacity& capacity() const { return decoder_->capacity(); }

@@ -19,8 +19,10 @@ std::string invalid_tokens(const Request& r, int vocab) {
 
 }  // namespace
 
-ModelLoop::ModelLoop(std::unique_ptr<ModelRunner> runner, const SchedulerLimits& limits, FaultListener on_fault)
+ModelLoop::ModelLoop(std::unique_ptr<ModelRunner> runner, const SchedulerLimits& limits, FaultListener on_fault,
+                     std::unique_ptr<DraftModel> draft)
     : runner_(std::move(runner)),
+      draft_(std::move(draft)),
       on_fault_(std::move(on_fault)),
       scheduler_(limits, int32_t(runner_->kv_cache().n_pages()), runner_->page_size()),
       thread_([this] { run(); }) {}
@@ -73,6 +75,7 @@ void ModelLoop::run() {
   auto last_beat = std::chrono::steady_clock::now();
   while (true) {
     StepPlan plan;
+    std::vector<DraftJob> draft_jobs;
     bool beat = false;
     {
       std::unique_lock lock(mutex_);
@@ -88,12 +91,17 @@ void ModelLoop::run() {
         scheduler_.fail_all("the server is shutting down");
         break;
       }
-      if (!beat) plan = scheduler_.schedule();
+      if (!beat) {
+        plan = scheduler_.schedule();
+        draft_jobs = scheduler_.draft_jobs();
+      }
     }
     try {
       if (beat) {
         runner_->heartbeat();
       } else if (!plan.steps.empty() || !plan.finished.empty()) {  // else only cancellations were pending
+        // The jobs' tokens stay put until postprocess(), the only call that changes them.
+        if (draft_) draft_->propose(plan, draft_jobs);
         const StepResult result = runner_->step(plan);
         std::lock_guard lock(mutex_);
         scheduler_.postprocess(plan, result);

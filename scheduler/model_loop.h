@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "engine/model_runner.h"
+#include "scheduler/draft_model.h"
 #include "scheduler/request_stream.h"
 #include "scheduler/scheduler.h"
 
@@ -34,7 +35,10 @@ class ModelLoop {
   // has been ended with the error.
   using FaultListener = std::function<void(const std::string& what)>;
 
-  ModelLoop(std::unique_ptr<ModelRunner> runner, const SchedulerLimits& limits, FaultListener on_fault = {});
+  // With `draft`, decoding sequences take their speculative proposals from
+  // it (limits.speculative.method draft_model).
+  ModelLoop(std::unique_ptr<ModelRunner> runner, const SchedulerLimits& limits, FaultListener on_fault = {},
+            std::unique_ptr<DraftModel> draft = nullptr);
   ~ModelLoop();
   ModelLoop(const ModelLoop&) = delete;
   ModelLoop& operator=(const ModelLoop&) = delete;
@@ -60,6 +64,7 @@ class ModelLoop {
   void fault(const std::string& what);
 
   std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<DraftModel> draft_;
   FaultListener on_fault_;
   mutable std::mutex mutex_;  // guards scheduler_ and next_id_
   std::condition_variable work_;

@@ -26,6 +26,7 @@ struct Scheduler::Sequence {
   std::vector<PrefixKey> page_keys;  // prefix key of each full page seen so far
   std::optional<PromptLookup> lookup;  // speculative decoding: made on its first decode step
   std::vector<int32_t> draft;          // proposals in the plan being built
+  int draft_room = 0;                  // or how many a draft model may propose
 
   // The queue time, once: for the first event after the first schedule.
   double take_queue_seconds() {
@@ -212,15 +213,8 @@ StepPlan Scheduler::schedule() {
     const size_t pending = s.tokens.size() - s.computed;
     const size_t n = std::min({pending, size_t(limits_.prefill_chunk), size_t(budget)});
     s.draft.clear();
-    if (pending == 1) {
-      // Drafts only where their pages are spare: a page each for every
-      // running sequence's next token stays free, so no guess can cause a
-      // preemption.
-      s.draft = propose_draft(s, budget - 1);
-      const int64_t positions = int64_t(s.computed + 1 + s.draft.size());
-      const int64_t new_pages = (positions + page_size_ - 1) / page_size_ - int64_t(s.pages.size());
-      if (new_pages > int64_t(allocator_.free_count()) - int64_t(running_.size()) || !ensure_pages(s, positions)) s.draft.clear();
-    }
+    s.draft_room = 0;
+    if (pending == 1) propose_draft(s, budget - 1);
     bool fits = ensure_pages(s, int64_t(s.computed + n));
     while (!fits) {
       Sequence* victim = pick_victim();
@@ -234,7 +228,7 @@ StepPlan Scheduler::schedule() {
     if (!fits) continue;
     s.planned = true;
     chosen.emplace_back(&s, n);
-    budget -= int(n + s.draft.size());
+    budget -= int(n + s.draft.size()) + s.draft_room;
     ++it;
   }
   // Then waiting requests in order, while pages and budget last. Not in a
@@ -244,6 +238,7 @@ StepPlan Scheduler::schedule() {
   while (!preempted_now && !waiting_.empty() && budget > 0 && int(chosen.size()) < limits_.max_sequences) {
     Sequence& s = *waiting_.front();
     s.draft.clear();
+    s.draft_room = 0;
     const bool lookup = limits_.prefix_caching && s.pages.empty();
     if (lookup) attach_cached_prefix(s);
     const size_t n = std::min({s.tokens.size() - s.computed, size_t(limits_.prefill_chunk), size_t(budget)});
@@ -272,7 +267,11 @@ StepPlan Scheduler::schedule() {
   }
   plan.finished = std::move(finished_);
   finished_.clear();
-  for (const auto& [s, n] : chosen) plan.steps.push_back(plan_step(*s, n, plan));
+  draft_jobs_.clear();
+  for (const auto& [s, n] : chosen) {
+    if (s->draft_room > 0) draft_jobs_.push_back({plan.steps.size(), s->request.id, s->tokens, s->draft_room});
+    plan.steps.push_back(plan_step(*s, n, plan));
+  }
   return plan;
 }
 
@@ -291,7 +290,6 @@ SequenceStep Scheduler::plan_step(Sequence& s, size_t n, StepPlan& plan) {
   step.tokens.assign(s.tokens.begin() + long(s.computed), s.tokens.begin() + long(s.computed + n));
   step.tokens.insert(step.tokens.end(), s.draft.begin(), s.draft.end());
   step.draft = uint32_t(s.draft.size());
-  draft_tokens_ += s.draft.size();
   step.start_position = int32_t(s.computed);
   step.pages_from = uint32_t(s.pages_sent);
   step.pages.assign(s.pages.begin() + long(s.pages_sent), s.pages.end());
@@ -300,18 +298,36 @@ SequenceStep Scheduler::plan_step(Sequence& s, size_t n, StepPlan& plan) {
   return step;
 }
 
-std::vector<int32_t> Scheduler::propose_draft(Sequence& s, int budget) {
+int Scheduler::draft_room(const Sequence& s, int budget) const {
   const SpeculativeConfig& c = limits_.speculative;
-  if (!c.enabled()) return {};
+  if (!c.enabled()) return 0;
   // Every accepted proposal is followed by one more drawn token: leave room
   // for it under max_new_tokens and the model length.
   const int64_t room = std::min({int64_t(c.num_speculative_tokens), int64_t(budget),
                                  int64_t(s.request.max_new_tokens) - s.generated - 1,
                                  int64_t(limits_.max_model_len) - int64_t(s.tokens.size()) - 1});
-  if (room <= 0) return {};
-  if (!s.lookup) s.lookup.emplace(c.prompt_lookup_min, c.prompt_lookup_max);
-  s.lookup->extend(s.tokens);
-  return s.lookup->propose(s.tokens, size_t(room));
+  return int(std::max<int64_t>(room, 0));
+}
+
+void Scheduler::propose_draft(Sequence& s, int budget) {
+  const int room = draft_room(s, budget);
+  if (room == 0) return;
+  const SpeculativeConfig& c = limits_.speculative;
+  if (!c.uses_draft_model()) {
+    if (!s.lookup) s.lookup.emplace(c.prompt_lookup_min, c.prompt_lookup_max);
+    s.lookup->extend(s.tokens);
+    s.draft = s.lookup->propose(s.tokens, size_t(room));
+    if (s.draft.empty()) return;
+  }
+  // A page each for every running sequence's next token stays free, so no
+  // guess can cause a preemption.
+  const int64_t positions = int64_t(s.computed) + 1 + (c.uses_draft_model() ? room : int64_t(s.draft.size()));
+  const int64_t new_pages = (positions + page_size_ - 1) / page_size_ - int64_t(s.pages.size());
+  if (new_pages > int64_t(allocator_.free_count()) - int64_t(running_.size()) || !ensure_pages(s, positions)) {
+    s.draft.clear();
+    return;
+  }
+  if (c.uses_draft_model()) s.draft_room = room;
 }
 
 bool Scheduler::emit_token(Sequence& s, const SampledToken& token) {
@@ -338,6 +354,7 @@ bool Scheduler::emit_token(Sequence& s, const SampledToken& token) {
 
 void Scheduler::postprocess(const StepPlan& plan, const StepResult& result) {
   for (size_t i = 0; i < plan.steps.size() && i < result.sequences.size(); ++i) {
+    draft_tokens_ += plan.steps[i].draft;
     auto found = by_id_.find(plan.steps[i].seq_id);
     if (found == by_id_.end()) continue;
     Sequence& s = *found->second;

@@ -12,6 +12,7 @@
 #include <list>
 #include <memory>
 #include <random>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -49,6 +50,17 @@ struct SchedulerStats {
   uint64_t accepted_tokens = 0; // of those, proposals the engine accepted
 };
 
+// A decoding sequence whose proposals come from a draft model
+// (speculative method draft_model): the loop asks the model for up to `room`
+// tokens after `tokens` and appends them to step `step` of the plan as its
+// draft. Pages for them are already reserved.
+struct DraftJob {
+  size_t step = 0;                     // index into the plan's steps
+  uint64_t seq_id = 0;
+  std::span<const int32_t> tokens;     // the sequence so far: valid until the next postprocess()
+  int room = 0;                        // proposals at most
+};
+
 class Scheduler {
  public:
   Scheduler(const SchedulerLimits& limits, int32_t n_pages, int page_size);
@@ -61,6 +73,8 @@ class Scheduler {
   void cancel(uint64_t request_id);
 
   StepPlan schedule();
+  // The sequences of the last plan that wait for a draft model's proposals.
+  const std::vector<DraftJob>& draft_jobs() const { return draft_jobs_; }
   // Appends sampled tokens, emits events, finishes and frees what is done.
   void postprocess(const StepPlan& plan, const StepResult& result);
   // Ends every request with an error (engine fault, shutdown).
@@ -87,8 +101,12 @@ class Scheduler {
   // registers `s` with the engine (in the plan's new sequences) the first
   // time and sends only new pages after.
   SequenceStep plan_step(Sequence& s, size_t n, StepPlan& plan);
-  // Speculative proposals for a decoding sequence, at most `budget`.
-  std::vector<int32_t> propose_draft(Sequence& s, int budget);
+  // How many proposals a decoding sequence may make, at most `budget`.
+  int draft_room(const Sequence& s, int budget) const;
+  // Speculative proposals for a decoding sequence: prompt lookup's, or
+  // `room` placeholders a draft model fills after the plan is made. Pages
+  // are reserved for them only where they are spare.
+  void propose_draft(Sequence& s, int budget);
   // Appends a drawn token and sends it on; false once it finished the request.
   bool emit_token(Sequence& s, const SampledToken& token);
 
@@ -108,6 +126,7 @@ class Scheduler {
   uint64_t draft_tokens_ = 0;
   uint64_t accepted_tokens_ = 0;
   std::vector<uint64_t> finished_;  // known to the engine, finished since the last plan
+  std::vector<DraftJob> draft_jobs_;  // of the last plan
 };
 
 }  // namespace tessera

@@ -36,7 +36,13 @@ std::unique_ptr<ServedModel> load_one(const ModelConfig& c, size_t index, promet
   limits.max_model_len = m->max_model_len;
   ModelLoop::FaultListener named;
   if (on_fault) named = [on_fault, name = c.name](const std::string& what) { on_fault("model " + name + ": " + what); };
-  m->loop = std::make_unique<ModelLoop>(std::move(runner), limits, std::move(named));
+  std::unique_ptr<DraftModel> draft;
+  if (c.scheduler.speculative.uses_draft_model()) {
+    draft = load_draft_model(c, *runner);
+    spdlog::info("model {}: speculative proposals from the draft model {} ({} KV pages)", c.name,
+                 c.scheduler.speculative.draft_model, draft->runner().kv_cache().n_pages());
+  }
+  m->loop = std::make_unique<ModelLoop>(std::move(runner), limits, std::move(named), std::move(draft));
   m->created = std::time(nullptr);
   m->metrics = std::make_unique<ModelMetrics>(metrics, c.name);
   spdlog::info("model {} loaded from {} on {} in {:.2f} s (max_model_len {}, {} KV pages of {}, chat template: {})", c.name,

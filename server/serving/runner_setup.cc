@@ -50,4 +50,17 @@ std::unique_ptr<ModelRunner> load_runner(const ModelConfig& c, size_t index, Par
   return std::make_unique<ModelRunner>(std::move(backend), expand_home(c.path), rc, comm);
 }
 
+std::unique_ptr<DraftModel> load_draft_model(const ModelConfig& c, const ModelRunner& target) {
+  RunnerConfig rc = runner_config_of(c);
+  rc.load = ModelLoadOptions{};  // the draft runs as stored, whole on this process
+  rc.kv_memory_fraction = 0.0;
+  rc.kv_pages = target.kv_cache().n_pages();
+  try {
+    auto draft = std::make_unique<ModelRunner>(target.shared_backend(), expand_home(c.scheduler.speculative.draft_model), rc);
+    return std::make_unique<DraftModel>(std::move(draft), target.model());
+  } catch (const Error& e) {
+    throw Error("model '" + c.name + "': " + e.what());
+  }
+}
+
 }  // namespace tessera

@@ -5,6 +5,7 @@
 
 #include "config/config.h"
 #include "engine/model_runner.h"
+#include "scheduler/draft_model.h"
 #include "server/parallel/parallel_ranks.h"
 
 namespace tessera {
@@ -13,5 +14,10 @@ namespace tessera {
 // this process's rank of that model's group (joined first; the runner's
 // communicator() is it). Throws tessera::Error naming the model.
 std::unique_ptr<ModelRunner> load_runner(const ModelConfig& model, size_t index, ParallelRanks* ranks);
+
+// The draft model of `model`'s speculative decoding (method draft_model):
+// on the served model's backend and threads, with a cache of as many pages
+// as `target`'s. Throws tessera::Error naming the model.
+std::unique_ptr<DraftModel> load_draft_model(const ModelConfig& model, const ModelRunner& target);
 
 }  // namespace tessera

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Prompt-lookup speculative decoding on code-editing requests: the same
-greedy chat requests against `tessera serve` without speculation and with
-`speculative: {method: ngram}`, in the same run. Each request asks for an
+"""Speculative decoding on code-editing requests: the same greedy chat
+requests against `tessera serve` without speculation, with
+`speculative: {method: ngram}` and, given --draft, with
+`speculative: {method: draft_model}`, in the same run. Each request asks for an
 edit of a piece of code given in the prompt, so most of the answer is in
 the prompt.
 
@@ -13,7 +14,8 @@ to the one without speculation (it must be: the run fails otherwise).
 
 Usage:
   python tests/bench/speculative_bench.py \\
-      --model ~/.cache/tessera/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf [--repeats 3] [--draft-tokens 8]
+      --model ~/.cache/tessera/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf [--repeats 3] [--draft-tokens 7]
+      [--draft DRAFT.gguf --draft-model-tokens 4]
 """
 import argparse
 import pathlib
@@ -127,10 +129,11 @@ def free_port():
 
 class Server:
     def __init__(self, tessera, model, threads, speculative):
+        """`speculative`: None or the YAML mapping of the model's `speculative` key."""
         self.port = free_port()
         lines = ["models:", "  - name: m", f"    path: {model}", f"    threads: {threads}"]
         if speculative:
-            lines.append(f"    speculative: {{method: ngram, num_speculative_tokens: {speculative}}}")
+            lines.append(f"    speculative: {speculative}")
         self.config = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
         self.config.write("\n".join(lines) + "\n")
         self.config.flush()
@@ -195,11 +198,16 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--max-tokens", type=int, default=320)
-    ap.add_argument("--draft-tokens", type=int, default=7)
+    ap.add_argument("--draft-tokens", type=int, default=7, help="proposals per step, prompt lookup")
+    ap.add_argument("--draft", help="a draft model sharing the model's tokenizer")
+    ap.add_argument("--draft-model-tokens", type=int, default=4, help="proposals per step, draft model")
     a = ap.parse_args()
 
+    configs = [("plain", None), ("ngram", f"{{method: ngram, num_speculative_tokens: {a.draft_tokens}}}")]
+    if a.draft:
+        configs.append(("draft", f"{{method: draft_model, model: {a.draft}, num_speculative_tokens: {a.draft_model_tokens}}}"))
     results = {}
-    for name, spec in (("plain", 0), ("ngram", a.draft_tokens)):
+    for name, spec in configs:
         server = Server(a.tessera, a.model, a.threads, spec)
         try:
             runs = [run_set(server, a.max_tokens) for _ in range(a.repeats)]
@@ -218,7 +226,10 @@ def main():
         rates[name] = statistics.median(r[1] for r in runs)
         ttft = statistics.median(r[2] for r in runs) * 1e3
         print(f"{name:8} {rates[name]:12.1f} {ttft:8.0f} {acceptance:9.0%}")
-    print(f"speed-up {rates['ngram'] / rates['plain']:.2f}x, answers identical: {'yes' if identical else 'NO'}")
+    for name in rates:
+        if name != "plain":
+            print(f"speed-up {name}: {rates[name] / rates['plain']:.2f}x")
+    print(f"answers identical: {'yes' if identical else 'NO'}")
     return 0 if identical else 1
 
 

@@ -1,8 +1,11 @@
-"""Prompt-lookup speculative decoding through the daemon: configured with
-`speculative: {method: ngram}`, the same requests give the same answers as
-without it (greedy, seeded sampling, streaming, stop strings, logprobs),
-and /metrics counts the proposals and acceptances."""
+"""Speculative decoding through the daemon: configured with
+`speculative: {method: ngram}` (prompt lookup) or `{method: draft_model}`,
+the same requests give the same answers as without it (greedy, seeded
+sampling, streaming, stop strings, logprobs), and /metrics counts the
+proposals and acceptances. A draft whose tokenizer is not the served
+model's stops the daemon with an error that says so."""
 import re
+import subprocess
 import urllib.request
 
 import openai
@@ -21,9 +24,12 @@ PROMPT = "Here is some code:\n" + CODE + "\nThe same code again, unchanged:\n"
 
 
 def config(model, speculative):
+    """`speculative`: None, "ngram", or the path of a draft model."""
     text = f"models:\n  - name: smollm2\n    path: {model}\n    kv_cache:\n      budget_mb: 64\n"
-    if speculative:
+    if speculative == "ngram":
         text += "    speculative: {method: ngram, num_speculative_tokens: 7}\n"
+    elif speculative:
+        text += f"    speculative: {{method: draft_model, model: {speculative}, num_speculative_tokens: 4}}\n"
     return text
 
 
@@ -51,7 +57,7 @@ def metric(d, name):
 
 @pytest.fixture(scope="module")
 def plain_answers(tessera_bin, smollm2):
-    d = Daemon(tessera_bin, [], config(smollm2, False))
+    d = Daemon(tessera_bin, [], config(smollm2, None))
     try:
         yield answers(d)
         assert metric(d, "spec_decode_num_draft_tokens_total") == 0
@@ -59,8 +65,10 @@ def plain_answers(tessera_bin, smollm2):
         assert d.stop() == 0
 
 
-def test_speculation_gives_the_same_answers(tessera_bin, smollm2, plain_answers):
-    d = Daemon(tessera_bin, [], config(smollm2, True))
+@pytest.mark.parametrize("method", ["ngram", "draft_model"])
+def test_speculation_gives_the_same_answers(tessera_bin, smollm2, plain_answers, method):
+    # The only draft of SmolLM2's family here is SmolLM2 itself.
+    d = Daemon(tessera_bin, [], config(smollm2, "ngram" if method == "ngram" else smollm2))
     try:
         assert answers(d) == plain_answers
         drafted = metric(d, "spec_decode_num_draft_tokens_total")
@@ -68,3 +76,12 @@ def test_speculation_gives_the_same_answers(tessera_bin, smollm2, plain_answers)
         assert drafted > 0 and 0 < accepted <= drafted
     finally:
         assert d.stop() == 0
+
+
+def test_draft_with_another_tokenizer_stops_the_daemon(tessera_bin, smollm2, gemma3, tmp_path):
+    path = tmp_path / "draft.yaml"
+    path.write_text(config(smollm2, gemma3))
+    result = subprocess.run([str(tessera_bin), "serve", "--config", str(path), "--host", "127.0.0.1", "--port", "0",
+                             "--grpc-port", "0"], capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "draft model: its tokenizer is of another kind than the served model's" in result.stdout + result.stderr

@@ -93,7 +93,18 @@ TEST(Config, SpeculativeDecoding) {
   EXPECT_EQ(on.num_speculative_tokens, 3);
   EXPECT_EQ(on.prompt_lookup_min, 1);
   EXPECT_EQ(on.prompt_lookup_max, 4);
-  EXPECT_NE(error_of("models: [{name: a, path: x, speculative: {method: eagle}}]\n").find("'eagle' is not one of none, ngram"),
+  EXPECT_NE(error_of("models: [{name: a, path: x, speculative: {method: eagle}}]\n")
+                .find("'eagle' is not one of none, ngram, draft_model"),
+            std::string::npos);
+  const SpeculativeConfig draft =
+      model(", speculative: {method: draft_model, model: /d.gguf, num_speculative_tokens: 4}").scheduler.speculative;
+  EXPECT_TRUE(draft.uses_draft_model());
+  EXPECT_EQ(draft.draft_model, "/d.gguf");
+  EXPECT_FALSE(on.uses_draft_model());
+  EXPECT_NE(error_of("models: [{name: a, path: x, speculative: {method: draft_model}}]\n").find("needs the draft's 'model'"),
+            std::string::npos);
+  EXPECT_NE(error_of("models: [{name: a, path: x, speculative: {method: ngram, model: /d.gguf}}]\n")
+                .find("a draft model is used only with method: draft_model"),
             std::string::npos);
   EXPECT_NE(error_of("models: [{name: a, path: x, speculative: {num_speculative_tokens: 0}}]\n").find("outside 1 to 64"),
             std::string::npos);
@@ -215,7 +226,7 @@ models:
     chat_template: "{{ \"é\" }}\n{% if x %}\"quoted\"{% endif %}"
     kv_cache: {memory_fraction: 0.5, page_size: 32, dtype: int8}
     scheduler: {max_batch_tokens: 100, max_sequences: 5, prefill_chunk: 50, prefix_caching: false, policy: priority}
-    speculative: {method: ngram, num_speculative_tokens: 3}
+    speculative: {method: draft_model, model: /d.gguf, num_speculative_tokens: 3}
     quantization: {scheme: a16w4, group_size: 64}
   - {name: second, path: /b.gguf, kv_cache: {budget_mb: 77}}
 )", "w.yaml");
@@ -234,6 +245,8 @@ models:
   EXPECT_FALSE(a.scheduler.prefix_caching);
   EXPECT_EQ(a.scheduler.policy, "priority");
   EXPECT_EQ(a.scheduler.speculative.num_speculative_tokens, 3);
+  EXPECT_EQ(a.scheduler.speculative.draft_model, "/d.gguf");
+  EXPECT_FALSE(back.models[1].scheduler.speculative.enabled());
   EXPECT_EQ(a.quantization.scheme, "a16w4");
   EXPECT_EQ(a.quantization.group_size, 64);
   EXPECT_EQ(back.models[1].kv_cache.budget_mb, 77);

@@ -7,7 +7,10 @@
 #include <map>
 
 #include "engine/model_runner.h"
+#include "engine/error.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "quant/schemes.h"
+#include "scheduler/draft_model.h"
 #include "scheduler/scheduler.h"
 #include "tests/unit/test_files.h"
 
@@ -19,7 +22,8 @@ struct Served {
   SchedulerStats stats;
 };
 
-Served serve(ModelRunner& runner, int32_t pages, const SpeculativeConfig& speculative = {}, float temperature = 0.0f) {
+Served serve(ModelRunner& runner, int32_t pages, const SpeculativeConfig& speculative = {}, float temperature = 0.0f,
+             DraftModel* draft = nullptr) {
   SchedulerLimits limits;
   limits.speculative = speculative;
   limits.max_batch_tokens = 64;
@@ -42,19 +46,27 @@ Served serve(ModelRunner& runner, int32_t pages, const SpeculativeConfig& specul
     }), Admission::kAccepted);
   }
   while (scheduler.has_work()) {
-    const StepPlan plan = scheduler.schedule();
+    StepPlan plan = scheduler.schedule();
+    if (draft) draft->propose(plan, scheduler.draft_jobs());
     scheduler.postprocess(plan, runner.step(plan));
   }
   // The last plan tells the engine which sequences ended; it keeps none.
-  runner.step(scheduler.schedule());
+  StepPlan last = scheduler.schedule();
+  if (draft) draft->propose(last, scheduler.draft_jobs());
+  runner.step(last);
   EXPECT_EQ(runner.known_sequences(), 0u);
+  if (draft) EXPECT_EQ(draft->known_sequences(), 0u);
   return {outputs, scheduler.stats()};
+}
+
+std::shared_ptr<Backend> cpu_backend() {
+  return std::make_shared<cpu::CpuBackend>(cpu::CpuBackendOptions{.threads = 2, .isa = std::nullopt});
 }
 
 ModelRunner smollm2_runner(const std::string& path) {
   RunnerConfig config;
   config.kv_budget_bytes = 32ull << 20;
-  return ModelRunner(std::make_shared<cpu::CpuBackend>(cpu::CpuBackendOptions{.threads = 2, .isa = std::nullopt}), path, config);
+  return ModelRunner(cpu_backend(), path, config);
 }
 
 TEST(SchedulerWithEngine, KvExhaustionPreemptsAndStillCompletesIdentically) {
@@ -96,6 +108,68 @@ TEST(SchedulerWithEngine, SpeculationGivesTheSameTokens) {
       EXPECT_EQ(fast.outputs.at(id), tokens) << "request " << id << " at temperature " << temperature;
       EXPECT_EQ(tight.outputs.at(id), tokens) << "request " << id << " at temperature " << temperature << ", preempted";
     }
+  }
+}
+
+// A draft model's proposals are verified the same way: with the served
+// model itself as its draft nearly every proposal is accepted; with a draft
+// that rounds the same weights to 4 bits (quantized at load) some are not,
+// and the draft goes back to the last accepted token. Either way every
+// request gets the tokens it gets without speculation, also when the served
+// cache is so tight that sequences are preempted and when the draft's cache
+// is so small that it must drop sequences to draft for others.
+TEST(SchedulerWithEngine, DraftModelProposalsGiveTheSameTokens) {
+  const std::string path = test::model_dir() + "/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "SmolLM2 not fetched (scripts/fetch-models.sh)";
+  ModelRunner runner = smollm2_runner(path);
+  const int32_t roomy = int32_t(runner.kv_cache().n_pages());
+  auto draft_of = [&](std::optional<quant::SchemeChoice> quantize, int64_t pages) {
+    RunnerConfig config;
+    config.kv_pages = pages;
+    config.load.quantize = quantize;
+    return std::make_unique<DraftModel>(std::make_unique<ModelRunner>(cpu_backend(), path, config), runner.model());
+  };
+  SpeculativeConfig spec;
+  spec.method = "draft_model";
+  spec.num_speculative_tokens = 4;
+  for (const float temperature : {0.0f, 0.8f}) {
+    const Served plain = serve(runner, roomy, {}, temperature);
+    const auto same = draft_of(std::nullopt, roomy);
+    const Served self = serve(runner, roomy, spec, temperature, same.get());
+    const auto rounded = draft_of(quant::scheme_choice("a16w4", 32), roomy);
+    const Served other = serve(runner, roomy, spec, temperature, rounded.get());
+    const Served tight = serve(runner, 6, spec, temperature, rounded.get());
+    const auto small = draft_of(quant::scheme_choice("a16w4", 32), 4);  // 64 positions for four sequences of ~33
+    const Served cramped = serve(runner, roomy, spec, temperature, small.get());
+    EXPECT_GT(self.stats.draft_tokens, 0u);
+    if (temperature == 0.0f) EXPECT_EQ(self.stats.accepted_tokens, self.stats.draft_tokens);
+    EXPECT_GT(other.stats.accepted_tokens, 0u);
+    EXPECT_LT(other.stats.accepted_tokens, other.stats.draft_tokens);
+    EXPECT_GT(tight.stats.preemptions, 0u);
+    EXPECT_GT(cramped.stats.draft_tokens, 0u);
+    for (const auto& [id, tokens] : plain.outputs) {
+      const std::string where = "request " + std::to_string(id) + " at temperature " + std::to_string(temperature);
+      EXPECT_EQ(self.outputs.at(id), tokens) << where << ", the model as its own draft";
+      EXPECT_EQ(other.outputs.at(id), tokens) << where << ", a 4-bit draft";
+      EXPECT_EQ(tight.outputs.at(id), tokens) << where << ", preempted";
+      EXPECT_EQ(cramped.outputs.at(id), tokens) << where << ", a draft cache of 4 pages";
+    }
+  }
+}
+
+// A draft must share the served model's tokenizer: its proposals are token ids.
+TEST(SchedulerWithEngine, DraftModelWithAnotherTokenizerIsRefused) {
+  const std::string served = test::model_dir() + "/SmolLM2-135M-Instruct.Q4_1.gguf";
+  const std::string other = test::model_dir() + "/gemma-3-270m-q4_k_m.gguf";
+  if (!std::filesystem::exists(served) || !std::filesystem::exists(other)) GTEST_SKIP() << "models not fetched";
+  ModelRunner runner = smollm2_runner(served);
+  RunnerConfig config;
+  config.kv_pages = 8;
+  try {
+    DraftModel draft(std::make_unique<ModelRunner>(cpu_backend(), other, config), runner.model());
+    FAIL() << "a Gemma 3 draft for SmolLM2 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a draft must share the tokenizer"), std::string::npos) << e.what();
   }
 }
 

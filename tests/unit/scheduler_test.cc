@@ -80,8 +80,10 @@ struct Harness {
   }
 
   // One iteration: plan, fake forward (checking the plan), postprocess.
-  void step() {
-    StepPlan plan = scheduler.schedule();
+  void step() { replay(scheduler.schedule()); }
+
+  // Runs `plan` on the fake engine (checking it), then postprocesses.
+  void replay(const StepPlan& plan) {
     for (uint64_t id : plan.finished) EXPECT_EQ(engine.erase(id), 1u) << "finished sequence " << id << " was not known";
     for (const NewSequence& n : plan.new_sequences) {
       EXPECT_EQ(engine.count(n.seq_id), 0u) << "sequence " << n.seq_id << " registered twice";
@@ -136,6 +138,14 @@ SchedulerLimits limits(int batch_tokens = 64, int chunk = 16, int max_len = 256)
   l.max_sequences = 8;
   l.max_queued_requests = 4;
   l.max_queued_tokens = 1000;
+  return l;
+}
+
+// Up to five proposals a step by `method` (none, ngram or draft_model).
+SchedulerLimits speculating(const char* method) {
+  SchedulerLimits l = limits(64, 16, 256);
+  l.speculative.method = method;
+  l.speculative.num_speculative_tokens = 5;
   return l;
 }
 
@@ -339,12 +349,7 @@ TEST(Scheduler, FailAllEndsEveryRequestWithAnError) {
 TEST(Scheduler, SpeculationGivesTheSameTokensInFewerSteps) {
   constexpr int32_t kStop = 13;
   auto serve = [](bool speculate) {
-    SchedulerLimits l = limits(64, 16, 256);
-    if (speculate) {
-      l.speculative.method = "ngram";
-      l.speculative.num_speculative_tokens = 5;
-    }
-    auto h = std::make_unique<Harness>(l, 64, 16);
+    auto h = std::make_unique<Harness>(speculating(speculate ? "ngram" : "none"), 64, 16);
     h->model = cycling_token;
     EXPECT_EQ(h->submit(1, 12, 40), Admission::kAccepted);
     EXPECT_EQ(h->submit(2, 30, 61), Admission::kAccepted);
@@ -365,6 +370,50 @@ TEST(Scheduler, SpeculationGivesTheSameTokensInFewerSteps) {
   }
   EXPECT_EQ(plain->outputs[2].size(), 61u);
   EXPECT_EQ(plain->finals[3][0].finish, FinishReason::kStop);
+}
+
+// With a draft model the scheduler reserves pages for up to
+// num_speculative_tokens proposals per decoding sequence and names the
+// sequences in draft_jobs(); whatever a draft fills in (here the model's
+// own next tokens, then a wrong one) is verified like prompt lookup's.
+TEST(Scheduler, DraftJobsReservePagesForWhatTheDraftProposes) {
+  auto serve = [](bool speculate) {
+    auto h = std::make_unique<Harness>(speculating(speculate ? "draft_model" : "none"), 64, 16);
+    EXPECT_EQ(h->submit(1, 12, 40), Admission::kAccepted);
+    EXPECT_EQ(h->submit(2, 30, 61), Admission::kAccepted);
+    size_t jobs = 0;
+    while (h->scheduler.has_work()) {
+      StepPlan plan = h->scheduler.schedule();
+      for (const DraftJob& job : h->scheduler.draft_jobs()) {
+        ++jobs;
+        SequenceStep& step = plan.steps.at(job.step);
+        EXPECT_EQ(step.seq_id, job.seq_id);
+        EXPECT_EQ(step.tokens.size(), 1u);
+        EXPECT_EQ(size_t(step.start_position) + 1, job.tokens.size());
+        EXPECT_GE(job.room, 1);
+        EXPECT_LE(job.room, 5);
+        // The model's next tokens, then one that is not, all within the room.
+        std::vector<int32_t> context(job.tokens.begin(), job.tokens.end());
+        for (int i = 0; i < job.room; ++i) {
+          const int32_t next = i + 1 < job.room ? next_token(context) : next_token(context) + 1;
+          step.tokens.push_back(next);
+          context.push_back(next);
+          ++step.draft;
+        }
+      }
+      h->replay(plan);
+    }
+    EXPECT_EQ(speculate, jobs > 0);
+    return h;
+  };
+  const auto plain = serve(false);
+  const auto fast = serve(true);
+  EXPECT_EQ(plain->scheduler.stats().draft_tokens, 0u);
+  EXPECT_GT(fast->scheduler.stats().accepted_tokens, 0u);
+  EXPECT_LT(fast->scheduler.stats().accepted_tokens, fast->scheduler.stats().draft_tokens);
+  EXPECT_LT(fast->iterations, plain->iterations);
+  for (uint64_t id = 1; id <= 2; ++id) EXPECT_EQ(fast->outputs[id], plain->outputs[id]) << "request " << id;
+  EXPECT_EQ(fast->scheduler.stats().free_pages, 64);
 }
 
 }  // namespace
