@@ -84,7 +84,10 @@ void Scheduler::detach_pages(Sequence& s) {
 
 void Scheduler::register_full_pages(Sequence& s) {
   if (!limits_.prefix_caching) return;
-  for (size_t i = s.page_keys.size(); i < s.pages.size() && (i + 1) * size_t(page_size_) <= s.computed; ++i) {
+  // Accepted proposals are computed before they join s.tokens (as they are
+  // emitted); a page they fill is registered at the next step.
+  const size_t known = std::min(s.computed, s.tokens.size());
+  for (size_t i = s.page_keys.size(); i < s.pages.size() && (i + 1) * size_t(page_size_) <= known; ++i) {
     const auto page_tokens = std::span<const int32_t>(s.tokens).subspan(i * size_t(page_size_), size_t(page_size_));
     const PrefixKey key = chain_prefix_key(i ? s.page_keys[i - 1] : PrefixKey{}, page_tokens);
     s.page_keys.push_back(key);

@@ -416,5 +416,26 @@ TEST(Scheduler, DraftJobsReservePagesForWhatTheDraftProposes) {
   EXPECT_EQ(fast->scheduler.stats().free_pages, 64);
 }
 
+// Pages filled by accepted proposals join the prefix cache under the
+// tokens they hold: a later prompt made of the first request's prompt and
+// answer finds all but its last pages.
+TEST(Scheduler, PagesFilledBySpeculationAreCachedUnderTheirTokens) {
+  Harness h(speculating("ngram"), 64, 16);
+  h.model = cycling_token;
+  ASSERT_EQ(h.submit(1, 12, 60), Admission::kAccepted);
+  h.run();
+  ASSERT_GT(h.scheduler.stats().accepted_tokens, 20u);
+  std::vector<int32_t> again;
+  for (int i = 0; i < 12; ++i) again.push_back(int32_t(100 + i) % 997 + 1);  // request 1's prompt, as submit() makes it
+  again.insert(again.end(), h.outputs[1].begin(), h.outputs[1].end());
+  ASSERT_EQ(again.size(), 72u);
+  const uint64_t hits_before = h.scheduler.stats().prefix_hits;
+  ASSERT_EQ(h.submit_tokens(2, again, 1), Admission::kAccepted);
+  h.run();
+  // 72 tokens: four full pages, all of them found (the prompt's last token
+  // always runs).
+  EXPECT_EQ(h.scheduler.stats().prefix_hits - hits_before, 64u);
+}
+
 }  // namespace
 }  // namespace tessera
