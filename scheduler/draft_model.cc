@@ -116,44 +116,30 @@ void DraftModel::record(Drafting& d, const SampledToken& token) {
   if (ends || token.id >= target_vocab_ || int(d.proposals.size()) >= d.room) d.done = true;
 }
 
-void DraftModel::catch_up(StepPlan first, std::vector<Drafting>& drafting) {
+void DraftModel::catch_up(StepPlan plan, std::vector<Drafting>& drafting) {
   const DecoderCapacity& cap = runner_->capacity();
-  std::vector<size_t> next(drafting.size());
-  for (size_t i = 0; i < drafting.size(); ++i) next[i] = drafting[i].mirror->computed;
-  StepPlan plan = std::move(first);
-  bool pending = true;
-  while (pending) {
-    pending = false;
-    int budget = cap.max_tokens;
-    std::vector<size_t> in_plan;
-    for (size_t i = 0; i < drafting.size(); ++i) {
-      const std::span<const int32_t> tokens = drafting[i].job->tokens;
-      if (next[i] == tokens.size()) continue;
-      const size_t n = std::min(tokens.size() - next[i], size_t(std::max(budget, 0)));
-      if (n == 0 || int(plan.steps.size()) == cap.max_seqs) {
-        pending = true;
-        continue;
-      }
-      const bool last = next[i] + n == tokens.size();
-      plan.steps.push_back(step_for(*drafting[i].mirror, drafting[i].job->seq_id, tokens.subspan(next[i], n), next[i], last));
-      in_plan.push_back(i);
-      next[i] += n;
-      budget -= int(n);
-      pending = pending || !last;
+  size_t budget = size_t(cap.max_tokens);
+  std::vector<Drafting*> in_plan;
+  for (Drafting& d : drafting) {
+    const std::span<const int32_t> tokens = d.job->tokens;
+    const size_t from = d.mirror->computed;
+    const size_t n = std::min(tokens.size() - from, budget);
+    if (n == 0 || int(plan.steps.size()) == cap.max_seqs) continue;
+    plan.steps.push_back(step_for(*d.mirror, d.job->seq_id, tokens.subspan(from, n), from, from + n == tokens.size()));
+    in_plan.push_back(&d);
+    budget -= n;
+  }
+  const StepResult result = runner_->step(plan);
+  for (size_t k = 0; k < in_plan.size(); ++k) {
+    Drafting& d = *in_plan[k];
+    Mirror& m = *d.mirror;
+    const std::span<const int32_t> tokens = d.job->tokens;
+    m.computed += plan.steps[k].tokens.size();
+    // The runner now holds the sequence up to there (the mirror's tokens are a prefix of it).
+    if (m.computed > m.tokens.size()) {
+      m.tokens.insert(m.tokens.end(), tokens.begin() + long(m.tokens.size()), tokens.begin() + long(m.computed));
     }
-    const StepResult result = runner_->step(plan);
-    for (size_t k = 0; k < in_plan.size(); ++k) {
-      Drafting& d = drafting[in_plan[k]];
-      Mirror& m = *d.mirror;
-      const std::span<const int32_t> tokens = d.job->tokens;
-      m.computed = next[in_plan[k]];
-      // The runner now holds the sequence up to there (the mirror's tokens are a prefix of it).
-      if (m.computed > m.tokens.size()) {
-        m.tokens.insert(m.tokens.end(), tokens.begin() + long(m.tokens.size()), tokens.begin() + long(m.computed));
-      }
-      if (k < result.sequences.size() && result.sequences[k].sampled) record(d, result.sequences[k].token);
-    }
-    plan = StepPlan{};
+    if (k < result.sequences.size() && result.sequences[k].sampled) record(d, result.sequences[k].token);
   }
 }
 
@@ -197,7 +183,7 @@ void DraftModel::propose(StepPlan& plan, std::span<const DraftJob> jobs) {
   while (extend(drafting)) {
   }
   for (Drafting& d : drafting) {
-    d.mirror->synced = d.job->tokens.size();
+    d.mirror->synced = std::min(d.job->tokens.size(), d.mirror->tokens.size());
     SequenceStep& step = plan.steps[d.job->step];
     for (int32_t id : d.proposals) {
       if (id >= target_vocab_) break;

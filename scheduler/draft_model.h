@@ -61,9 +61,11 @@ class DraftModel {
   Drafting prepare(const DraftJob& job, int room, StepPlan& plan);
   bool ensure_pages(Mirror& m, size_t positions, std::span<const DraftJob> jobs, StepPlan& plan);
   void forget(uint64_t seq_id, StepPlan& plan);
-  // Runs the new tokens of every job through the draft in as many passes as
-  // its capacity needs; each job's last pass draws its first proposal.
-  void catch_up(StepPlan first, std::vector<Drafting>& drafting);
+  // Runs the jobs' new tokens through the draft in one pass of at most its
+  // capacity, which draws each job's first proposal. A job whose tokens do
+  // not all fit (a long prompt) goes on at the next step and proposes
+  // nothing in this one, so no step waits for a whole prompt's prefill.
+  void catch_up(StepPlan plan, std::vector<Drafting>& drafting);
   // One more proposal for each job that wants one; false when none did.
   bool extend(std::vector<Drafting>& drafting);
   void record(Drafting& d, const SampledToken& token);

@@ -316,7 +316,8 @@ void Scheduler::propose_draft(Sequence& s, int budget) {
   const int room = draft_room(s, budget);
   if (room == 0) return;
   const SpeculativeConfig& c = limits_.speculative;
-  if (!c.uses_draft_model()) {
+  const bool by_draft_model = c.uses_draft_model();
+  if (!by_draft_model) {
     if (!s.lookup) s.lookup.emplace(c.prompt_lookup_min, c.prompt_lookup_max);
     s.lookup->extend(s.tokens);
     s.draft = s.lookup->propose(s.tokens, size_t(room));
@@ -324,13 +325,13 @@ void Scheduler::propose_draft(Sequence& s, int budget) {
   }
   // A page each for every running sequence's next token stays free, so no
   // guess can cause a preemption.
-  const int64_t positions = int64_t(s.computed) + 1 + (c.uses_draft_model() ? room : int64_t(s.draft.size()));
+  const int64_t positions = int64_t(s.computed) + 1 + (by_draft_model ? room : int64_t(s.draft.size()));
   const int64_t new_pages = (positions + page_size_ - 1) / page_size_ - int64_t(s.pages.size());
   if (new_pages > int64_t(allocator_.free_count()) - int64_t(running_.size()) || !ensure_pages(s, positions)) {
     s.draft.clear();
     return;
   }
-  if (c.uses_draft_model()) s.draft_room = room;
+  if (by_draft_model) s.draft_room = room;
 }
 
 bool Scheduler::emit_token(Sequence& s, const SampledToken& token) {

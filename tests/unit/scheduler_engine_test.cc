@@ -117,15 +117,17 @@ TEST(SchedulerWithEngine, SpeculationGivesTheSameTokens) {
 // and the draft goes back to the last accepted token. Either way every
 // request gets the tokens it gets without speculation, also when the served
 // cache is so tight that sequences are preempted and when the draft's cache
-// is so small that it must drop sequences to draft for others.
+// is so small that it must drop sequences to draft for others, and when
+// prompts reach the draft a few tokens a step.
 TEST(SchedulerWithEngine, DraftModelProposalsGiveTheSameTokens) {
   const std::string path = test::model_dir() + "/SmolLM2-135M-Instruct.Q4_1.gguf";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "SmolLM2 not fetched (scripts/fetch-models.sh)";
   ModelRunner runner = smollm2_runner(path);
   const int32_t roomy = int32_t(runner.kv_cache().n_pages());
-  auto draft_of = [&](std::optional<quant::SchemeChoice> quantize, int64_t pages) {
+  auto draft_of = [&](std::optional<quant::SchemeChoice> quantize, int64_t pages, int max_tokens = 2048) {
     RunnerConfig config;
     config.kv_pages = pages;
+    config.capacity.max_tokens = max_tokens;
     config.load.quantize = quantize;
     return std::make_unique<DraftModel>(std::make_unique<ModelRunner>(cpu_backend(), path, config), runner.model());
   };
@@ -141,18 +143,24 @@ TEST(SchedulerWithEngine, DraftModelProposalsGiveTheSameTokens) {
     const Served tight = serve(runner, 6, spec, temperature, rounded.get());
     const auto small = draft_of(quant::scheme_choice("a16w4", 32), 4);  // 64 positions for four sequences of ~33
     const Served cramped = serve(runner, roomy, spec, temperature, small.get());
+    const auto narrow = draft_of(std::nullopt, roomy, 8);  // prompts reach the draft 8 tokens a step
+    const Served chunked = serve(runner, roomy, spec, temperature, narrow.get());
     EXPECT_GT(self.stats.draft_tokens, 0u);
     if (temperature == 0.0f) EXPECT_EQ(self.stats.accepted_tokens, self.stats.draft_tokens);
     EXPECT_GT(other.stats.accepted_tokens, 0u);
     EXPECT_LT(other.stats.accepted_tokens, other.stats.draft_tokens);
     EXPECT_GT(tight.stats.preemptions, 0u);
     EXPECT_GT(cramped.stats.draft_tokens, 0u);
+    EXPECT_GT(chunked.stats.draft_tokens, 0u);
+    EXPECT_LT(chunked.stats.draft_tokens, self.stats.draft_tokens);
+    if (temperature == 0.0f) EXPECT_EQ(chunked.stats.accepted_tokens, chunked.stats.draft_tokens);
     for (const auto& [id, tokens] : plain.outputs) {
       const std::string where = "request " + std::to_string(id) + " at temperature " + std::to_string(temperature);
       EXPECT_EQ(self.outputs.at(id), tokens) << where << ", the model as its own draft";
       EXPECT_EQ(other.outputs.at(id), tokens) << where << ", a 4-bit draft";
       EXPECT_EQ(tight.outputs.at(id), tokens) << where << ", preempted";
       EXPECT_EQ(cramped.outputs.at(id), tokens) << where << ", a draft cache of 4 pages";
+      EXPECT_EQ(chunked.outputs.at(id), tokens) << where << ", a draft taking 8 tokens a step";
     }
   }
 }
