@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <limits>
 
+#include "engine/grammar/state_cache.h"
+
 namespace tessera::grammar {
 namespace {
 
 std::string state_key(const StackSet& state) {
   return std::string(reinterpret_cast<const char*>(state.data()), state.size() * sizeof(uint32_t));
 }
-
-bool holds_exit(const StackSet& s) { return std::binary_search(s.begin(), s.end(), ParseStacks::kExit); }
 
 }  // namespace
 
@@ -62,9 +62,11 @@ std::shared_ptr<const PositionTable> CompiledGrammar::build_table(uint32_t posit
   enum Verdict : uint8_t { kReject, kAccept, kDepends };
   const std::vector<int32_t>& sorted = vocab_->sorted();
   const std::vector<uint32_t>& shared = vocab_->shared_prefix();
-  std::vector<StackSet> history(vocab_->longest() + 1);
-  std::vector<uint8_t> exited(vocab_->longest() + 1, 0);
-  history[0] = {stacks_.start_at(position)};
+  const size_t longest = vocab_->longest();
+  StateCache states(stacks_, limits_.walk_states);
+  std::vector<uint32_t> history(longest + 1);  // [bytes consumed] -> state, along the current token
+  std::vector<uint8_t> exited(longest + 1, 0);
+  history[0] = states.intern({stacks_.start_at(position)});
   size_t valid = 0;                                        // history[0..valid] belong to the previous token
   size_t dead_at = std::numeric_limits<size_t>::max();     // where the previous token's state emptied
   std::vector<int32_t> accepted;
@@ -76,12 +78,13 @@ std::shared_ptr<const PositionTable> CompiledGrammar::build_table(uint32_t posit
       verdict = exited[dead_at] ? kDepends : kReject;  // a prefix already failed
     } else {
       dead_at = std::numeric_limits<size_t>::max();
+      if (states.nearly_full(bytes.size())) states.keep_only(history.data(), common + 1);
       size_t j = common;
       while (j < bytes.size()) {
-        exited[j + 1] = exited[j] || holds_exit(history[j]);
-        stacks_.advance(history[j], static_cast<unsigned char>(bytes[j]), history[j + 1]);
+        exited[j + 1] = exited[j] || states.holds_exit(history[j]);
+        history[j + 1] = states.step(history[j], static_cast<unsigned char>(bytes[j]));
         ++j;
-        if (history[j].empty()) {
+        if (history[j] == StateCache::kDead) {
           dead_at = j;
           break;
         }
@@ -100,6 +103,7 @@ std::shared_ptr<const PositionTable> CompiledGrammar::build_table(uint32_t posit
   } else {
     t.accepted_ids = std::move(accepted);
   }
+  front_code_context_tokens(*vocab_, t);
   return table;
 }
 
@@ -112,6 +116,41 @@ void CompiledGrammar::build_all_tables() {
   }
 }
 
+// Adds the context-dependent tokens of `table` that fit on `stack`. Like a
+// table's walk, each token starts from the states of the prefix it shares
+// with the token before it, so checking thousands of tokens that leave a
+// short rule (every token past one character of a bounded string) costs a
+// walk over their front-coded bytes, not a parse of each.
+void CompiledGrammar::add_fitting(uint32_t stack, const PositionTable& table, StateCache& states, TokenMask& mask) {
+  const std::vector<int32_t>& tokens = table.context_dependent;
+  if (tokens.empty()) return;
+  std::vector<uint32_t> history(vocab_->longest() + 1);  // [bytes consumed] -> state, along the token before
+  history[0] = states.intern({stack});
+  size_t dead_from = std::numeric_limits<size_t>::max();  // where the token before's state emptied
+  const char* suffix = table.context_suffixes.data();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const char* const suffix_end = table.context_suffixes.data() + table.context_suffix_end[i];
+    const size_t shared = table.context_shared[i];
+    const size_t length = shared + size_t(suffix_end - suffix);
+    if (shared >= dead_from) {  // a prefix already failed
+      suffix = suffix_end;
+      continue;
+    }
+    dead_from = std::numeric_limits<size_t>::max();
+    if (states.nearly_full(length)) states.keep_only(history.data(), shared + 1);
+    size_t j = shared;
+    for (; suffix != suffix_end; ++suffix, ++j) {
+      history[j + 1] = states.step(history[j], static_cast<unsigned char>(*suffix));
+      if (history[j + 1] == StateCache::kDead) {
+        dead_from = j + 1;
+        break;
+      }
+    }
+    suffix = suffix_end;
+    if (dead_from > length) mask.set(tokens[i]);
+  }
+}
+
 const TokenMask& CompiledGrammar::allowed(const StackSet& state) {
   const std::string key = state_key(state);
   if (auto found = mask_index_.find(key); found != mask_index_.end()) {
@@ -120,14 +159,13 @@ const TokenMask& CompiledGrammar::allowed(const StackSet& state) {
   }
   stacks_.set_budget(limits_.mask_budget);
   TokenMask mask(vocab_->size());
+  StateCache states(stacks_, limits_.walk_states);
   for (uint32_t stack : state) {
     if (stack == ParseStacks::kEmpty || stack == ParseStacks::kExit) continue;
     const PositionTable& t = table(stacks_.top(stack));
     if (t.dense) mask.merge(t.accepted);
     for (int32_t id : t.accepted_ids) mask.set(id);
-    for (int32_t id : t.context_dependent) {
-      if (!mask.test(id) && !advance_bytes({stack}, id).empty()) mask.set(id);
-    }
+    add_fitting(stack, t, states, mask);
   }
   if (masks_.size() >= limits_.cached_masks) {
     mask_index_.erase(masks_.front().first);

@@ -15,6 +15,7 @@
 
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/parse_stacks.h"
+#include "engine/grammar/state_cache.h"
 #include "engine/grammar/token_tables.h"
 #include "engine/grammar/token_vocabulary.h"
 
@@ -28,6 +29,7 @@ struct CompiledGrammarLimits {
   uint64_t token_budget = 1ull << 20;
   size_t cached_masks = 256;
   size_t max_shared_form_bytes = 1u << 16;  // larger reachable sub-grammars are not shared
+  size_t walk_states = 4096;  // parser states one vocabulary walk keeps transitions for (1 KiB each)
 };
 
 class CompiledGrammar {
@@ -53,6 +55,7 @@ class CompiledGrammar {
 
  private:
   StackSet advance_bytes(const StackSet& state, int32_t token);
+  void add_fitting(uint32_t stack, const PositionTable& table, StateCache& states, TokenMask& mask);
   const PositionTable& table(uint32_t position);
   std::shared_ptr<const PositionTable> build_table(uint32_t position);
 

@@ -81,8 +81,9 @@ const StackSet& ParseStacks::advance_one(uint32_t stack, uint8_t byte) {
     memo_.clear();
     results_.clear();
   }
-  auto [it, inserted] = memo_.emplace((uint64_t(stack) << 8) | byte, uint32_t(results_.size()));
-  if (!inserted) return results_[it->second];
+  const uint64_t key = (uint64_t(stack) << 8) | byte;
+  if (auto found = memo_.find(key); found != memo_.end()) return results_[found->second];
+  memo_.emplace(key, uint32_t(results_.size()));
   StackSet out;
   if (stack != kEmpty && stack != kExit) {
     const Node n = nodes_[stack];

@@ -1,5 +1,7 @@
 #include "engine/grammar/token_tables.h"
 
+#include <algorithm>
+
 namespace tessera::grammar {
 
 std::string reachable_form(const Grammar& grammar, uint32_t position, size_t max_bytes) {
@@ -32,6 +34,22 @@ std::string reachable_form(const Grammar& grammar, uint32_t position, size_t max
     for (uint32_t start : grammar.alternatives[rules[i]]) put_run(start);
   }
   return form.size() > max_bytes ? std::string() : form;
+}
+
+void front_code_context_tokens(const TokenVocabulary& vocab, PositionTable& table) {
+  const std::string* previous = nullptr;
+  for (int32_t id : table.context_dependent) {
+    const std::string& bytes = vocab.text(id);
+    size_t shared = 0;
+    if (previous) {
+      const size_t n = std::min(previous->size(), bytes.size());
+      while (shared < n && (*previous)[shared] == bytes[shared]) ++shared;
+    }
+    table.context_shared.push_back(uint32_t(shared));
+    table.context_suffixes.append(bytes, shared, std::string::npos);
+    table.context_suffix_end.push_back(uint32_t(table.context_suffixes.size()));
+    previous = &bytes;
+  }
 }
 
 std::shared_ptr<const PositionTable> TableStore::find(const std::string& form) {

@@ -20,8 +20,19 @@ struct PositionTable {
   std::vector<int32_t> accepted_ids;  // when few
   TokenMask accepted;                 // when many (dense)
   bool dense = false;
-  std::vector<int32_t> context_dependent;  // tokens that leave the position's rule with bytes left
+  // Tokens that leave the position's rule with bytes left, in vocabulary
+  // byte order, and their bytes front-coded for checking them all against
+  // a stack in one walk: token i repeats the first context_shared[i] bytes
+  // of token i - 1 and adds context_suffixes[context_suffix_end[i - 1],
+  // context_suffix_end[i]).
+  std::vector<int32_t> context_dependent;
+  std::vector<uint32_t> context_shared;
+  std::vector<uint32_t> context_suffix_end;
+  std::string context_suffixes;
 };
+
+// Fills the front-coded fields from `table.context_dependent`.
+void front_code_context_tokens(const TokenVocabulary& vocab, PositionTable& table);
 
 // The sub-grammar a position reaches (the rest of its alternative and every
 // rule it can call), written with rules numbered by first use: equal for

@@ -12,8 +12,12 @@
 #include "engine/grammar/integer_range.h"
 #include "engine/grammar/json_schema_to_gbnf.h"
 #include "engine/grammar/regex_to_gbnf.h"
+#include "engine/grammar/tokenizer_texts.h"
 #include "engine/grammar/utf8_ranges.h"
+#include "models/gguf/gguf_file.h"
+#include "models/tokenizer/tokenizer.h"
 #include "models/tokenizer/unicode.h"
+#include "tests/unit/test_files.h"
 
 namespace tessera::grammar {
 namespace {
@@ -130,6 +134,36 @@ TEST(CompiledGrammar, MasksEqualChecksTokenByToken) {
   }
   EXPECT_TRUE(std::binary_search(state.begin(), state.end(), ParseStacks::kEmpty));
   EXPECT_GT(g.tables_built(), 5u);
+}
+
+// On a real vocabulary (GPT-2's 50,257 tokens), the masks of a schema with
+// a bounded string (a new parser state after every character, whose
+// multi-character tokens all leave the character's rule) equal
+// token-by-token checks; also with a walk cache so small that it is
+// compacted on the way.
+TEST(CompiledGrammar, RealVocabularyMasksEqualChecksTokenByToken) {
+  const Tokenizer tokenizer = Tokenizer::from_gguf(gguf::File::open(test::data_path("tokenizer-vectors/ggml-vocab-gpt-2.gguf")));
+  auto vocab = std::make_shared<const TokenVocabulary>(tokenizer_texts(tokenizer, tokenizer.vocab().size()));
+  const Json schema = Json::parse(R"({"type":"object","properties":{"name":{"type":"string","maxLength":12},
+    "note":{"type":"string"},"n":{"type":"integer","minimum":-5,"maximum":300}},"required":["name","n"]})");
+  const std::string text = R"({"name":"Ada \"L\" é","note":"ok then","n":217})";
+  const std::vector<int32_t> ids = tokenizer.encode(text);
+  for (size_t walk_states : {size_t(4096), size_t(8)}) {
+    CompiledGrammar g(parse_gbnf(json_schema_to_gbnf(schema)), vocab, {.walk_states = walk_states});
+    StackSet state = g.initial();
+    for (size_t i = 0; i <= ids.size(); ++i) {
+      const TokenMask& mask = g.allowed(state);
+      size_t wrong = 0;
+      for (int32_t id = 0; id < int32_t(vocab->size()); ++id) {
+        if (mask.test(id) != (!vocab->text(id).empty() && g.accepts(state, id))) ++wrong;
+      }
+      EXPECT_EQ(wrong, 0u) << "after " << i << " tokens, walk cache of " << walk_states;
+      if (i == ids.size()) break;
+      ASSERT_TRUE(mask.test(ids[i])) << "token " << i << " of the valid text refused";
+      state = g.advance(state, ids[i]);
+    }
+    EXPECT_TRUE(std::binary_search(state.begin(), state.end(), ParseStacks::kEmpty));
+  }
 }
 
 // A second schema takes the tables its primitives share with the first
