@@ -17,7 +17,7 @@ std::string state_key(const StackSet& state) {
 CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab, CompiledGrammarLimits limits,
                                  std::shared_ptr<TableStore> shared)
     : grammar_(std::move(grammar)), vocab_(std::move(vocab)), limits_(limits), stacks_(grammar_, limits.max_stack_nodes),
-      shared_(std::move(shared)), tables_(grammar_.elements.size()) {}
+      shared_(std::move(shared)), tables_(grammar_.elements.size()), fit_states_(stacks_, limits_.walk_states) {}
 
 StackSet CompiledGrammar::advance(const StackSet& state, int32_t token) {
   stacks_.set_budget(limits_.token_budget);
@@ -159,13 +159,15 @@ const TokenMask& CompiledGrammar::allowed(const StackSet& state) {
   }
   stacks_.set_budget(limits_.mask_budget);
   TokenMask mask(vocab_->size());
-  StateCache states(stacks_, limits_.walk_states);
+  // The states of one mask's walks recur in the next (a bounded string's
+  // stack after k characters is reached again from k - 1), so they are kept.
+  if (fit_states_.nearly_full(vocab_->longest() + 1)) fit_states_.keep_only(nullptr, 0);
   for (uint32_t stack : state) {
     if (stack == ParseStacks::kEmpty || stack == ParseStacks::kExit) continue;
     const PositionTable& t = table(stacks_.top(stack));
     if (t.dense) mask.merge(t.accepted);
     for (int32_t id : t.accepted_ids) mask.set(id);
-    add_fitting(stack, t, states, mask);
+    add_fitting(stack, t, fit_states_, mask);
   }
   if (masks_.size() >= limits_.cached_masks) {
     mask_index_.erase(masks_.front().first);
