@@ -1,12 +1,15 @@
 #include "engine/grammar/json_schema_to_gbnf.h"
 
+#include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/gbnf_text.h"
 #include "engine/grammar/integer_range.h"
+#include "engine/grammar/number_range.h"
 #include "engine/grammar/regex_to_gbnf.h"
 
 namespace tessera::grammar {
@@ -17,8 +20,8 @@ using Json = nlohmann::ordered_json;
 constexpr int kMaxDepth = 64;
 constexpr uint64_t kMaxCount = 1000;
 
-// Whitespace between tokens is bounded so a model cannot loop on it.
-const char* const kPrimitiveRules = R"(ws ::= [ \t\n]{0,20}
+// The rules of free JSON but `ws`, which json_value_rules() defines.
+const char* const kPrimitiveRules = R"(
 json-char ::= [^"\\\x00-\x1F\x7F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} )
 json-string ::= "\"" json-char* "\""
 json-int ::= "-"? ( "0" | [1-9] [0-9]{0,15} )
@@ -149,10 +152,7 @@ class SchemaConverter {
     if (type == "array") return array(schema, path, depth);
     if (type == "string") return string(schema, path);
     if (type == "integer") return integer(schema, path);
-    if (type == "number") {
-      check_keywords(schema, path, {});
-      return "json-number";
-    }
+    if (type == "number") return number(schema, path);
     if (type == "boolean") return "json-boolean";
     if (type == "null") return "json-null";
     refuse(path, "unknown type '" + type + "'");
@@ -161,7 +161,7 @@ class SchemaConverter {
   // Keys in the order the schema lists them, the optional ones each
   // skippable: rest_i is what may follow once something was written.
   std::string object(const Json& schema, const std::string& path, int depth) {
-    check_keywords(schema, path, {"properties", "required", "additionalProperties", "maxProperties"});
+    check_keywords(schema, path, {"properties", "required", "additionalProperties", "maxProperties", "minProperties"});
     const Json empty = Json::object();
     const Json& props = schema.contains("properties") ? schema["properties"] : empty;
     if (!props.is_object()) refuse(path, "'properties' must be an object");
@@ -173,6 +173,9 @@ class SchemaConverter {
         if (!props.contains(r.get<std::string>())) refuse(path, "'required' names '" + r.get<std::string>() + "', which is not in 'properties'");
         required.insert(r.get<std::string>());
       }
+    }
+    if (count(schema, "minProperties", path, 0) > required.size()) {
+      refuse(path, "'minProperties' above the number of required properties is not supported");
     }
     std::string extra;  // one more key and value, when additional properties are allowed
     if (schema.contains("additionalProperties")) {
@@ -297,6 +300,9 @@ class SchemaConverter {
     return octet + " \".\" " + octet + " \".\" " + octet + " \".\" " + octet;
   }
 
+  // A DNS label (RFC 1123): letters, digits and inner hyphens, 63 at most.
+  static inline const std::string kHostLabel = "[a-zA-Z0-9] ( [a-zA-Z0-9-]{0,61} [a-zA-Z0-9] )?";
+
   std::string format(const Json& f, const std::string& path) {
     const std::string name = f.is_string() ? f.get<std::string>() : "";
     static const std::map<std::string, std::string> formats = {
@@ -306,27 +312,82 @@ class SchemaConverter {
         {"uuid", "[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{12}"},
         {"email", "[a-zA-Z0-9._%+-]{1,64} \"@\" [a-zA-Z0-9-]{1,63} ( \".\" [a-zA-Z0-9-]{1,63} ){0,4} \".\" [a-zA-Z]{2,24}"},
         {"ipv4", ipv4()},
+        {"hostname", "( " + kHostLabel + " ) ( \".\" " + kHostLabel + " ){0,126}"},
     };
     if (name == "date-time") return "( " + formats.at("date") + " ) \"T\" ( " + formats.at("time") + " )";
     auto found = formats.find(name);
-    if (found == formats.end()) refuse(path, "the string format '" + name + "' is not supported (date, time, date-time, uuid, email, ipv4 are)");
+    if (found == formats.end()) refuse(path, "the string format '" + name + "' is not supported (date, time, date-time, uuid, email, ipv4, hostname are)");
     return found->second;
   }
 
-  std::string integer(const Json& schema, const std::string& path) {
-    check_keywords(schema, path, {"minimum", "maximum"});
-    if (!schema.contains("minimum") && !schema.contains("maximum")) return "json-int";
-    auto bound = [&](const char* key, int64_t fallback) {
-      if (!schema.contains(key)) return fallback;
-      const Json& v = schema[key];
-      if (!v.is_number_integer()) refuse(path, std::string("'") + key + "' must be an integer");
-      const int64_t x = v.get<int64_t>();
-      if (x < -999999999999999 || x > 999999999999999) refuse(path, std::string("'") + key + "' beyond 15 digits is not supported");
-      return x;
+  // A bound from `key` and its exclusive form: `exclusiveMinimum` as a
+  // number (draft 6 on) or as a flag on `minimum` (draft 4).
+  static std::optional<std::pair<double, bool>> bound(const Json& schema, const char* key, const char* exclusive_key,
+                                                      const std::string& path) {
+    std::optional<std::pair<double, bool>> out;
+    auto number_at = [&](const char* k) {
+      if (!schema[k].is_number()) refuse(path, std::string("'") + k + "' must be a number");
+      const double v = schema[k].get<double>();
+      if (!(std::fabs(v) <= 999999999999999.0)) refuse(path, std::string("'") + k + "' beyond 15 digits is not supported");
+      return v;
     };
-    const int64_t lo = bound("minimum", -999999999999999), hi = bound("maximum", 999999999999999);
-    if (hi < lo) refuse(path, "'maximum' is below 'minimum'");
+    if (schema.contains(key)) out = std::make_pair(number_at(key), false);
+    if (schema.contains(exclusive_key)) {
+      const Json& e = schema[exclusive_key];
+      if (e.is_boolean()) {
+        if (!out && e.get<bool>()) refuse(path, std::string("'") + exclusive_key + "': true needs '" + key + "'");
+        if (out) out->second = e.get<bool>();
+      } else {
+        const double v = number_at(exclusive_key);
+        const bool tighter = std::string(key) == "minimum" ? !out || v >= out->first : !out || v <= out->first;
+        if (tighter) out = std::make_pair(v, true);
+      }
+    }
+    return out;
+  }
+
+  std::string integer(const Json& schema, const std::string& path) {
+    check_keywords(schema, path, {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"});
+    if (schema.contains("multipleOf") && !(schema["multipleOf"].is_number() && schema["multipleOf"].get<double>() == 1.0)) {
+      refuse(path, "'multipleOf' other than 1 is not supported on integers");
+    }
+    const auto lo_bound = bound(schema, "minimum", "exclusiveMinimum", path);
+    const auto hi_bound = bound(schema, "maximum", "exclusiveMaximum", path);
+    if (!lo_bound && !hi_bound) return "json-int";
+    // The smallest and largest integers inside the bounds.
+    int64_t lo = -999999999999999, hi = 999999999999999;
+    if (lo_bound) lo = int64_t(lo_bound->second ? std::floor(lo_bound->first) + 1 : std::ceil(lo_bound->first));
+    if (hi_bound) hi = int64_t(hi_bound->second ? std::ceil(hi_bound->first) - 1 : std::floor(hi_bound->first));
+    if (hi < lo) refuse(path, "the bounds hold no integer");
     return new_rule(integer_range_gbnf(lo, hi));
+  }
+
+  // Numbers with bounds or a decimal 'multipleOf' (0.01: two digits after
+  // the point) are written without an exponent.
+  std::string number(const Json& schema, const std::string& path) {
+    check_keywords(schema, path, {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"});
+    int fraction_digits = 16;
+    if (schema.contains("multipleOf")) {
+      const Json& m = schema["multipleOf"];
+      fraction_digits = -1;
+      for (int n = 0; n <= 16 && m.is_number(); ++n) {
+        if (std::fabs(m.get<double>() * std::pow(10.0, n) - 1.0) < 1e-9) fraction_digits = n;
+      }
+      if (fraction_digits < 0) refuse(path, "'multipleOf' on a number is supported only as 1, 0.1, 0.01, ... (digits after the point)");
+    }
+    const auto lo = bound(schema, "minimum", "exclusiveMinimum", path);
+    const auto hi = bound(schema, "maximum", "exclusiveMaximum", path);
+    if (!lo && !hi && !schema.contains("multipleOf")) return "json-number";
+    auto whole = [&](const std::optional<std::pair<double, bool>>& b, const char* key) -> std::optional<NumberBound> {
+      if (!b) return std::nullopt;
+      if (b->first != std::floor(b->first)) refuse(path, std::string("'") + key + "' on a number is supported only as a whole number");
+      return NumberBound{int64_t(b->first), b->second};
+    };
+    try {
+      return new_rule(number_range_gbnf(whole(lo, "minimum"), whole(hi, "maximum"), fraction_digits));
+    } catch (const GrammarError& e) {
+      refuse(path, e.what());
+    }
   }
 
   const Json& root_;
@@ -338,14 +399,16 @@ class SchemaConverter {
 
 }  // namespace
 
-std::string json_schema_to_gbnf(const Json& schema) { return SchemaConverter(schema, "s").convert("root") + kPrimitiveRules; }
+std::string json_schema_to_gbnf(const Json& schema, const std::string& whitespace) {
+  return SchemaConverter(schema, "s").convert("root") + json_value_rules(whitespace);
+}
 
 std::string json_schema_rules(const Json& schema, const std::string& name) {
   return SchemaConverter(schema, name + "-").convert(name);
 }
 
-std::string json_value_rules() { return kPrimitiveRules; }
+std::string json_value_rules(const std::string& whitespace) { return "ws ::= " + whitespace + kPrimitiveRules; }
 
-std::string json_object_gbnf() { return std::string("root ::= json-object\n") + kPrimitiveRules; }
+std::string json_object_gbnf(const std::string& whitespace) { return "root ::= json-object\n" + json_value_rules(whitespace); }
 
 }  // namespace tessera::grammar

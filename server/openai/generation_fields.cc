@@ -90,6 +90,7 @@ StructuredOutput from_structured_outputs(const Json& so) {
   const std::string param = "structured_outputs";
   if (!so.is_object()) throw ApiError::invalid("'structured_outputs' must be an object", param);
   std::optional<StructuredOutput> found;
+  bool no_whitespace = false;
   auto take = [&](StructuredOutput s) {
     if (found) throw ApiError::invalid("'structured_outputs' must name one of json, regex, choice, grammar, json_object", param);
     s.param = param;
@@ -105,7 +106,11 @@ StructuredOutput from_structured_outputs(const Json& so) {
     else if (key == "json_object") {
       if (!value.is_boolean()) throw ApiError::invalid("'structured_outputs.json_object' must be a boolean", param);
       if (!value.get<bool>()) continue;
-    } else if (key == "disable_fallback" || key == "disable_any_whitespace" || key == "disable_additional_properties") {
+    } else if (key == "disable_any_whitespace") {
+      if (!value.is_boolean()) throw ApiError::invalid("'structured_outputs.disable_any_whitespace' must be a boolean", param);
+      if (value.get<bool>()) no_whitespace = true;
+      continue;
+    } else if (key == "disable_fallback" || key == "disable_additional_properties") {
       continue;
     } else {
       throw ApiError::invalid("'structured_outputs." + key + "' is not supported", param);
@@ -113,6 +118,7 @@ StructuredOutput from_structured_outputs(const Json& so) {
     take(std::move(s));
   }
   if (!found) throw ApiError::invalid("'structured_outputs' must name one of json, regex, choice, grammar, json_object", param);
+  if (no_whitespace) found->whitespace_pattern = "";
   return *found;
 }
 
@@ -137,7 +143,11 @@ std::optional<StructuredOutput> read_structured_output(RequestFields& f) {
   if (const Json* v = f.raw("guided_choice")) set(StructuredOutput{StructuredOutput::Kind::kChoice, {}, {}, choice_values(*v, "guided_choice"), {}}, "guided_choice");
   if (const Json* v = f.raw("guided_grammar")) set(StructuredOutput{StructuredOutput::Kind::kGrammar, {}, text_value(*v, "guided_grammar"), {}, {}}, "guided_grammar");
   f.ignore("guided_decoding_backend");
-  f.refuse("guided_whitespace_pattern", "a custom whitespace pattern is not supported");
+  if (const Json* v = f.raw("guided_whitespace_pattern")) {
+    if (!v->is_null() && !v->is_string()) throw ApiError::invalid("'guided_whitespace_pattern' must be a string", "guided_whitespace_pattern");
+    // As vLLM: it shapes JSON outputs and is ignored for the others.
+    if (out && v->is_string()) out->whitespace_pattern = v->get<std::string>();
+  }
   return out;
 }
 

@@ -14,10 +14,21 @@ namespace {
 constexpr size_t kMaxGrammarBytes = 512u << 10;
 constexpr size_t kMaxChoices = 1024;
 
+// The GBNF expression for whitespace between JSON tokens.
+std::string json_whitespace(const StructuredOutput& s) {
+  if (!s.whitespace_pattern) return grammar::kJsonWhitespace;
+  if (s.whitespace_pattern->empty()) return "\"\"";
+  try {
+    return "( " + grammar::regex_to_gbnf_expression(*s.whitespace_pattern, false) + " )";
+  } catch (const grammar::GrammarError& e) {
+    throw ApiError::invalid(std::string("'guided_whitespace_pattern': ") + e.what(), "guided_whitespace_pattern");
+  }
+}
+
 std::string lower(const StructuredOutput& s) {
   switch (s.kind) {
-    case StructuredOutput::Kind::kJsonSchema: return grammar::json_schema_to_gbnf(s.schema);
-    case StructuredOutput::Kind::kJsonObject: return grammar::json_object_gbnf();
+    case StructuredOutput::Kind::kJsonSchema: return grammar::json_schema_to_gbnf(s.schema, json_whitespace(s));
+    case StructuredOutput::Kind::kJsonObject: return grammar::json_object_gbnf(json_whitespace(s));
     case StructuredOutput::Kind::kRegex: return grammar::regex_to_gbnf(s.text);
     case StructuredOutput::Kind::kGrammar: return s.text;
     case StructuredOutput::Kind::kChoice: {

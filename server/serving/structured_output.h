@@ -2,6 +2,7 @@
 // Structured-output requests (response_format, vLLM's guided_* and
 // structured_outputs fields, their gRPC equivalents, required tool calls)
 // lowered to the one grammar form the engine runs.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ struct StructuredOutput {
   std::string text;                  // kRegex, kGrammar
   std::vector<std::string> choices;  // kChoice
   std::string param;                 // the request field it came from, named in errors
+  // JSON kinds: a regex for the whitespace between tokens (vLLM's
+  // guided_whitespace_pattern; empty: none), instead of the default.
+  std::optional<std::string> whitespace_pattern;
 };
 
 // GBNF text for the constraint, checked to compile; a 400 naming the

@@ -79,6 +79,41 @@ def test_choice_grammar_and_structured_outputs(served):
     assert re.fullmatch("[0-9]{4}", r.choices[0].text)
 
 
+SCORED = {"type": "object", "properties": {
+    "score": {"type": "number", "minimum": 0, "exclusiveMaximum": 10, "multipleOf": 0.01},
+    "count": {"type": "integer", "exclusiveMinimum": 0, "maximum": 5},
+    "delta": {"type": "number", "exclusiveMinimum": -1, "maximum": 1}}, "required": ["score", "count", "delta"]}
+HOSTNAME = re.compile(r"[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*")
+
+
+def test_number_bounds_whitespace_patterns_and_hostnames(served):
+    _, client = served
+    # jsonschema checks multipleOf by float division (0.07 / 0.01 is not whole), so the step is checked on the text.
+    bounds_only = json.loads(json.dumps(SCORED))
+    del bounds_only["properties"]["score"]["multipleOf"]
+    r = client.completions.create(model="smollm2", prompt="A server review as JSON:", n=6, temperature=1.0, seed=7,
+                                  max_tokens=200, extra_body={"guided_json": SCORED, "guided_whitespace_pattern": " ?"})
+    for c in r.choices:
+        assert c.finish_reason == "stop", c.text
+        data = json.loads(c.text)
+        jsonschema.validate(data, bounds_only)
+        assert re.fullmatch(r"\d+(\.\d{1,2})?", re.search(r'"score" ?: ?([^ ,}]*)', c.text).group(1)), c.text
+        outside_strings = re.sub(r'"(\\.|[^"\\])*"', '""', c.text)
+        assert not re.search(r"[\t\n]|  ", outside_strings), c.text
+    r = client.chat.completions.create(model="qwen", messages=[{"role": "user", "content": "Name the host of a public website."}],
+                                       n=4, temperature=0.7, seed=3, max_tokens=80,
+                                       extra_body={"guided_json": {"type": "string", "format": "hostname"}})
+    for c in r.choices:
+        assert c.finish_reason == "stop", c.message.content
+        assert HOSTNAME.fullmatch(json.loads(c.message.content)), c.message.content
+    r = client.completions.create(model="smollm2", prompt="A server review as JSON:", n=4, temperature=1.0, seed=8,
+                                  max_tokens=200, extra_body={"structured_outputs": {"json": SCORED, "disable_any_whitespace": True}})
+    for c in r.choices:
+        assert c.finish_reason == "stop", c.text
+        jsonschema.validate(json.loads(c.text), bounds_only)
+        assert not re.search(r"\s", re.sub(r'"(\\.|[^"\\])*"', '""', c.text)), c.text
+
+
 def test_streamed_output_equals_the_whole_one(served):
     _, client = served
     kwargs = dict(model="qwen", messages=ask_for("person"), temperature=0, max_tokens=120,
@@ -149,7 +184,9 @@ def test_named_tool_choice_calls_that_function(served):
     ({"guided_regex": "(a)\\1"}, "guided_regex", "back-references"),
     ({"guided_grammar": "root ::= item\n"}, "guided_grammar", "never defined"),
     ({"guided_grammar": "root ::= root \"a\" | \"b\"\n"}, "guided_grammar", "left recursion"),
-    ({"guided_json": {"type": "string", "format": "hostname"}}, "guided_json", "hostname"),
+    ({"guided_json": {"type": "string", "format": "ipv6"}}, "guided_json", "ipv6"),
+    ({"guided_json": {"type": "number", "maximum": 2.5}}, "guided_json", "whole number"),
+    ({"guided_json": {"type": "object"}, "guided_whitespace_pattern": "(?= )"}, "guided_whitespace_pattern", "look"),
     ({"guided_choice": []}, "guided_choice", "at least one"),
     ({"guided_regex": "a", "guided_choice": ["a"]}, "guided_choice", "both"),
     ({"response_format": {"type": "xml"}}, "response_format", "type"),

@@ -3,7 +3,9 @@
 // against independent matchers (std::regex, hand-checked JSON).
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
+#include <tuple>
 #include <regex>
 
 #include "engine/grammar/compiled_grammar.h"
@@ -324,12 +326,86 @@ TEST(JsonSchemaLowering, RecursiveReferencesAndAdditionalProperties) {
   EXPECT_FALSE(matches(b, R"({"a":2,"b":3,"c":4})"));  // sound even when 'v' is left out
 }
 
+// Number bounds and decimal steps, against strtod: every candidate is
+// accepted exactly when it is a JSON number without exponent, with no more
+// digits after the point than the step allows, inside the bounds.
+TEST(JsonSchemaLowering, NumberRangesAgreeWithParsedValues) {
+  std::vector<std::string> candidates = {"1e2", "0e0", "01", "1.", ".5", "--1", "+1", "-", "1.5.0", "-0"};
+  for (const char* sign : {"", "-"}) {
+    for (const char* whole : {"0", "1", "2", "3", "5", "9", "10", "11", "99", "100", "101", "150"}) {
+      for (const char* fraction : {"", ".0", ".00", ".5", ".25", ".05", ".001", ".999", ".10"}) {
+        candidates.push_back(std::string(sign) + whole + fraction);
+      }
+    }
+  }
+  struct Case {
+    const char* schema;
+    double lo, hi;
+    bool lo_open, hi_open;
+    int digits;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<Case> cases = {
+      {R"({"type":"number","minimum":0,"maximum":100})", 0, 100, false, false, 16},
+      {R"({"type":"number","exclusiveMinimum":0,"exclusiveMaximum":10})", 0, 10, true, true, 16},
+      {R"({"type":"number","minimum":-5,"exclusiveMaximum":3,"multipleOf":0.01})", -5, 3, false, true, 2},
+      {R"({"type":"number","maximum":-2})", -inf, -2, false, false, 16},
+      {R"({"type":"number","exclusiveMinimum":-1,"maximum":0})", -1, 0, true, false, 16},
+      {R"({"type":"number","minimum":1,"exclusiveMinimum":true,"maximum":2})", 1, 2, true, false, 16},
+      {R"({"type":"number","multipleOf":0.1})", -inf, inf, false, false, 1},
+      {R"({"type":"number","minimum":3,"multipleOf":1})", 3, inf, false, false, 0},
+  };
+  const std::regex plain_number("-?(0|[1-9][0-9]*)(\\.([0-9]+))?");
+  for (const Case& c : cases) {
+    const std::string g = json_schema_to_gbnf(Json::parse(c.schema));
+    for (const std::string& text : candidates) {
+      std::smatch m;
+      bool expected = std::regex_match(text, m, plain_number) && int(m[3].length()) <= c.digits;
+      if (expected) {
+        const double v = std::strtod(text.c_str(), nullptr);
+        expected = (c.lo_open ? v > c.lo : v >= c.lo) && (c.hi_open ? v < c.hi : v <= c.hi);
+      }
+      EXPECT_EQ(matches(g, text), expected) << c.schema << " on " << text;
+    }
+  }
+  EXPECT_THROW(json_schema_to_gbnf(Json::parse(R"({"type":"number","exclusiveMinimum":1,"exclusiveMaximum":1})")), GrammarError);
+}
+
+TEST(JsonSchemaLowering, IntegerBoundsMayBeExclusiveOrFractional) {
+  const std::vector<std::tuple<const char*, int, int>> cases = {
+      {R"({"type":"integer","exclusiveMinimum":-3,"maximum":7.5})", -2, 7},
+      {R"({"type":"integer","minimum":-2.5,"exclusiveMaximum":4})", -2, 3},
+      {R"({"type":"integer","minimum":0,"exclusiveMinimum":true,"maximum":5,"exclusiveMaximum":true})", 1, 4},
+      {R"({"type":"integer","minimum":1,"exclusiveMinimum":4,"maximum":9})", 5, 9},
+  };
+  for (const auto& [schema, lo, hi] : cases) {
+    const std::string g = json_schema_to_gbnf(Json::parse(schema));
+    for (int v = -12; v <= 12; ++v) EXPECT_EQ(matches(g, std::to_string(v)), v >= lo && v <= hi) << schema << " on " << v;
+    EXPECT_FALSE(matches(g, std::to_string(lo) + ".0"));
+  }
+}
+
+TEST(JsonSchemaLowering, HostnamesAndImpliedMinProperties) {
+  const std::string host = json_schema_to_gbnf(Json::parse(R"({"type":"string","format":"hostname"})"));
+  for (const char* ok : {"\"localhost\"", "\"example.com\"", "\"a-b.c-d.e9\"", "\"x\""}) EXPECT_TRUE(matches(host, ok)) << ok;
+  for (const char* bad : {"\"-a.com\"", "\"a-.com\"", "\"a..b\"", "\"a_b\"", "\"\"", "\"a.\""}) EXPECT_FALSE(matches(host, bad)) << bad;
+  EXPECT_TRUE(matches(host, "\"" + std::string(63, 'a') + ".b\""));
+  EXPECT_FALSE(matches(host, "\"" + std::string(64, 'a') + ".b\""));
+  const std::string g = json_schema_to_gbnf(Json::parse(R"({"type":"object","properties":{"a":{"type":"integer"},
+    "b":{"type":"integer"}},"required":["a"],"minProperties":1})"));
+  EXPECT_TRUE(matches(g, R"({"a":1})"));
+  EXPECT_FALSE(matches(g, R"({})"));
+}
+
 TEST(JsonSchemaLowering, NamesTheUnsupportedKeyword) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"({"type":"array","uniqueItems":true})", "uniqueItems"},
       {R"({"type":"number","multipleOf":2})", "multipleOf"},
       {R"({"type":"object","patternProperties":{}})", "patternProperties"},
-      {R"({"type":"string","format":"hostname"})", "hostname"},
+      {R"({"type":"string","format":"ipv6"})", "ipv6"},
+      {R"({"type":"integer","multipleOf":3})", "multipleOf"},
+      {R"({"type":"number","minimum":0.5})", "minimum"},
+      {R"({"type":"object","properties":{"a":{}},"minProperties":1})", "minProperties"},
       {R"({"$ref":"http://example.com/s.json"})", "$ref"},
       {R"({"not":{"type":"string"}})", "not"},
   };
