@@ -5,8 +5,11 @@
 // With a third file ({"name": instance, ...}, one valid instance a schema):
 // each instance is tokenized and walked token by token (the token mask,
 // then the step), once on a fresh grammar and once more on the same one,
-// printing one JSON line a schema with the timings and the token ids.
-//   tessera_grammar_bench MODEL.gguf SCHEMAS.json INSTANCES.json
+// printing one JSON line a schema with the timings and the token ids. Each
+// schema starts from no token tables, unless --shared-tables: then all share
+// one store, first filled with every table of the any-JSON-object grammar
+// (as a daemon's store is once it has served a JSON request).
+//   tessera_grammar_bench MODEL.gguf SCHEMAS.json INSTANCES.json [--shared-tables]
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -50,14 +53,19 @@ std::vector<double> walk(tessera::grammar::CompiledGrammar& g, const std::vector
 }
 
 int walk_instances(const tessera::Tokenizer& tokenizer, std::shared_ptr<const tessera::grammar::TokenVocabulary> vocab,
-                   const nlohmann::ordered_json& schemas, const nlohmann::ordered_json& instances) {
+                   const nlohmann::ordered_json& schemas, const nlohmann::ordered_json& instances, bool shared_tables) {
+  auto shared = std::make_shared<tessera::grammar::TableStore>();
+  if (shared_tables) {
+    tessera::grammar::CompiledGrammar(tessera::grammar::parse_gbnf(tessera::grammar::json_object_gbnf()), vocab, {}, shared)
+        .build_all_tables();
+  }
   for (const auto& [name, schema] : schemas.items()) {
     const std::string text = instances.at(name).dump();  // compact: no whitespace
     const auto ids = tokenizer.encode(text);
     const std::vector<int32_t> tokens(ids.begin(), ids.end());
     auto t0 = Clock::now();
     tessera::grammar::CompiledGrammar g(tessera::grammar::parse_gbnf(tessera::grammar::json_schema_to_gbnf(schema)), vocab, {},
-                                        std::make_shared<tessera::grammar::TableStore>());
+                                        shared_tables ? shared : std::make_shared<tessera::grammar::TableStore>());
     const double compile = ms_since(t0);
     const std::vector<double> cold = walk(g, tokens);
     const std::vector<double> warm = walk(g, tokens);
@@ -71,15 +79,16 @@ int walk_instances(const tessera::Tokenizer& tokenizer, std::shared_ptr<const te
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3 && argc != 4) {
-    std::cerr << "usage: tessera_grammar_bench MODEL.gguf SCHEMAS.json [INSTANCES.json]\n";
+  const bool shared_tables = argc == 5 && std::string(argv[4]) == "--shared-tables";
+  if ((argc != 3 && argc != 4 && !shared_tables) || (argc == 5 && !shared_tables)) {
+    std::cerr << "usage: tessera_grammar_bench MODEL.gguf SCHEMAS.json [INSTANCES.json [--shared-tables]]\n";
     return 2;
   }
   const tessera::Tokenizer tokenizer = tessera::Tokenizer::from_gguf(tessera::gguf::File::open(argv[1]));
   auto t0 = Clock::now();
   auto vocab = std::make_shared<const tessera::grammar::TokenVocabulary>(tessera::grammar::tokenizer_texts(tokenizer, tokenizer.vocab().size()));
   const auto schemas = read_json(argv[2]);
-  if (argc == 4) return walk_instances(tokenizer, vocab, schemas, read_json(argv[3]));
+  if (argc >= 4) return walk_instances(tokenizer, vocab, schemas, read_json(argv[3]), shared_tables);
   std::printf("vocabulary: %zu tokens sorted in %.1f ms\n", vocab->size(), ms_since(t0));
   // Schemas after the first find the tables their primitives share in the store.
   auto store = std::make_shared<tessera::grammar::TableStore>();
