@@ -59,7 +59,7 @@ SCHEMAS = {
 }
 
 # One valid instance of each schema, properties in the schema's order: the
-# token walks of tests/bench/grammar_vs_xgrammar.py follow them.
+# token walks of tests/bench/grammar_vs_peers.py follow them.
 EXAMPLES = {
     "person": {"name": "Ada Lovelace", "age": 36},
     "color_enum": {"color": "green"},
