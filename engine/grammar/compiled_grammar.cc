@@ -159,9 +159,6 @@ const TokenMask& CompiledGrammar::allowed(const StackSet& state) {
   }
   stacks_.set_budget(limits_.mask_budget);
   TokenMask mask(vocab_->size());
-  // The states of one mask's walks recur in the next (a bounded string's
-  // stack after k characters is reached again from k - 1), so they are kept.
-  if (fit_states_.nearly_full(vocab_->longest() + 1)) fit_states_.keep_only(nullptr, 0);
   for (uint32_t stack : state) {
     if (stack == ParseStacks::kEmpty || stack == ParseStacks::kExit) continue;
     const PositionTable& t = table(stacks_.top(stack));

@@ -67,7 +67,10 @@ class CompiledGrammar {
   std::vector<std::shared_ptr<const PositionTable>> tables_;  // [element position], once known
   size_t tables_built_ = 0;
   size_t tables_shared_ = 0;
-  StateCache fit_states_;  // for checking context-dependent tokens against real stacks
+  // For checking context-dependent tokens against real stacks; kept across
+  // masks, since one mask's states recur in the next (a bounded string's
+  // stack after k characters is reached again from k - 1).
+  StateCache fit_states_;
   // Masks by state, least recently used first.
   std::list<std::pair<std::string, TokenMask>> masks_;
   std::unordered_map<std::string, std::list<std::pair<std::string, TokenMask>>::iterator> mask_index_;

@@ -3,8 +3,8 @@
 // in dense rows. A token table's walk over the vocabulary steps the same
 // few states hundreds of thousands of times (the body of a string loops on
 // one state); with rows a step is one array read instead of a hash lookup
-// per stack. A cache belongs to one walk: its memory is bounded, and the
-// caller drops all but the states it still holds when it nears the bound.
+// per stack. Its memory is bounded: the caller drops all but the states it
+// still holds when it nears the bound.
 #include <cstdint>
 #include <string>
 #include <unordered_map>

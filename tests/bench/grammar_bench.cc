@@ -80,7 +80,7 @@ int walk_instances(const tessera::Tokenizer& tokenizer, std::shared_ptr<const te
 
 int main(int argc, char** argv) {
   const bool shared_tables = argc == 5 && std::string(argv[4]) == "--shared-tables";
-  if ((argc != 3 && argc != 4 && !shared_tables) || (argc == 5 && !shared_tables)) {
+  if (argc != 3 && argc != 4 && !shared_tables) {
     std::cerr << "usage: tessera_grammar_bench MODEL.gguf SCHEMAS.json [INSTANCES.json [--shared-tables]]\n";
     return 2;
   }

@@ -89,7 +89,7 @@ class GgufTokenizer:
         self.special_token_ids = [i for i, c in enumerate(control) if c]
         self.eos_token_id = eos
         self.bos_token_id = None
-        self._ids = {t: i for i, t in enumerate(self.tokens) if i not in set(self.special_token_ids)}
+        self._ids = {t: i for i, (t, c) in enumerate(zip(self.tokens, control)) if not c}
         self._longest = max(len(t) for t in self.tokens)
 
     def __call__(self, data):
