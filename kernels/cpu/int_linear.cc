@@ -14,8 +14,18 @@ namespace {
 // lane can overflow: 32767 * 128 per product, at most 4096 / 8 products a
 // lane with the narrowest (AVX2) lanes.
 constexpr int64_t kMaxSpan = 4096;
+// Row groups' spans: short enough that a span's exact sum fits in int32
+// (32767 * 128 * 512 < 2^31).
+constexpr int64_t kGroupMaxSpan = 512;
+// From this many tokens the row groups go through AMX tiles (a partial tile
+// of tokens costs as much as a full one).
+constexpr int64_t kAmxMinTokens = 8;
 
 int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
+
+bool has_avx512_vnni(const IsaFeatures& isa) {
+  return isa.avx2 && isa.fma && isa.avx512f && isa.avx512bw && isa.avx512vl && isa.avx512_vnni;
+}
 
 }  // namespace
 
@@ -26,7 +36,7 @@ IntLinearKernels select_int_kernels(const IsaFeatures& isa) {
   return scalar_int_kernels();
 }
 
-IntLinear::IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa)
+IntLinear::IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa, IntLayout layout)
     : rows_(desc.rows), cols_(desc.cols), kernels_(select_int_kernels(isa)) {
   quant::validate_int_linear(desc);
   bits_ = desc.scheme.storage == DType::kI8 ? 8 : 4;
@@ -47,7 +57,94 @@ IntLinear::IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa)
       seen[size_t(i)] = true;
     }
   }
-  pack_rows(desc);
+  const bool groups_fit = has_avx512_vnni(isa) && (per_channel || group % kGroupChunk == 0);
+  if (layout == IntLayout::kRowGroups && !groups_fit) {
+    throw Error("weight '" + desc.name + "': row groups need AVX-512 VNNI and groups of a multiple of 64 columns");
+  }
+  row_groups_ = groups_fit && (layout == IntLayout::kRowGroups || (layout == IntLayout::kAuto && isa.amx_int8));
+  if (!row_groups_) {
+    pack_rows(desc);
+    return;
+  }
+  group_kernels_ = isa.amx_int8 ? amx_group_kernels() : avx512_group_kernels();
+  pack_row_groups(desc);
+}
+
+void pack_row_group_block(int bits, const int8_t* codes, uint8_t* block) {
+  for (int q = 0; q < (bits == 8 ? 16 : 8); ++q) {
+    for (int n = 0; n < kRowGroup; ++n) {
+      for (int j = 0; j < 4; ++j) {
+        const int8_t* row = codes + n * kGroupChunk;
+        uint8_t& out = block[q * 64 + n * 4 + j];
+        out = bits == 8 ? uint8_t(row[4 * q + j]) : uint8_t(row[4 * q + j] | (row[32 + 4 * q + j] << 4));
+      }
+    }
+  }
+}
+
+void IntLinear::pack_row_groups(const QuantizedLinear& desc) {
+  const int64_t n_qgroups = quant::group_count(cols_, desc.scheme.group_size), padded = layout_.padded_cols;
+  IntGroupLayout& l = group_layout_;
+  l.bits = bits_;
+  l.int8_activations = int8_activations_;
+  l.padded_cols = padded;
+  l.chunks = padded / kGroupChunk;
+  l.span = int8_activations_ ? padded : n_qgroups == 1 ? std::min(padded, kGroupMaxSpan) : desc.scheme.group_size;
+  l.n_spans = int8_activations_ ? 1 : quant::group_count(cols_, l.span);
+  l.block_bytes = bits_ == 8 ? 1024 : 512;
+  const int64_t groups = (rows_ + kRowGroup - 1) / kRowGroup;
+  packed_ = AlignedBuffer(size_t(groups * l.chunks) * l.block_bytes);
+  const size_t entries = size_t(groups * l.n_spans * kRowGroup);
+  group_scales_.assign(entries, 0.0f);
+  group_offsets_.assign(entries, 0);
+  if (bits_ == 4) group_zeros_.assign(entries, 0);
+  const auto* scales = static_cast<const float*>(desc.scales);
+  const auto* zeros = static_cast<const int8_t*>(desc.zero_points);
+  // codes: (groups * 16, padded) row-major, zero beyond the real rows and columns.
+  std::vector<int8_t> codes(size_t(groups * kRowGroup * padded), 0);
+  for (int64_t r = 0; r < rows_; ++r) {
+    const auto* src = static_cast<const uint8_t*>(desc.data) + uint64_t(r) * desc.row_stride;
+    int8_t* dst = codes.data() + r * padded;
+    for (int64_t c = 0; c < cols_; ++c) dst[c] = bits_ == 8 ? int8_t(src[c]) : int8_t(quant::int4_at(src, c) + 8);
+    for (int64_t s = 0; s < l.n_spans; ++s) {
+      const int64_t qg = n_qgroups == 1 ? 0 : s, begin = s * l.span, end = std::min(begin + l.span, padded);
+      const float scale = scales[r * n_qgroups + qg];
+      if (!std::isfinite(scale)) throw Error("weight '" + desc.name + "': scale of row " + std::to_string(r) + " is not finite");
+      const size_t at = size_t((r / kRowGroup * l.n_spans + s) * kRowGroup + r % kRowGroup);
+      group_scales_[at] = scale;
+      int64_t sum = 0;
+      for (int64_t c = begin; c < end; ++c) sum += dst[c];
+      // Wrapping: the kernels' int32 sums wrap the same way and S itself fits.
+      group_offsets_[at] = int32_t(uint32_t(uint64_t(sum) * (int8_activations_ ? 128u : 32768u)));
+      if (bits_ == 4) {
+        const int zero = zeros ? zeros[r * n_qgroups + qg] : 0;
+        if (zero < -8 || zero > 8) throw Error("weight '" + desc.name + "': zero point outside [-8, 8]");
+        group_zeros_[at] = zero + 8;
+      }
+    }
+  }
+  for (int64_t g = 0; g < groups; ++g) {
+    std::vector<int8_t> tile(size_t(kRowGroup * kGroupChunk));
+    for (int64_t c = 0; c < l.chunks; ++c) {
+      for (int n = 0; n < kRowGroup; ++n) {
+        std::memcpy(tile.data() + n * kGroupChunk, codes.data() + (g * kRowGroup + n) * padded + c * kGroupChunk, kGroupChunk);
+      }
+      pack_row_group_block(bits_, tile.data(), packed_.data_as<uint8_t>() + size_t(g * l.chunks + c) * l.block_bytes);
+    }
+  }
+}
+
+IntGroupTask IntLinear::group_task(int64_t group, int64_t n) const {
+  const IntGroupLayout& l = group_layout_;
+  const size_t at = size_t(group * l.n_spans * kRowGroup);
+  IntGroupTask t{};
+  t.w = packed_.data_as<uint8_t>() + size_t(group * l.chunks) * l.block_bytes;
+  t.scales = group_scales_.data() + at;
+  t.offsets = group_offsets_.data() + at;
+  t.zeros = group_zeros_.empty() ? nullptr : group_zeros_.data() + at;
+  t.groups = n;
+  t.rows = rows_ - group * kRowGroup;
+  return t;
 }
 
 void IntLinear::pack_rows(const QuantizedLinear& desc) {
@@ -104,6 +201,28 @@ IntRowTask IntLinear::row_task(int64_t row, int n_rows) const {
   return t;
 }
 
+namespace {
+
+void quantize_int_row(const IntRowQuantizeArgs& a) {
+  float amax = 0.0f;
+  for (int64_t c = 0; c < a.cols; ++c) amax = std::max(amax, std::fabs(a.x[c]));
+  if (a.q16) {
+    const float inv = amax > 0.0f ? 32767.0f / amax : 0.0f;
+    for (int64_t c = 0; c < a.cols; ++c) a.q16[c] = int16_t(std::lrintf(a.x[c] * inv));
+    *a.scale16 = amax / 32767.0f;
+  }
+  if (a.q8) {
+    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    for (int64_t c = 0; c < a.cols; ++c) {
+      const long v = std::lrintf(a.x[c] * inv);
+      a.q8[c] = a.offset8 ? int8_t(uint8_t(v + 128)) : int8_t(v);
+    }
+    *a.scale8 = amax / 127.0f;
+  }
+}
+
+}  // namespace
+
 void quantize_int_activations(std::span<const IntLinear* const> weights, const float* x, int64_t n_tokens,
                               IntActivations& out) {
   bool need16 = false, need8 = false, offset = false;
@@ -117,7 +236,8 @@ void quantize_int_activations(std::span<const IntLinear* const> weights, const f
   out.padded_cols = padded;
   out.n_tokens = n_tokens;
   out.sum_span = 0;
-  const size_t n = size_t(n_tokens * padded);
+  out.split = false;
+  const size_t n = size_t(round_up(n_tokens, kTokenBlock) * padded);
   if (need16) {
     out.x16.assign(n, 0);
     out.scales16.resize(size_t(n_tokens));
@@ -126,43 +246,70 @@ void quantize_int_activations(std::span<const IntLinear* const> weights, const f
     out.x8.assign(n, int8_t(offset ? -128 : 0));
     out.scales8.resize(size_t(n_tokens));
   }
+  IntQuantizeRowFn quantize_row = quantize_int_row;
+  for (const IntLinear* w : weights) {
+    if (w->kernels().quantize_row) quantize_row = w->kernels().quantize_row;
+  }
   for (int64_t t = 0; t < n_tokens; ++t) {
-    const float* row = x + t * cols;
-    float amax = 0.0f;
-    for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(row[c]));
-    if (need16) {
-      const float inv = amax > 0.0f ? 32767.0f / amax : 0.0f;
-      int16_t* q = out.x16.data() + t * padded;
-      for (int64_t c = 0; c < cols; ++c) q[c] = int16_t(std::lrintf(row[c] * inv));
-      out.scales16[size_t(t)] = amax / 32767.0f;
-    }
-    if (need8) {
-      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-      int8_t* q = out.x8.data() + t * padded;
-      for (int64_t c = 0; c < cols; ++c) {
-        const long v = std::lrintf(row[c] * inv);
-        q[c] = offset ? int8_t(uint8_t(v + 128)) : int8_t(v);
-      }
-      out.scales8[size_t(t)] = amax / 127.0f;
-    }
+    quantize_row({x + t * cols, cols, need16 ? out.x16.data() + t * padded : nullptr,
+                  need8 ? out.x8.data() + t * padded : nullptr, offset, need16 ? out.scales16.data() + t : nullptr,
+                  need8 ? out.scales8.data() + t : nullptr});
   }
 }
 
 namespace {
 
-void compute_span_sums(IntActivations& x, const IntRowLayout& layout) {
-  if (x.sum_span == layout.span) return;
-  x.sum_span = layout.span;
-  x.span_sums.assign(size_t(x.n_tokens * layout.n_spans), 0);
+void compute_span_sums(IntActivations& x, int64_t span, int64_t n_spans) {
+  if (x.sum_span == span) return;
+  x.sum_span = span;
+  x.span_sums.assign(size_t(x.n_tokens * n_spans), 0);
   for (int64_t t = 0; t < x.n_tokens; ++t) {
     const int16_t* row = x.x16.data() + t * x.padded_cols;
-    for (int64_t s = 0; s < layout.n_spans; ++s) {
-      const int64_t begin = s * layout.span, end = s + 1 == layout.n_spans ? x.padded_cols : begin + layout.span;
+    for (int64_t s = 0; s < n_spans; ++s) {
+      const int64_t begin = s * span, end = s + 1 == n_spans ? x.padded_cols : begin + span;
       int32_t sum = 0;
       for (int64_t c = begin; c < end; ++c) sum += row[c];
-      x.span_sums[size_t(t * layout.n_spans + s)] = sum;
+      x.span_sums[size_t(t * n_spans + s)] = sum;
     }
   }
+}
+
+// x16 as the bytes the row-group kernels multiply: x = 256 h + l, stored as
+// h + 128 and l (padding rows included, so tiles of 16 tokens can load).
+void split_int16(IntActivations& x) {
+  if (x.split) return;
+  x.split = true;
+  x.x_hi.resize(x.x16.size());
+  x.x_lo.resize(x.x16.size());
+  for (size_t i = 0; i < x.x16.size(); ++i) {
+    const int v = x.x16[i];
+    x.x_lo[i] = uint8_t(v & 0xFF);
+    x.x_hi[i] = uint8_t((v >> 8) + 128);
+  }
+}
+
+void group_matmul(const IntLinear& w, IntActivations& x, int64_t n_tokens, float* y, ThreadPool& pool) {
+  const IntGroupLayout& l = w.group_layout();
+  const IntGroupKernels& k = w.group_kernels();
+  if (!l.int8_activations) {
+    split_int16(x);
+    if (l.bits == 4) compute_span_sums(x, l.span, l.n_spans);
+  }
+  const IntGroupFn amx = l.int8_activations ? k.amx_a8 : k.amx_a16;
+  const IntGroupFn fn = amx && n_tokens >= kAmxMinTokens ? amx : l.int8_activations ? k.a8 : k.a16;
+  const int64_t groups = (w.rows() + kRowGroup - 1) / kRowGroup;
+  pool.parallel_for(groups, 2, [&](int, int64_t begin, int64_t end) {
+    IntGroupTask t = w.group_task(begin, end - begin);
+    t.x_hi = x.x_hi.data();
+    t.x_lo = x.x_lo.data();
+    t.x8 = reinterpret_cast<const uint8_t*>(x.x8.data());
+    t.x_scales = l.int8_activations ? x.scales8.data() : x.scales16.data();
+    t.x_span_sums = l.bits == 4 ? x.span_sums.data() : nullptr;
+    t.n_tokens = n_tokens;
+    t.y = y + begin * kRowGroup;
+    t.y_stride = w.rows();
+    fn(l, t);
+  });
 }
 
 void int_matmul_in_order(const IntLinear& w, IntActivations& x, int64_t n_tokens, float* y, ThreadPool& pool);
@@ -172,6 +319,7 @@ void reorder_inputs(const IntActivations& x, const std::vector<int32_t>& order, 
   out.padded_cols = x.padded_cols;
   out.n_tokens = n_tokens;
   out.sum_span = 0;
+  out.split = false;
   out.scales16 = x.scales16;
   out.x16.assign(x.x16.size(), 0);
   for (int64_t t = 0; t < n_tokens; ++t) {
@@ -195,7 +343,8 @@ void int_matmul(const IntLinear& w, IntActivations& x, int64_t n_tokens, float* 
 namespace {
 
 void int_matmul_in_order(const IntLinear& w, IntActivations& x, int64_t n_tokens, float* y, ThreadPool& pool) {
-  if (w.bits() == 4) compute_span_sums(x, w.layout());
+  if (w.row_groups()) return group_matmul(w, x, n_tokens, y, pool);
+  if (w.bits() == 4) compute_span_sums(x, w.layout().span, w.layout().n_spans);
   const bool a8 = w.int8_activations();
   const IntRowFn fn = a8 ? w.kernels().a8_w8 : w.bits() == 8 ? w.kernels().a16_w8 : w.kernels().a16_w4;
   const void* xs = a8 ? static_cast<const void*>(x.x8.data()) : static_cast<const void*>(x.x16.data());

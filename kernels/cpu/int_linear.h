@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/tensor/aligned_buffer.h"
+#include "kernels/cpu/int_linear_groups.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/thread_pool.h"
 #include "quant/weight_scheme.h"
@@ -58,17 +59,38 @@ constexpr int kIntTokenTile = 4;
 
 using IntRowFn = void (*)(const IntRowLayout&, const IntRowTask&);
 
+// One token's row of `cols` floats (a multiple of 32) scaled to int16 and/or
+// int8 (either output may be null): round to nearest even of x * (range /
+// max|x|), the scale max|x| / range. Every instruction set rounds alike.
+struct IntRowQuantizeArgs {
+  const float* x;
+  int64_t cols;
+  int16_t* q16;
+  int8_t* q8;
+  bool offset8;  // store int8 values as uint8 (q + 128)
+  float* scale16;
+  float* scale8;
+};
+using IntQuantizeRowFn = void (*)(const IntRowQuantizeArgs&);
+void quantize_int_row_avx512(const IntRowQuantizeArgs& a);
+
 struct IntLinearKernels {
   IntRowFn a16_w8 = nullptr;
   IntRowFn a16_w4 = nullptr;
   IntRowFn a8_w8 = nullptr;
   bool offset_int8_activations = false;  // DA8 activations stored as uint8 (x + 128)
+  IntQuantizeRowFn quantize_row = nullptr;  // null: the portable one
 };
 
 IntLinearKernels scalar_int_kernels();
 IntLinearKernels avx2_int_kernels();
 IntLinearKernels avx512_int_kernels();  // needs AVX-512 F/BW/VL and VNNI
 IntLinearKernels select_int_kernels(const IsaFeatures& isa);
+
+// Where a weight's rows go: one after another (every instruction set), or
+// in groups of 16 (int_linear_groups.h: AVX-512 VNNI, and AMX tiles where
+// the OS grants them; spans must be multiples of 64 columns).
+enum class IntLayout { kAuto, kRows, kRowGroups };
 
 // An integer linear weight in the kernels' layout:
 //   8 bits: int8 (rows, padded_cols).
@@ -78,8 +100,9 @@ IntLinearKernels select_int_kernels(const IsaFeatures& isa);
 //           to the two 32-column halves with a mask and a shift.
 class IntLinear {
  public:
-  // Throws tessera::Error naming the weight if `desc` is malformed.
-  IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa);
+  // Throws tessera::Error naming the weight if `desc` is malformed. kAuto
+  // takes row groups where AMX tiles are granted and the groups allow them.
+  IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa, IntLayout layout = IntLayout::kAuto);
 
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
@@ -87,6 +110,11 @@ class IntLinear {
   bool int8_activations() const { return int8_activations_; }
   const IntRowLayout& layout() const { return layout_; }
   const IntLinearKernels& kernels() const { return kernels_; }
+  bool row_groups() const { return row_groups_; }
+  const IntGroupLayout& group_layout() const { return group_layout_; }
+  const IntGroupKernels& group_kernels() const { return group_kernels_; }
+  // A task for row groups [group, group + n), activations left to the caller.
+  IntGroupTask group_task(int64_t group, int64_t n) const;
   // Empty, or (cols): stored column c multiplies input channel input_order()[c].
   const std::vector<int32_t>& input_order() const { return input_order_; }
   // A task for rows [row, row + n_rows), activations left to the caller.
@@ -94,6 +122,7 @@ class IntLinear {
 
  private:
   void pack_rows(const QuantizedLinear& desc);
+  void pack_row_groups(const QuantizedLinear& desc);
 
   int64_t rows_, cols_;
   int bits_;
@@ -106,12 +135,23 @@ class IntLinear {
   std::vector<int16_t> zeros_;    // (rows, n_spans), 4 bits
   std::vector<int32_t> row_sums_; // (rows), int8 activations
   std::vector<int32_t> input_order_;
+  bool row_groups_ = false;
+  IntGroupLayout group_layout_{};
+  IntGroupKernels group_kernels_;
+  std::vector<float> group_scales_;    // (groups, n_spans, 16)
+  std::vector<int32_t> group_offsets_; // (groups, n_spans, 16) or DA8 (groups, 16)
+  std::vector<int32_t> group_zeros_;   // 4 bits: (groups, n_spans, 16)
 };
 
-// One call's activations, quantized per token for the integer kernels.
+// One call's activations, quantized per token for the integer kernels. Rows
+// are allocated in multiples of kTokenBlock (zeros beyond n_tokens).
 struct IntActivations {
   std::vector<int16_t> x16;  // (n_tokens, padded_cols)
   std::vector<int8_t> x8;    // (n_tokens, padded_cols), uint8 (x + 128) when offset
+  // x16 as bytes h + 128 and l (x = 256 h + l) for row-group weights, filled
+  // on first use; (n_tokens, padded_cols) each.
+  std::vector<uint8_t> x_hi, x_lo;
+  bool split = false;
   std::vector<float> scales16, scales8;  // (n_tokens)
   int64_t padded_cols = 0;
   // Sums of the int16 activations over spans of `sum_span` columns, (n_tokens,

@@ -191,6 +191,33 @@ void dispatch(const IntRowLayout& l, const IntRowTask& t) {
 
 }  // namespace
 
-IntLinearKernels avx512_int_kernels() { return {dispatch<A16W8>, dispatch<A16W4>, dispatch<A8W8>, true}; }
+// The portable rounding, 16 lanes at a time: vcvtps2dq rounds to nearest
+// even like lrintf, and the maximum ignores NaNs as std::max does.
+void quantize_int_row_avx512(const IntRowQuantizeArgs& a) {
+  __m512 vmax = _mm512_setzero_ps();
+  for (int64_t c = 0; c < a.cols; c += 16) vmax = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(a.x + c)), vmax);
+  const float amax = _mm512_reduce_max_ps(vmax);
+  if (a.q16) {
+    const __m512 inv = _mm512_set1_ps(amax > 0.0f ? 32767.0f / amax : 0.0f);
+    for (int64_t c = 0; c < a.cols; c += 16) {
+      const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(a.x + c), inv));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(a.q16 + c), _mm512_cvtepi32_epi16(q));
+    }
+    *a.scale16 = amax / 32767.0f;
+  }
+  if (a.q8) {
+    const __m512 inv = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+    const __m512i offset = _mm512_set1_epi32(a.offset8 ? 128 : 0);
+    for (int64_t c = 0; c < a.cols; c += 16) {
+      const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(a.x + c), inv)), offset);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(a.q8 + c), _mm512_cvtepi32_epi8(q));
+    }
+    *a.scale8 = amax / 127.0f;
+  }
+}
+
+IntLinearKernels avx512_int_kernels() {
+  return {dispatch<A16W8>, dispatch<A16W4>, dispatch<A8W8>, true, quantize_int_row_avx512};
+}
 
 }  // namespace tessera::cpu

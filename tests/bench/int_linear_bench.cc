@@ -22,11 +22,16 @@ quant::IntQuantConfig scheme(int64_t id) {
 
 const char* scheme_name(int64_t id) { return id == 0 ? "a16w8" : id == 1 ? "a16w4/g128" : "da8w8"; }
 
-// args: scheme, rows, cols, tokens, isa level (0 AVX2, 1 AVX-512)
+const char* kLevels[] = {" avx2", " avx512", " avx512 row groups", " amx row groups"};
+
+// args: scheme, rows, cols, tokens, kernels (0 AVX2, 1 AVX-512, 2 AVX-512
+// row groups, 3 AMX row groups)
 void BM_IntMatmul(benchmark::State& state) {
-  const int64_t rows = state.range(1), cols = state.range(2), tokens = state.range(3);
+  const int64_t rows = state.range(1), cols = state.range(2), tokens = state.range(3), level = state.range(4);
   IsaFeatures isa = detect_isa();
-  if (state.range(4) == 0) isa.avx512f = isa.avx512bw = isa.avx512vl = isa.avx512_vnni = false;
+  if (level == 3 && !isa.amx_int8) return state.SkipWithError("AMX tiles not granted");
+  if (level < 3) isa.amx_tile = isa.amx_int8 = isa.amx_bf16 = false;
+  if (level == 0) isa.avx512f = isa.avx512bw = isa.avx512vl = isa.avx512_vnni = false;
   else if (!isa.avx512_vnni) return state.SkipWithError("no AVX-512 VNNI");
   std::mt19937 rng(5);
   std::normal_distribution<float> dist;
@@ -34,7 +39,7 @@ void BM_IntMatmul(benchmark::State& state) {
   for (float& v : w) v = dist(rng);
   for (float& v : x) v = dist(rng);
   const quant::IntMatrix m = quant::quantize_rtn("bench", w.data(), rows, cols, scheme(state.range(0)));
-  const IntLinear weight(m.view("bench"), isa);
+  const IntLinear weight(m.view("bench"), isa, level >= 2 ? IntLayout::kRowGroups : IntLayout::kRows);
   const IntLinear* weights[] = {&weight};
   IntActivations acts;
   ThreadPool pool(kThreads);
@@ -46,7 +51,7 @@ void BM_IntMatmul(benchmark::State& state) {
   const size_t bytes = m.data.size() + m.scales.size() * sizeof(float) + m.zeros.size();
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(bytes));
   state.counters["MAC/s"] = benchmark::Counter(double(state.iterations()) * double(rows * cols * tokens), benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(scheme_name(state.range(0))) + (state.range(4) ? " avx512" : " avx2"));
+  state.SetLabel(std::string(scheme_name(state.range(0))) + kLevels[level]);
 }
 
 // Qwen2.5-0.5B's ffn_up, ffn_down and output head; SmolLM2's ffn_up.
@@ -55,7 +60,7 @@ void shapes(benchmark::internal::Benchmark* b, int64_t tokens) {
   for (int64_t s = 0; s < 3; ++s) {
     for (const auto& [rows, cols] : layers) {
       if (tokens > 1 && rows > 100000) continue;  // the head runs for one token per sequence
-      for (int64_t isa : {0, 1}) b->Args({s, rows, cols, tokens, isa});
+      for (int64_t level : {0, 1, 2, 3}) b->Args({s, rows, cols, tokens, level});
     }
   }
 }

@@ -46,15 +46,29 @@ std::vector<float> random_values(size_t n, uint32_t seed, float outlier_every = 
   return v;
 }
 
-std::vector<std::pair<const char*, IsaFeatures>> instruction_sets() {
-  std::vector<std::pair<const char*, IsaFeatures>> sets = {{"scalar", IsaFeatures{}}};
+struct KernelChoice {
+  const char* name;
+  IsaFeatures isa;
+  IntLayout layout;
+};
+
+// Every kernel family this host runs: rows on each instruction set, and the
+// row-group layout on AVX-512 VNNI alone and with AMX tiles where granted.
+std::vector<KernelChoice> kernel_choices(bool groups_fit) {
+  std::vector<KernelChoice> sets = {{"scalar", IsaFeatures{}, IntLayout::kRows}};
   const IsaFeatures host = detect_isa();
+  IsaFeatures no_amx = host;
+  no_amx.amx_tile = no_amx.amx_int8 = no_amx.amx_bf16 = false;
   if (host.avx2 && host.fma) {
-    IsaFeatures avx2 = host;
+    IsaFeatures avx2 = no_amx;
     avx2.avx512f = avx2.avx512bw = avx2.avx512vl = avx2.avx512_vnni = false;
-    sets.push_back({"avx2", avx2});
+    sets.push_back({"avx2", avx2, IntLayout::kRows});
   }
-  if (host.avx2 && host.fma && host.avx512f && host.avx512bw && host.avx512vl && host.avx512_vnni) sets.push_back({"avx512", host});
+  if (host.avx2 && host.fma && host.avx512f && host.avx512bw && host.avx512vl && host.avx512_vnni) {
+    sets.push_back({"avx512", no_amx, IntLayout::kRows});
+    if (groups_fit) sets.push_back({"avx512 row groups", no_amx, IntLayout::kRowGroups});
+    if (groups_fit && host.amx_int8) sets.push_back({"amx row groups", host, IntLayout::kRowGroups});
+  }
   return sets;
 }
 
@@ -136,11 +150,56 @@ TEST(ActivationAware, ClipsPerChannelAndNoWorseThanRounding) {
   EXPECT_LE(eight.error, eight.plain_error);
 }
 
+// Activations round the same way on every instruction set, ties to even
+// included: rows whose largest magnitude is 32767 (int16) or 127 (int8)
+// scale by exactly 1, so each value must come out as its nearest even integer.
+TEST(IntQuant, ActivationsRoundAlikeOnEveryInstructionSet) {
+  const int64_t cols = 64, tokens = 3;
+  std::vector<float> x = random_values(size_t(tokens * cols), 7, 13);
+  for (int64_t c = 0; c < cols; ++c) x[size_t(cols + c)] = float(c % 9) - 4.5f + float(c % 2);
+  x[size_t(cols)] = 32767.0f;
+  for (int64_t c = 0; c < cols; ++c) x[size_t(2 * cols + c)] = float(c % 7) - 3.5f;
+  x[size_t(2 * cols)] = 127.0f;
+  const auto w = random_values(size_t(4 * cols), 8);
+  const quant::IntMatrix m16 = quant::quantize_rtn("w16", w.data(), 4, cols, {8, 0, true, ActivationPolicy::kNone});
+  const quant::IntMatrix m8 = quant::quantize_rtn("w8", w.data(), 4, cols, {8, 0, true, ActivationPolicy::kDynamicInt8Token});
+  std::vector<int16_t> first16;
+  std::vector<int> first8;
+  for (const KernelChoice& choice : kernel_choices(true)) {
+    SCOPED_TRACE(choice.name);
+    const IntLinear a(m16.view("w16"), choice.isa, choice.layout), b(m8.view("w8"), choice.isa, choice.layout);
+    const IntLinear* ws[] = {&a, &b};
+    IntActivations r;
+    quantize_int_activations(ws, x.data(), tokens, r);
+    const bool offset = b.kernels().offset_int8_activations;
+    std::vector<int16_t> got16;
+    std::vector<int> got8;
+    for (int64_t t = 0; t < tokens; ++t) {
+      for (int64_t c = 0; c < cols; ++c) {
+        const size_t i = size_t(t * r.padded_cols + c);
+        got16.push_back(r.x16[i]);
+        got8.push_back(offset ? int(uint8_t(r.x8[i])) - 128 : int(r.x8[i]));
+      }
+    }
+    for (int64_t c = 1; c < cols; ++c) {
+      ASSERT_EQ(got16[size_t(cols + c)], int(std::nearbyint(x[size_t(cols + c)]))) << "column " << c;
+      ASSERT_EQ(got8[size_t(2 * cols + c)], int(std::nearbyint(x[size_t(2 * cols + c)]))) << "column " << c;
+    }
+    if (first16.empty()) {
+      first16 = got16;
+      first8 = got8;
+    }
+    EXPECT_EQ(got16, first16);
+    EXPECT_EQ(got8, first8);
+  }
+}
+
 class IntLinearKernels : public ::testing::TestWithParam<Case> {};
 
 TEST_P(IntLinearKernels, MatchTheDequantizedProductOnEveryInstructionSet) {
   const Case c = GetParam();
-  const int64_t rows = 37, n_tokens = 11;
+  // Two full tiles of 16 tokens and a partial one; rows end inside a group.
+  const int64_t rows = 37, n_tokens = 37;
   const auto w = random_values(size_t(rows * c.cols), 2);
   const auto x = random_values(size_t(n_tokens * c.cols), 3, 61);
   const quant::IntMatrix m = quant::quantize_rtn(c.name, w.data(), rows, c.cols, c.config);
@@ -163,9 +222,11 @@ TEST_P(IntLinearKernels, MatchTheDequantizedProductOnEveryInstructionSet) {
   }
   std::vector<float> da8_reference;
   ThreadPool pool(2);
-  for (const auto& [isa_name, isa] : instruction_sets()) {
-    SCOPED_TRACE(std::string(c.name) + " on " + isa_name);
-    const IntLinear lin(view, isa);
+  const int64_t group = c.config.group_size == 0 ? c.cols : c.config.group_size;
+  for (const KernelChoice& choice : kernel_choices(group == c.cols || group % 64 == 0)) {
+    SCOPED_TRACE(std::string(c.name) + " on " + choice.name);
+    const IntLinear lin(view, choice.isa, choice.layout);
+    ASSERT_EQ(lin.row_groups(), choice.layout == IntLayout::kRowGroups);
     const IntLinear* ws[] = {&lin};
     IntActivations acts;
     quantize_int_activations(ws, x.data(), n_tokens, acts);

@@ -1,0 +1,143 @@
+// Row-group kernels on AVX-512 VNNI (the layout and arithmetic are in
+// int_linear_groups.h): each 64-byte weight line holds four columns of 16
+// rows, so one vpdpbusd against four activation bytes broadcast to every
+// lane adds those columns to all 16 rows at once, and the lanes end as the
+// rows' exact span sums with no horizontal reduction. Up to four tokens
+// share each weight load.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/int_linear_groups.h"
+#include "kernels/cpu/int_linear_groups_epilogue.h"
+
+namespace tessera::cpu {
+namespace {
+
+constexpr int kTokenTile = 4;
+
+__m512i broadcast4(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return _mm512_set1_epi32(v);
+}
+
+// One group's A16 products for T tokens starting at t0.
+template <int Bits, int T>
+void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) {
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  __m512 acc[T];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  const uint8_t* group = t.w + size_t(g) * size_t(l.chunks) * l.block_bytes;
+  for (int64_t s = 0; s < l.n_spans; ++s) {
+    const int64_t c0 = s * (l.span / kGroupChunk), c1 = std::min(l.chunks, c0 + l.span / kGroupChunk);
+    __m512i hi[T], lo[T];
+    for (int k = 0; k < T; ++k) hi[k] = lo[k] = _mm512_setzero_si512();
+    for (int64_t c = c0; c < c1; ++c) {
+      const uint8_t* block = group + size_t(c) * l.block_bytes;
+      if constexpr (Bits == 8) {
+        for (int q = 0; q < 16; ++q) {
+          const __m512i w = _mm512_load_si512(block + q * 64);
+          for (int k = 0; k < T; ++k) {
+            const int64_t at = (t0 + k) * l.padded_cols + c * kGroupChunk + 4 * q;
+            hi[k] = _mm512_dpbusd_epi32(hi[k], broadcast4(t.x_hi + at), w);
+            lo[k] = _mm512_dpbusd_epi32(lo[k], broadcast4(t.x_lo + at), w);
+          }
+        }
+      } else {
+        for (int q = 0; q < 8; ++q) {
+          const __m512i line = _mm512_load_si512(block + q * 64);
+          const __m512i w0 = _mm512_and_si512(line, nibble);
+          const __m512i w1 = _mm512_and_si512(_mm512_srli_epi16(line, 4), nibble);
+          for (int k = 0; k < T; ++k) {
+            const int64_t at = (t0 + k) * l.padded_cols + c * kGroupChunk + 4 * q;
+            hi[k] = _mm512_dpbusd_epi32(hi[k], broadcast4(t.x_hi + at), w0);
+            lo[k] = _mm512_dpbusd_epi32(lo[k], broadcast4(t.x_lo + at), w0);
+            hi[k] = _mm512_dpbusd_epi32(hi[k], broadcast4(t.x_hi + at + 32), w1);
+            lo[k] = _mm512_dpbusd_epi32(lo[k], broadcast4(t.x_lo + at + 32), w1);
+          }
+        }
+      }
+    }
+    const size_t at = size_t((g * l.n_spans + s) * kRowGroup);
+    for (int k = 0; k < T; ++k) {
+      const int32_t x_sum = Bits == 4 ? t.x_span_sums[(t0 + k) * l.n_spans + s] : 0;
+      acc[k] = a16_span_close(hi[k], lo[k], t, at, x_sum, acc[k]);
+    }
+  }
+  const __mmask16 valid = row_mask(t.rows - g * kRowGroup);
+  for (int k = 0; k < T; ++k) {
+    float* y = t.y + (t0 + k) * t.y_stride + g * kRowGroup;
+    _mm512_mask_storeu_ps(y, valid, _mm512_mul_ps(acc[k], _mm512_set1_ps(t.x_scales[t0 + k])));
+  }
+}
+
+template <int T>
+void a8_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) {
+  __m512i acc[T];
+  for (auto& a : acc) a = _mm512_setzero_si512();
+  const uint8_t* group = t.w + size_t(g) * size_t(l.chunks) * l.block_bytes;
+  for (int64_t c = 0; c < l.chunks; ++c) {
+    const uint8_t* block = group + size_t(c) * l.block_bytes;
+    for (int q = 0; q < 16; ++q) {
+      const __m512i w = _mm512_load_si512(block + q * 64);
+      for (int k = 0; k < T; ++k) {
+        acc[k] = _mm512_dpbusd_epi32(acc[k], broadcast4(t.x8 + (t0 + k) * l.padded_cols + c * kGroupChunk + 4 * q), w);
+      }
+    }
+  }
+  const __mmask16 valid = row_mask(t.rows - g * kRowGroup);
+  for (int k = 0; k < T; ++k) {
+    float* y = t.y + (t0 + k) * t.y_stride + g * kRowGroup;
+    _mm512_mask_storeu_ps(y, valid, a8_row_result(acc[k], t, g, t.x_scales[t0 + k]));
+  }
+}
+
+// Token tiles outside, groups inside: for one to four tokens the weights
+// stream once, in order.
+template <template <int> class Fn>
+void over_token_tiles(const IntGroupLayout& l, const IntGroupTask& t) {
+  for (int64_t t0 = 0; t0 < t.n_tokens; t0 += kTokenTile) {
+    const int64_t n = std::min<int64_t>(kTokenTile, t.n_tokens - t0);
+    for (int64_t g = 0; g < t.groups; ++g) {
+      switch (n) {
+        case 1: Fn<1>::run(l, t, g, t0); break;
+        case 2: Fn<2>::run(l, t, g, t0); break;
+        case 3: Fn<3>::run(l, t, g, t0); break;
+        default: Fn<4>::run(l, t, g, t0); break;
+      }
+    }
+  }
+}
+
+template <int T>
+struct A16W8 {
+  static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) { a16_group<8, T>(l, t, g, t0); }
+};
+template <int T>
+struct A16W4 {
+  static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) { a16_group<4, T>(l, t, g, t0); }
+};
+template <int T>
+struct A8W8 {
+  static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) { a8_group<T>(l, t, g, t0); }
+};
+
+void a16(const IntGroupLayout& l, const IntGroupTask& t) {
+  if (l.bits == 8) over_token_tiles<A16W8>(l, t);
+  else over_token_tiles<A16W4>(l, t);
+}
+
+void a8(const IntGroupLayout& l, const IntGroupTask& t) { over_token_tiles<A8W8>(l, t); }
+
+}  // namespace
+
+IntGroupKernels avx512_group_kernels() {
+  IntGroupKernels k;
+  k.a16 = a16;
+  k.a8 = a8;
+  return k;
+}
+
+}  // namespace tessera::cpu
