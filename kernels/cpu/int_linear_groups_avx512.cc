@@ -32,8 +32,10 @@ void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_
   const uint8_t* group = t.w + size_t(g) * size_t(l.chunks) * l.block_bytes;
   for (int64_t s = 0; s < l.n_spans; ++s) {
     const int64_t c0 = s * (l.span / kGroupChunk), c1 = std::min(l.chunks, c0 + l.span / kGroupChunk);
-    __m512i hi[T], lo[T];
-    for (int k = 0; k < T; ++k) hi[k] = lo[k] = _mm512_setzero_si512();
+    // Two accumulators a sum (even and odd lines): the integer sums are
+    // exact in any order, and two chains hide vpdpbusd's latency.
+    __m512i hi[T][2], lo[T][2];
+    for (int k = 0; k < T; ++k) hi[k][0] = hi[k][1] = lo[k][0] = lo[k][1] = _mm512_setzero_si512();
     for (int64_t c = c0; c < c1; ++c) {
       const uint8_t* block = group + size_t(c) * l.block_bytes;
       if constexpr (Bits == 8) {
@@ -41,8 +43,8 @@ void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_
           const __m512i w = _mm512_load_si512(block + q * 64);
           for (int k = 0; k < T; ++k) {
             const int64_t at = (t0 + k) * l.padded_cols + c * kGroupChunk + 4 * q;
-            hi[k] = _mm512_dpbusd_epi32(hi[k], broadcast4(t.x_hi + at), w);
-            lo[k] = _mm512_dpbusd_epi32(lo[k], broadcast4(t.x_lo + at), w);
+            hi[k][q & 1] = _mm512_dpbusd_epi32(hi[k][q & 1], broadcast4(t.x_hi + at), w);
+            lo[k][q & 1] = _mm512_dpbusd_epi32(lo[k][q & 1], broadcast4(t.x_lo + at), w);
           }
         }
       } else {
@@ -52,10 +54,10 @@ void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_
           const __m512i w1 = _mm512_and_si512(_mm512_srli_epi16(line, 4), nibble);
           for (int k = 0; k < T; ++k) {
             const int64_t at = (t0 + k) * l.padded_cols + c * kGroupChunk + 4 * q;
-            hi[k] = _mm512_dpbusd_epi32(hi[k], broadcast4(t.x_hi + at), w0);
-            lo[k] = _mm512_dpbusd_epi32(lo[k], broadcast4(t.x_lo + at), w0);
-            hi[k] = _mm512_dpbusd_epi32(hi[k], broadcast4(t.x_hi + at + 32), w1);
-            lo[k] = _mm512_dpbusd_epi32(lo[k], broadcast4(t.x_lo + at + 32), w1);
+            hi[k][0] = _mm512_dpbusd_epi32(hi[k][0], broadcast4(t.x_hi + at), w0);
+            lo[k][0] = _mm512_dpbusd_epi32(lo[k][0], broadcast4(t.x_lo + at), w0);
+            hi[k][1] = _mm512_dpbusd_epi32(hi[k][1], broadcast4(t.x_hi + at + 32), w1);
+            lo[k][1] = _mm512_dpbusd_epi32(lo[k][1], broadcast4(t.x_lo + at + 32), w1);
           }
         }
       }
@@ -63,7 +65,7 @@ void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_
     const size_t at = size_t((g * l.n_spans + s) * kRowGroup);
     for (int k = 0; k < T; ++k) {
       const int32_t x_sum = Bits == 4 ? t.x_span_sums[(t0 + k) * l.n_spans + s] : 0;
-      acc[k] = a16_span_close(hi[k], lo[k], t, at, x_sum, acc[k]);
+      acc[k] = a16_span_close(_mm512_add_epi32(hi[k][0], hi[k][1]), _mm512_add_epi32(lo[k][0], lo[k][1]), t, at, x_sum, acc[k]);
     }
   }
   const __mmask16 valid = row_mask(t.rows - g * kRowGroup);
@@ -75,22 +77,24 @@ void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_
 
 template <int T>
 void a8_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) {
-  __m512i acc[T];
-  for (auto& a : acc) a = _mm512_setzero_si512();
+  __m512i acc[T][2];
+  for (auto& a : acc) a[0] = a[1] = _mm512_setzero_si512();
   const uint8_t* group = t.w + size_t(g) * size_t(l.chunks) * l.block_bytes;
   for (int64_t c = 0; c < l.chunks; ++c) {
     const uint8_t* block = group + size_t(c) * l.block_bytes;
     for (int q = 0; q < 16; ++q) {
       const __m512i w = _mm512_load_si512(block + q * 64);
       for (int k = 0; k < T; ++k) {
-        acc[k] = _mm512_dpbusd_epi32(acc[k], broadcast4(t.x8 + (t0 + k) * l.padded_cols + c * kGroupChunk + 4 * q), w);
+        const uint8_t* x = t.x8 + (t0 + k) * l.padded_cols + c * kGroupChunk + 4 * q;
+        acc[k][q & 1] = _mm512_dpbusd_epi32(acc[k][q & 1], broadcast4(x), w);
       }
     }
   }
   const __mmask16 valid = row_mask(t.rows - g * kRowGroup);
   for (int k = 0; k < T; ++k) {
     float* y = t.y + (t0 + k) * t.y_stride + g * kRowGroup;
-    _mm512_mask_storeu_ps(y, valid, a8_row_result(acc[k], t, g, t.x_scales[t0 + k]));
+    const __m512i sum = _mm512_add_epi32(acc[k][0], acc[k][1]);
+    _mm512_mask_storeu_ps(y, valid, a8_row_result(sum, t, g, t.x_scales[t0 + k]));
   }
 }
 
