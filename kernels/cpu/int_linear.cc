@@ -123,8 +123,8 @@ void IntLinear::pack_row_groups(const QuantizedLinear& desc) {
       }
     }
   }
+  std::vector<int8_t> tile(size_t(kRowGroup * kGroupChunk));
   for (int64_t g = 0; g < groups; ++g) {
-    std::vector<int8_t> tile(size_t(kRowGroup * kGroupChunk));
     for (int64_t c = 0; c < l.chunks; ++c) {
       for (int n = 0; n < kRowGroup; ++n) {
         std::memcpy(tile.data() + n * kGroupChunk, codes.data() + (g * kRowGroup + n) * padded + c * kGroupChunk, kGroupChunk);
