@@ -1,6 +1,8 @@
 #include "models/architecture.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "engine/error.h"
 #include "models/rope_frequencies.h"
@@ -203,6 +205,59 @@ void refuse_unhonoured_hf_flags(const nlohmann::json& config, const DecoderSpec&
   if (config.value("mlp_bias", false) && !spec.mlp_bias) {
     throw Error("config.json: 'mlp_bias' is not supported for " + spec.architecture);
   }
+}
+
+namespace {
+
+// The shortest decimal that reads back as `value` in float, so config.json
+// says 1e-05, not 9.999999747378752e-06.
+double shortest_decimal(float value) {
+  char text[32];
+  for (int digits = 1; digits <= 9; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, double(value));
+    if (std::strtof(text, nullptr) == value) break;
+  }
+  return std::strtod(text, nullptr);
+}
+
+void refuse_unless(bool holds, const DecoderSpec& spec, const char* what) {
+  if (!holds) throw Error("a " + spec.architecture + " model with " + what + " cannot be described by config.json here");
+}
+
+}  // namespace
+
+nlohmann::json common_hf_config(const DecoderSpec& spec, const char* model_type, const char* class_name) {
+  refuse_unless(spec.activation == FfnActivation::kSwiGlu, spec, "a GeGLU feed-forward");
+  refuse_unless(spec.rope.freq_factors.empty(), spec, "per-pair rotary frequency factors");
+  refuse_unless(spec.norm_weight_offset == 0.0f && spec.embedding_scale == 1.0f && spec.attention_scale == 0.0f, spec,
+                "scaled norms, embeddings or attention");
+  refuse_unless(!spec.qk_norm && !spec.post_attention_norm && !spec.post_ffn_norm, spec, "extra norms");
+  refuse_unless(spec.attn_softcap == 0.0f && spec.final_logit_softcap == 0.0f, spec, "softcapping");
+  refuse_unless(spec.qkv_bias == spec.o_bias, spec, "biases on q/k/v but not on the output projection");
+  refuse_unless(spec.head_dim > 0 && spec.rope.dim > 0 && spec.rope.dim <= spec.head_dim, spec, "this rotary width");
+  nlohmann::json c = {{"architectures", {class_name}},
+                      {"model_type", model_type},
+                      {"hidden_size", spec.d_model},
+                      {"intermediate_size", spec.ffn_dim},
+                      {"num_hidden_layers", spec.n_layers},
+                      {"num_attention_heads", spec.n_heads},
+                      {"num_key_value_heads", spec.n_kv_heads},
+                      {"head_dim", spec.head_dim},
+                      {"vocab_size", spec.vocab_size},
+                      {"max_position_embeddings", spec.max_context},
+                      {"rms_norm_eps", shortest_decimal(spec.norm_eps)},
+                      {"rope_theta", shortest_decimal(spec.rope.base)},
+                      {"rope_scaling", nullptr},
+                      {"hidden_act", "silu"},
+                      {"attention_bias", spec.qkv_bias && spec.o_bias},
+                      {"mlp_bias", spec.mlp_bias},
+                      {"tie_word_embeddings", spec.tied_embeddings},
+                      {"torch_dtype", "float32"}};
+  if (spec.rope.dim != spec.head_dim) c["partial_rotary_factor"] = double(spec.rope.dim) / spec.head_dim;
+  if (spec.rope.freq_scale != 1.0f) {
+    c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", shortest_decimal(1.0f / spec.rope.freq_scale)}};
+  }
+  return c;
 }
 
 }  // namespace tessera

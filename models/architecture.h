@@ -36,6 +36,9 @@ struct Architecture {
   void (*spec_from_hf)(const nlohmann::json& config, DecoderSpec* spec);
   WeightNames gguf_names;
   WeightNames hf_names;
+  // The config.json that describes `spec` (read back by spec_from_hf), for
+  // writing a GGUF model as a Hugging Face directory; null where not offered.
+  nlohmann::json (*hf_config_from_spec)(const DecoderSpec& spec) = nullptr;
 };
 
 // The registered architectures (models/arch/architectures.def).
@@ -63,5 +66,9 @@ void fill_common_hf(const nlohmann::json& config, DecoderSpec* spec);
 // (hidden_act, rope_scaling …), naming the flag. quantization_config is
 // quant/schemes.h's to read.
 void refuse_unhonoured_hf_flags(const nlohmann::json& config, const DecoderSpec& spec);
+// The config.json fields fill_common_hf reads, for a spec with Llama's
+// computation (SwiGLU, RMSNorm, plain rotary or linear scaling). Throws
+// tessera::Error naming what such a config cannot state.
+nlohmann::json common_hf_config(const DecoderSpec& spec, const char* model_type, const char* class_name);
 
 }  // namespace tessera

@@ -4,6 +4,7 @@
 
 #include "engine/error.h"
 #include "models/architecture.h"
+#include "models/gguf_spec.h"
 #include "models/tensor_source.h"
 
 namespace tessera {
@@ -28,20 +29,8 @@ void Model::load_gguf(Backend& backend, const ModelLoadOptions& options) {
   const std::string arch_name = gguf_->get_string("general.architecture").value_or("");
   if (arch_name.empty()) throw Error(path_ + ": key 'general.architecture': missing");
   const Architecture& arch = find_architecture_for_gguf(arch_name);
-  arch.spec_from_gguf(*gguf_, &spec_);
   const GgufTensorSource source(*gguf_);
-  // Biases are optional in llama.cpp's graphs: a file that has them uses them.
-  const auto has = [&](const std::string& pattern) { return !pattern.empty() && source.find(layer_name(pattern, 0)); };
-  spec_.qkv_bias = spec_.qkv_bias || has(arch.gguf_names.q_bias);
-  spec_.o_bias = spec_.o_bias || has(arch.gguf_names.o_bias);
-  spec_.mlp_bias = spec_.mlp_bias || has(arch.gguf_names.up_bias);
-  if (spec_.vocab_size == 0) {
-    const auto embedding = source.find(arch.gguf_names.token_embedding);
-    if (embedding && embedding->shape.size() == 2) spec_.vocab_size = int(embedding->shape[0]);
-  }
-  spec_.tied_embeddings = spec_.tied_embeddings || !source.find(arch.gguf_names.output);
-  read_rope_freq_factors(source);
-  spec_.validate(path_);
+  spec_ = gguf_decoder_spec(*gguf_, arch, source);
   std::vector<std::string> consumed;
   if (!spec_.rope.freq_factors.empty()) consumed.push_back("rope_freqs.weight");
   quantization_ = options.quantize;
@@ -49,17 +38,6 @@ void Model::load_gguf(Backend& backend, const ModelLoadOptions& options) {
   rank_spec_ = tessera::rank_spec(spec_, weights_->shard);
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*gguf_));
   chat_template_ = gguf_->get_string("tokenizer.chat_template").value_or("");
-}
-
-// Llama 3.1+ GGUF files carry the rope scaling as a tensor of per-pair divisors.
-void Model::read_rope_freq_factors(const TensorSource& source) {
-  const auto t = source.find("rope_freqs.weight");
-  if (!t) return;
-  if (t->dtype != DType::kF32 || t->shape != std::vector<int64_t>{spec_.rope.dim / 2}) {
-    throw Error(path_ + ": tensor 'rope_freqs.weight' must be F32 of " + std::to_string(spec_.rope.dim / 2) + " elements");
-  }
-  const float* f = static_cast<const float*>(t->data);
-  spec_.rope.freq_factors.assign(f, f + spec_.rope.dim / 2);
 }
 
 void Model::load_hf(Backend& backend, const ModelLoadOptions& options) {

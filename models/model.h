@@ -44,7 +44,6 @@ class Model {
   Model() = default;
   void load_gguf(Backend& backend, const ModelLoadOptions& options);
   void load_hf(Backend& backend, const ModelLoadOptions& options);
-  void read_rope_freq_factors(const TensorSource& source);
 
   std::string path_;
   std::optional<gguf::File> gguf_;

@@ -9,7 +9,9 @@
 #include "engine/error.h"
 #include "models/activation_scaling.h"
 #include "models/architecture.h"
+#include "models/gguf_as_hf.h"
 #include "models/hf/hf_model_dir.h"
+#include "models/safetensors/safetensors_file.h"
 #include "models/safetensors/safetensors_writer.h"
 #include "models/tensor_source.h"
 #include "quant/dequantize.h"
@@ -60,36 +62,47 @@ double relative_error(const float* w, const quant::IntMatrix& m) {
 
 class CheckpointQuantizer {
  public:
-  explicit CheckpointQuantizer(const QuantizeCheckpointJob& job) : job_(job), dir_(hf::ModelDir::open(job.model_dir)), source_(dir_) {}
+  explicit CheckpointQuantizer(const QuantizeCheckpointJob& job) : job_(job) {
+    if (fs::is_directory(job.model_dir)) {
+      dir_.emplace(hf::ModelDir::open(job.model_dir));
+      hf_source_.emplace(*dir_);
+      source_ = &*hf_source_;
+      config_ = dir_->config();
+    } else {
+      gguf_ = std::make_unique<GgufAsHf>(job.model_dir);
+      source_ = gguf_.get();
+      config_ = gguf_->config();
+    }
+  }
 
   std::vector<QuantizedTensorReport> run() {
-    if (quant::read_quantization_config(dir_.config(), job_.model_dir + "/config.json")) {
+    if (quant::read_quantization_config(config_, job_.model_dir + "/config.json")) {
       throw Error(job_.model_dir + ": the checkpoint is already quantized");
     }
-    const Architecture& arch = find_architecture_for_hf(dir_.config().value("model_type", ""));
+    const Architecture& arch = find_architecture_for_hf(config_.value("model_type", ""));
     DecoderSpec spec;
-    arch.spec_from_hf(dir_.config(), &spec);
+    arch.spec_from_hf(config_, &spec);
     const std::set<std::string> linears = linear_names(arch.hf_names, spec.n_layers);
     if (job_.calibration) {
-      plan_ = plan_activation_scaling(spec, arch.hf_names, source_, job_.scheme, *job_.calibration);
+      plan_ = plan_activation_scaling(spec, arch.hf_names, *source_, job_.scheme, *job_.calibration);
       if (job_.scaled_inputs) *job_.scaled_inputs = plan_.reports;
     }
     norm_offset_ = spec.norm_weight_offset;
-    const std::vector<std::string> names = source_.names();
-    const bool has_head = source_.find(arch.hf_names.output).has_value();
+    const std::vector<std::string> names = source_->names();
+    const bool has_head = source_->find(arch.hf_names.output).has_value();
     const size_t total = names.size() + (has_head ? 0 : 1);
     size_t done = 0;
     for (const std::string& name : names) {
-      const SourceTensor t = *source_.find(name);
+      const SourceTensor t = *source_->find(name);
       if (linears.count(name)) add_quantized(name, t, job_.scheme.layers);
       else if (name == arch.hf_names.output) add_quantized(name, t, job_.scheme.output_head);
       else if (plan_.norm_divisors.count(name) || plan_.row_divisors.count(name)) add_rescaled(name, t);
-      else writer_.add(name, t.dtype, t.shape, t.data, t.n_bytes);
+      else add_unchanged(name, t);
       if (job_.progress) job_.progress(++done, total, name);
     }
     if (!has_head) {
       // The head was the embedding (tied): it gets its own quantized copy.
-      add_quantized(arch.hf_names.output, *source_.find(arch.hf_names.token_embedding), job_.scheme.output_head);
+      add_quantized(arch.hf_names.output, *source_->find(arch.hf_names.token_embedding), job_.scheme.output_head);
       if (job_.progress) job_.progress(++done, total, arch.hf_names.output);
     }
     write_directory();
@@ -97,6 +110,16 @@ class CheckpointQuantizer {
   }
 
  private:
+  // GGUF block formats have no safetensors type: they are written as f32.
+  void add_unchanged(const std::string& name, const SourceTensor& t) {
+    if (safetensors::dtype_from_safetensors(dtype_name(t.dtype))) {
+      writer_.add(name, t.dtype, t.shape, t.data, t.n_bytes);
+      return;
+    }
+    const std::vector<float>& v = floats_.emplace_back(tensor_as_f32(name, t));
+    writer_.add(name, DType::kF32, t.shape, v.data(), v.size() * sizeof(float));
+  }
+
   // A norm or bias that takes an input scale's inverse, written as f32.
   void add_rescaled(const std::string& name, const SourceTensor& t) {
     std::vector<float>& v = floats_.emplace_back(tensor_as_f32(name, t));
@@ -128,30 +151,46 @@ class CheckpointQuantizer {
     reports_.push_back({name, config.bits, m.scheme.group_size == m.cols ? 0 : m.scheme.group_size, relative_error(w.data(), m)});
   }
 
-  void write_directory() {
-    fs::create_directories(job_.out_dir);
+  // The source directory's other files (tokenizer, generation config …), or
+  // those written for a GGUF file.
+  void write_side_files() {
+    if (gguf_) {
+      for (const auto& [file, text] : gguf_->text_files()) write_text((fs::path(job_.out_dir) / file).string(), text);
+      return;
+    }
     for (const auto& entry : fs::directory_iterator(job_.model_dir)) {
       const std::string file = entry.path().filename().string();
       const bool weights = entry.path().extension() == ".safetensors" || file == "model.safetensors.index.json";
       if (!entry.is_regular_file() || weights || file == "config.json") continue;
       fs::copy_file(entry.path(), fs::path(job_.out_dir) / file, fs::copy_options::overwrite_existing);
     }
+  }
+
+  static void write_text(const std::string& path, const std::string& text) {
+    std::ofstream out(path, std::ios::trunc);
+    out << text;
+    if (!out) throw Error(path + ": cannot be written");
+  }
+
+  void write_directory() {
+    fs::create_directories(job_.out_dir);
+    write_side_files();
     writer_.write((fs::path(job_.out_dir) / "model.safetensors").string(), {{"format", "pt"}});
-    nlohmann::json config = dir_.config();
+    nlohmann::json config = config_;
     config["quantization_config"] = quant::quantization_config_json(job_.scheme);
     config["tie_word_embeddings"] = false;
-    const std::string path = (fs::path(job_.out_dir) / "config.json").string();
-    std::ofstream out(path, std::ios::trunc);
-    out << config.dump(2) << "\n";
-    if (!out) throw Error(path + ": cannot be written");
+    write_text((fs::path(job_.out_dir) / "config.json").string(), config.dump(2) + "\n");
   }
 
   const QuantizeCheckpointJob& job_;
   ScalingPlan plan_;
   float norm_offset_ = 0;
   std::deque<std::vector<float>> floats_;
-  hf::ModelDir dir_;
-  HfTensorSource source_;
+  std::optional<hf::ModelDir> dir_;
+  std::optional<HfTensorSource> hf_source_;
+  std::unique_ptr<GgufAsHf> gguf_;
+  const TensorSource* source_ = nullptr;
+  nlohmann::json config_;
   safetensors::Writer writer_;
   std::deque<quant::IntMatrix> matrices_;
   std::vector<QuantizedTensorReport> reports_;

@@ -1,8 +1,9 @@
 #pragma once
-// Writes a quantized copy of a Hugging Face model directory: every linear
-// weight of the decoder (and the output head, untied from the embedding) in
-// a scheme of quant/schemes.h, everything else as it was. The copy's
-// config.json records the scheme, so it loads without quantizing again.
+// Writes a quantized copy of a Hugging Face model directory, or of a GGUF
+// file read as one (models/gguf_as_hf.h): every linear weight of the decoder
+// (and the output head, untied from the embedding) in a scheme of
+// quant/schemes.h, everything else as it was (GGUF blocks as f32). The
+// copy's config.json records the scheme, so it loads without quantizing again.
 //
 // Tensors of a linear NAME (Binder reads them back, models/decoder_weights.cc):
 //   NAME             I8 (rows, cols), or U8 (rows, cols / 2) of signed nibbles, low first

@@ -1,4 +1,7 @@
 // Llama 2/3, SmolLM2 and other Llama-shaped models.
+#include <algorithm>
+
+#include "engine/error.h"
 #include "models/architecture.h"
 #include "models/gguf/gguf_file.h"
 
@@ -13,10 +16,17 @@ void llama_from_gguf(const gguf::File& file, DecoderSpec* spec) {
 
 void llama_from_hf(const nlohmann::json& config, DecoderSpec* spec) { fill_common_hf(config, spec); }
 
+nlohmann::json llama_hf_config(const DecoderSpec& spec) {
+  if (std::count(spec.sliding_window.begin(), spec.sliding_window.end(), 0) != long(spec.sliding_window.size())) {
+    throw Error("a llama model with sliding-window layers cannot be described by config.json");
+  }
+  return common_hf_config(spec, "llama", "LlamaForCausalLM");
+}
+
 }  // namespace
 
 Architecture llama_architecture() {
-  return {"llama", {"llama"}, llama_from_gguf, llama_from_hf, standard_gguf_names(), llama_hf_names()};
+  return {"llama", {"llama"}, llama_from_gguf, llama_from_hf, standard_gguf_names(), llama_hf_names(), llama_hf_config};
 }
 
 }  // namespace tessera

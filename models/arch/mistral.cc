@@ -1,4 +1,7 @@
 // Mistral: Llama's layout, with an optional sliding window on every layer.
+#include <algorithm>
+
+#include "engine/error.h"
 #include "models/architecture.h"
 #include "models/gguf/gguf_file.h"
 
@@ -22,10 +25,20 @@ void mistral_from_hf(const nlohmann::json& config, DecoderSpec* spec) {
   }
 }
 
+nlohmann::json mistral_hf_config(const DecoderSpec& spec) {
+  const int window = spec.sliding_window.empty() ? 0 : spec.sliding_window[0];
+  if (std::count(spec.sliding_window.begin(), spec.sliding_window.end(), window) != long(spec.sliding_window.size())) {
+    throw Error("a mistral model whose layers have different windows cannot be described by config.json");
+  }
+  nlohmann::json c = common_hf_config(spec, "mistral", "MistralForCausalLM");
+  c["sliding_window"] = window > 0 ? nlohmann::json(window) : nlohmann::json(nullptr);
+  return c;
+}
+
 }  // namespace
 
 Architecture mistral_architecture() {
-  return {"mistral", {"mistral"}, mistral_from_gguf, mistral_from_hf, standard_gguf_names(), llama_hf_names()};
+  return {"mistral", {"mistral"}, mistral_from_gguf, mistral_from_hf, standard_gguf_names(), llama_hf_names(), mistral_hf_config};
 }
 
 }  // namespace tessera

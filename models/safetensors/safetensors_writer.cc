@@ -7,11 +7,15 @@
 
 #include "engine/checked_math.h"
 #include "engine/error.h"
+#include "models/safetensors/safetensors_file.h"
 
 namespace tessera::safetensors {
 
 void Writer::add(const std::string& name, DType dtype, std::vector<int64_t> shape, const void* data, uint64_t bytes) {
   if (index_.count(name)) throw Error("safetensors: tensor '" + name + "' added twice");
+  if (!dtype_from_safetensors(dtype_name(dtype))) {
+    throw Error("safetensors: tensor '" + name + "': " + std::string(dtype_name(dtype)) + " is not a safetensors type");
+  }
   uint64_t elems = 1;
   for (int64_t d : shape) {
     if (d < 0) throw Error("safetensors: tensor '" + name + "' has a negative dimension");

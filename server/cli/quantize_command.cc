@@ -1,5 +1,5 @@
 // tessera quantize: writes a quantized copy of a Hugging Face model
-// directory (models/quantize_checkpoint.h) with a progress bar on stderr
+// directory or a GGUF file (models/quantize_checkpoint.h) with a progress bar on stderr
 // and, with --report, each quantized tensor's relative error on stdout and
 // the perplexity of the model before and after on --eval text (or the
 // calibration text).
@@ -127,9 +127,7 @@ void report_perplexity(const QuantizeOptions& o) {
 }
 
 int run_quantize(const QuantizeOptions& o) {
-  if (!std::filesystem::is_directory(o.model)) {
-    throw Error(o.model + ": not a Hugging Face model directory (GGUF input is not supported by quantize)");
-  }
+  if (!std::filesystem::exists(o.model)) throw Error(o.model + ": no such model directory or GGUF file");
   if (std::filesystem::exists(std::filesystem::path(o.out) / "model.safetensors")) {
     throw Error(o.out + ": already holds a model.safetensors; choose an empty directory");
   }
@@ -170,8 +168,8 @@ int run_quantize(const QuantizeOptions& o) {
 
 Runner add_quantize_command(CLI::App& app) {
   auto o = std::make_shared<QuantizeOptions>();
-  CLI::App* cmd = app.add_subcommand("quantize", "Write a quantized copy of a Hugging Face model directory");
-  cmd->add_option("--model,-m", o->model, "Hugging Face model directory (bf16, f16 or f32 safetensors)")->required();
+  CLI::App* cmd = app.add_subcommand("quantize", "Write a quantized copy of a Hugging Face model directory or a GGUF file");
+  cmd->add_option("--model,-m", o->model, "Hugging Face model directory (bf16, f16 or f32 safetensors) or GGUF file (dequantized first)")->required();
   cmd->add_option("--scheme", o->scheme, "a16w8, a16w4 or da8w8")->required()->check(CLI::IsMember({"a16w8", "a16w4", "da8w8"}));
   cmd->add_option("--group", o->group, "a16w4 group size")->check(CLI::IsMember({32, 64, 128}));
   cmd->add_option("--method", o->method, "rtn (round to nearest) or awq (activation-aware scaling, needs --calib)")

@@ -7,7 +7,13 @@ with its own bf16 run, so the two tokenizers' small differences cancel.
 Inputs: scripts/make_hf_models.py --llama-cpp. AWQ calibrates on
 tests/data/calibration/apache-2.0.txt.
 
+With --from-gguf the sources are the fetched GGUF files instead, quantized
+straight from the file (its blocks dequantized first) and compared with the
+GGUF itself; llama.cpp's peers are then its requantization of the same file
+(llama-quantize --allow-requantize, given by --llama-quantize).
+
   python tests/bench/quant_accuracy.py [--llama-perplexity PATH] [--models smollm2-135m ...]
+  python tests/bench/quant_accuracy.py --from-gguf [--llama-perplexity PATH --llama-quantize PATH]
 """
 import argparse
 import os
@@ -22,6 +28,7 @@ TEXT = ROOT / "tests" / "data" / "perplexity" / "gpl-3.0.txt"
 CALIB = ROOT / "tests" / "data" / "calibration" / "apache-2.0.txt"
 MODELS = ("smollm2-135m", "qwen2.5-coder-0.5b")
 SCHEMES = (("a16w8", "q8_0"), ("da8w8", "q8_0"), ("a16w4", "q4_0"))
+GGUF_FILES = {"smollm2-135m": "SmolLM2-135M-Instruct.Q4_1.gguf", "qwen2.5-coder-0.5b": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"}
 PPL = re.compile(rb"Final estimate: PPL = ([0-9.]+)")
 
 
@@ -36,6 +43,24 @@ def llama_ppl(tool, model, threads):
     return float(PPL.search(out.stdout + out.stderr).group(1))
 
 
+def llama_peers(args, model, work):
+    """llama.cpp's perplexity of the source ("bf16") and of its Q8_0/Q4_0."""
+    if not args.llama_perplexity:
+        return {}
+    hf = pathlib.Path(args.model_dir) / "hf"
+    if not args.from_gguf:
+        return {peer: llama_ppl(args.llama_perplexity, hf / f"{model}-{peer}.gguf", args.threads) for peer in ("bf16", "q8_0", "q4_0")}
+    source = pathlib.Path(args.model_dir) / GGUF_FILES[model]
+    theirs = {"bf16": llama_ppl(args.llama_perplexity, source, args.threads)}
+    for peer in ("q8_0", "q4_0"):
+        requantized = work / f"{model}-{peer}.gguf"
+        subprocess.run([args.llama_quantize, "--allow-requantize", source, requantized, peer.upper(), str(args.threads)],
+                       capture_output=True, check=True)
+        theirs[peer] = llama_ppl(args.llama_perplexity, requantized, args.threads)
+        requantized.unlink()
+    return theirs
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--binary", default=str(ROOT / "build" / "tessera"))
@@ -45,19 +70,20 @@ def main():
     ap.add_argument("--methods", nargs="*", default=["rtn", "awq"])
     ap.add_argument("--schemes", nargs="*", default=[s for s, _ in SCHEMES])
     ap.add_argument("--kv-only", action="store_true", help="only the int8 KV cache against the f16 one")
+    ap.add_argument("--from-gguf", action="store_true", help="quantize the fetched GGUF files, compared with themselves")
+    ap.add_argument("--llama-quantize", default=None, help="with --from-gguf and --llama-perplexity: llama-quantize")
     ap.add_argument("--model-dir", default=os.environ.get("TESSERA_MODEL_DIR", str(pathlib.Path.home() / ".cache/tessera/models")))
     args = ap.parse_args()
+    if args.from_gguf and args.llama_perplexity and not args.llama_quantize:
+        ap.error("--from-gguf with --llama-perplexity needs --llama-quantize")
     hf = pathlib.Path(args.model_dir) / "hf"
     work = pathlib.Path(tempfile.mkdtemp(prefix="tessera-quant-"))
     rows = []
     try:
         for model in args.models:
-            source = hf / f"{model}-bf16"
+            source = pathlib.Path(args.model_dir) / GGUF_FILES[model] if args.from_gguf else hf / f"{model}-bf16"
             base = tessera_ppl(args.binary, source, args.threads)
-            theirs = {}
-            if args.llama_perplexity:
-                for peer in ("bf16", "q8_0", "q4_0"):
-                    theirs[peer] = llama_ppl(args.llama_perplexity, hf / f"{model}-{peer}.gguf", args.threads)
+            theirs = llama_peers(args, model, work)
             kv8 = tessera_ppl(args.binary, source, args.threads, "--kv-dtype", "int8")
             rows.append(f"| {model} | kv_cache int8 | {base:.4f} | {kv8:.4f} ({100 * (kv8 / base - 1):+.2f}%) | | |")
             print(rows[-1], flush=True)
@@ -81,7 +107,8 @@ def main():
                     print(rows[-1], flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("| model | scheme | tessera bf16 | tessera quantized | llama.cpp bf16 | llama.cpp peer |")
+    source_name = "GGUF" if args.from_gguf else "bf16"
+    print(f"| model | scheme | tessera {source_name} | tessera quantized | llama.cpp {source_name} | llama.cpp peer |")
     print("|---|---|---|---|---|---|")
     print("\n".join(rows))
 

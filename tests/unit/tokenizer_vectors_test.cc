@@ -6,7 +6,9 @@
 #include <sstream>
 
 #include "models/gguf/gguf_file.h"
+#include "engine/error.h"
 #include "models/tokenizer/tokenizer.h"
+#include "models/tokenizer/tokenizer_json_writer.h"
 #include "tests/unit/test_files.h"
 
 namespace tessera {
@@ -44,10 +46,10 @@ std::string vocab_file(const VectorSet& set) {
 
 class TokenizerVectors : public ::testing::TestWithParam<VectorSet> {};
 
-TEST_P(TokenizerVectors, MatchLlamaCpp) {
-  const gguf::File file = gguf::File::open(vocab_file(GetParam()));
-  const Tokenizer tokenizer = Tokenizer::from_gguf(file);
-  const std::string base = test::data_path("tokenizer-vectors/" + GetParam().folder + "ggml-vocab-" + GetParam().vocab + ".gguf");
+// Encodes every test string of `set` and reports each result that differs
+// from llama.cpp's.
+void expect_llama_cpp_ids(const Tokenizer& tokenizer, const VectorSet& set) {
+  const std::string base = test::data_path("tokenizer-vectors/" + set.folder + "ggml-vocab-" + set.vocab + ".gguf");
   // Every test string is followed by the separator, so the last part is empty.
   std::vector<std::string> inputs = split_on(test::read_file(base + ".inp"), "\n__ggml_vocab_test__\n");
   if (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
@@ -63,10 +65,34 @@ TEST_P(TokenizerVectors, MatchLlamaCpp) {
       ++mismatches;
       std::ostringstream g;
       for (TokenId id : got) g << ' ' << id;
-      ADD_FAILURE() << GetParam().folder << GetParam().vocab << " case " << i << " '" << inputs[i] << "'\n  want:" << outputs[i] << "\n  got: " << g.str();
+      ADD_FAILURE() << set.folder << set.vocab << " case " << i << " '" << inputs[i] << "'\n  want:" << outputs[i] << "\n  got: " << g.str();
     }
   }
   EXPECT_EQ(mismatches, 0);
+}
+
+TEST_P(TokenizerVectors, MatchLlamaCpp) {
+  const gguf::File file = gguf::File::open(vocab_file(GetParam()));
+  expect_llama_cpp_ids(Tokenizer::from_gguf(file), GetParam());
+}
+
+// A byte-pair vocabulary written as tokenizer.json (as `tessera quantize`
+// does for a GGUF input) and read back encodes every string as llama.cpp.
+TEST_P(TokenizerVectors, WrittenAsTokenizerJsonMatchLlamaCpp) {
+  const gguf::File file = gguf::File::open(vocab_file(GetParam()));
+  const Tokenizer original = Tokenizer::from_gguf(file);
+  if (original.vocab().model != TokenizerModel::kBytePair) {
+    EXPECT_THROW(tokenizer_json_from_vocab(original.vocab()), Error);
+    return;
+  }
+  const std::string json = tokenizer_json_from_vocab(original.vocab()).dump();
+  const std::string config = tokenizer_config_from_vocab(original.vocab(), "").dump();
+  const Tokenizer reread = Tokenizer::from_hf_json(json, config, GetParam().vocab + " tokenizer.json");
+  EXPECT_EQ(reread.vocab().size(), original.vocab().size());
+  EXPECT_EQ(reread.vocab().bos, original.vocab().bos);
+  EXPECT_EQ(reread.vocab().eos, original.vocab().eos);
+  EXPECT_EQ(reread.vocab().add_bos, original.vocab().add_bos);
+  expect_llama_cpp_ids(reread, GetParam());
 }
 
 std::vector<VectorSet> all_sets() {
