@@ -47,7 +47,11 @@ ScalingPlan plan_activation_scaling(const DecoderSpec& spec, const WeightNames& 
         values.push_back(tensor_as_f32(name, *t));
         weights.emplace_back(values.back().data(), t->shape[0]);
       }
-      const quant::ScaleSearch found = quant::search_input_scales(weights, stats->second, scheme.layers, calibration.matmul);
+      std::vector<ActivationPolicy> policies;
+      for (const std::string& name : g.weights) {
+        policies.push_back(name == layer_name(names.v, l) ? scheme.value.activation : scheme.layers.activation);
+      }
+      const quant::ScaleSearch found = quant::search_input_scales(weights, stats->second, scheme.layers, calibration.matmul, policies);
       plan.reports.push_back({key, found.alpha, found.error, found.plain_error});
       for (size_t i = 0; i < g.weights.size(); ++i) plan.clips[g.weights[i]] = found.clips[i];
       if (found.alpha == 0) continue;

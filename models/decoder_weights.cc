@@ -17,6 +17,13 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+// Which of a scheme's configurations a linear takes.
+enum class LinearRole : uint8_t { kLayer, kValue, kHead };
+
+const quant::IntQuantConfig& config_for(const quant::SchemeChoice& s, LinearRole role) {
+  return role == LinearRole::kHead ? s.output_head : role == LinearRole::kValue ? s.value : s.layers;
+}
+
 class Binder {
  public:
   Binder(const TensorSource& source, Backend& backend, DecoderWeights& out, const LinearQuantization& quantization)
@@ -55,20 +62,20 @@ class Binder {
 
   // A matrix as a linear weight: as the checkpoint stores it quantized, in
   // place in a format the backend multiplies, quantized now when asked,
-  // else converted to f32 once. `head`: the output head, whose scheme may
-  // differ from the layers'.
-  QuantizedLinear linear(const std::string& name, int64_t rows, int64_t cols, bool head = false) {
+  // else converted to f32 once. The output head's and v's schemes may differ
+  // from the other layers' (quant/schemes.h).
+  QuantizedLinear linear(const std::string& name, int64_t rows, int64_t cols, LinearRole role = LinearRole::kLayer) {
     if (quantization_.stored && quantization_.stored->format != quant::CheckpointFormat::kTessera) {
       if (auto stored = published_int_linear(name, rows, cols)) return *stored;
     } else if (quantization_.stored) {
-      if (auto stored = stored_int_linear(name, rows, cols, head ? quantization_.stored->output_head : quantization_.stored->layers)) {
+      if (auto stored = stored_int_linear(name, rows, cols, config_for(*quantization_.stored, role))) {
         return *stored;
       }
     }
     const SourceTensor t = require(name, {rows, cols});
     if (quantization_.at_load) {
       const quant::SchemeChoice& s = *quantization_.at_load;
-      return quantize_now(name, t, rows, cols, head ? s.output_head : s.layers);
+      return quantize_now(name, t, rows, cols, config_for(s, role));
     }
     if (backend_.supports(Op::kLinear, t.dtype)) return linear_from_tensor(name, t.dtype, t.data, rows, cols);
     return linear_from_tensor(name, DType::kF32, converted(name, t), rows, cols);
@@ -277,7 +284,7 @@ void bind_attention(const DecoderSpec& spec, const WeightNames& names, const Ten
   } else {
     layer.q = b.rows_of(b.linear(name(names.q), q_dim, d), q_first, q_count, name(names.q_bias), spec.qkv_bias);
     layer.k = b.rows_of(b.linear(name(names.k), kv_dim, d), kv_first, kv_count, name(names.k_bias), spec.qkv_bias);
-    layer.v = b.rows_of(b.linear(name(names.v), kv_dim, d), kv_first, kv_count, name(names.v_bias), spec.qkv_bias);
+    layer.v = b.rows_of(b.linear(name(names.v), kv_dim, d, LinearRole::kValue), kv_first, kv_count, name(names.v_bias), spec.qkv_bias);
   }
   layer.o = output_projection(b, shard, b.linear(name(names.o), d, q_dim), q_first, q_count, name(names.o_bias), spec.o_bias);
   if (spec.qk_norm) {
@@ -324,7 +331,7 @@ void bind_output(const DecoderSpec& spec, const WeightNames& names, const Tensor
   }
   const std::string& matrix = (spec.tied_embeddings && !quantized_head) || !output ? names.token_embedding : names.output;
   const int64_t first = shard.sharded() ? shard.first(shard.vocab) : 0, count = shard.sharded() ? shard.count(shard.vocab) : spec.vocab_size;
-  QuantizedLinear head = b.linear(matrix, spec.vocab_size, spec.d_model, true);
+  QuantizedLinear head = b.linear(matrix, spec.vocab_size, spec.d_model, LinearRole::kHead);
   head.multiplies_prompts = false;
   w.output = b.rows_of(head, first, count, "", false);
 }

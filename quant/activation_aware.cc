@@ -24,6 +24,23 @@ void round_rows_to_int8(std::vector<float>& x, int64_t width) {
   }
 }
 
+// The calibration rows divided by the scales (n, cols), and the same rounded
+// to int8 per row for the weights that run with int8 activations.
+struct ScaledInputs {
+  std::vector<float> plain, int8;
+  ScaledInputs(const ChannelStats& stats, const std::vector<float>& s, bool need_plain, bool need_int8) {
+    const int64_t cols = stats.width();
+    std::vector<float> x(stats.samples().size());
+    for (size_t i = 0; i < x.size(); ++i) x[i] = stats.samples()[i] / s[i % size_t(cols)];
+    if (need_int8) {
+      int8 = x;
+      round_rows_to_int8(int8, cols);
+    }
+    if (need_plain) plain = std::move(x);
+  }
+  const std::vector<float>& for_policy(ActivationPolicy p) const { return p == ActivationPolicy::kDynamicInt8Token ? int8 : plain; }
+};
+
 // Candidate scales for grid point alpha: AWQ's mean|x|^alpha for 16-bit
 // activations, SmoothQuant's max|x|^alpha / max|w|^(1 - alpha) for int8 ones;
 // normalized to a geometric mean range around 1.
@@ -80,15 +97,15 @@ double weight_error(const float* w, int64_t rows, int64_t cols, const std::vecto
 // total error falls: per channel, the calibration rows pick clips that cost
 // perplexity at 8 bits (Qwen2.5 a16w8 +0.55% against -0.43%).
 void search_clips(std::span<const std::pair<const float*, int64_t>> weights, const ChannelStats& stats, const IntQuantConfig& config, const MatmulFn& matmul,
-                  const std::vector<std::vector<float>>& reference, ScaleSearch& found) {
+                  const std::vector<ActivationPolicy>& policies, const std::vector<std::vector<float>>& reference, ScaleSearch& found) {
   const int64_t cols = stats.width(), n = stats.sample_rows();
-  std::vector<float> x(stats.samples().size());
-  for (size_t i = 0; i < x.size(); ++i) x[i] = stats.samples()[i] / found.scales[i % size_t(cols)];
-  if (config.activation == ActivationPolicy::kDynamicInt8Token) round_rows_to_int8(x, cols);
+  const auto uses = [&](ActivationPolicy p) { return std::find(policies.begin(), policies.end(), p) != policies.end(); };
+  const ScaledInputs inputs(stats, found.scales, uses(ActivationPolicy::kNone), uses(ActivationPolicy::kDynamicInt8Token));
   found.clips.assign(weights.size(), {});
   found.error = 0;
   for (size_t wi = 0; wi < weights.size(); ++wi) {
     const auto& [w, rows] = weights[wi];
+    const std::vector<float>& x = inputs.for_policy(policies[wi]);
     std::vector<double> best = row_errors(w, rows, cols, found.scales, x, n, config, matmul, reference[wi]);
     double best_total = total(best);
     std::vector<float>& clips = found.clips[wi];
@@ -135,9 +152,14 @@ std::vector<float> ChannelStats::mean_abs() const {
 }
 
 ScaleSearch search_input_scales(std::span<const std::pair<const float*, int64_t>> weights, const ChannelStats& stats,
-                                const IntQuantConfig& config, const MatmulFn& matmul) {
+                                const IntQuantConfig& config, const MatmulFn& matmul, std::span<const ActivationPolicy> activations) {
   const int64_t cols = stats.width(), n = stats.sample_rows();
   if (n == 0) throw Error("activation-aware scaling: no calibration activations");
+  if (!activations.empty() && activations.size() != weights.size()) throw Error("activation-aware scaling: one policy per weight");
+  const std::vector<ActivationPolicy> policies =
+      activations.empty() ? std::vector<ActivationPolicy>(weights.size(), config.activation)
+                          : std::vector<ActivationPolicy>(activations.begin(), activations.end());
+  const auto uses = [&](ActivationPolicy p) { return std::find(policies.begin(), policies.end(), p) != policies.end(); };
   const bool int8_acts = config.activation == ActivationPolicy::kDynamicInt8Token;
   std::vector<float> weight_max(size_t(cols), 0.0f);
   std::vector<std::vector<float>> reference;
@@ -149,14 +171,13 @@ ScaleSearch search_input_scales(std::span<const std::pair<const float*, int64_t>
     matmul(w, rows, cols, stats.samples().data(), n, reference.back().data());
   }
   ScaleSearch best;
-  std::vector<float> x(stats.samples().size());
   for (int k = 0; k < kGrid; ++k) {
     const float alpha = float(k) / kGrid;
     const std::vector<float> s = k == 0 ? std::vector<float>(size_t(cols), 1.0f) : candidate(alpha, stats, weight_max, int8_acts);
-    for (size_t i = 0; i < x.size(); ++i) x[i] = stats.samples()[i] / s[i % size_t(cols)];
-    if (int8_acts) round_rows_to_int8(x, cols);
+    const ScaledInputs inputs(stats, s, uses(ActivationPolicy::kNone), uses(ActivationPolicy::kDynamicInt8Token));
     double error = 0;
     for (size_t wi = 0; wi < weights.size(); ++wi) {
+      const std::vector<float>& x = inputs.for_policy(policies[wi]);
       error += weight_error(weights[wi].first, weights[wi].second, cols, s, x, n, config, matmul, reference[wi]);
     }
     if (k == 0) best.plain_error = error;
@@ -166,7 +187,7 @@ ScaleSearch search_input_scales(std::span<const std::pair<const float*, int64_t>
       best.scales = s;
     }
   }
-  search_clips(weights, stats, config, matmul, reference, best);
+  search_clips(weights, stats, config, matmul, policies, reference, best);
   return best;
 }
 

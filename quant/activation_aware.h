@@ -48,9 +48,11 @@ struct ScaleSearch {
 };
 
 // `weights`: the (rows_i, cols) f32 matrices that read the input `stats`
-// describes. The error includes the activations' own int8 rounding when the
-// config quantizes activations.
+// describes. The error includes the activations' own int8 rounding where a
+// weight runs with int8 activations: `activations` gives each weight's
+// policy (da8w8's v keeps 16-bit ones), or, empty, config's for all.
 ScaleSearch search_input_scales(std::span<const std::pair<const float*, int64_t>> weights, const ChannelStats& stats,
-                                const IntQuantConfig& config, const MatmulFn& matmul);
+                                const IntQuantConfig& config, const MatmulFn& matmul,
+                                std::span<const ActivationPolicy> activations = {});
 
 }  // namespace tessera::quant

@@ -69,7 +69,7 @@ SchemeChoice read_published_config(const nlohmann::json& q, const std::string& p
     s.gptq_zero_offset = format == "gptq";
   }
   s.layers = {4, group == -1 ? 0 : group, symmetric, ActivationPolicy::kNone};
-  s.output_head = s.layers;
+  s.output_head = s.value = s.layers;
   return s;
 }
 
@@ -82,6 +82,7 @@ SchemeChoice scheme_choice(std::string_view name, int64_t group_size) {
   if (name == "a16w8" || name == "da8w8") {
     if (group_size != 0) throw Error("scheme " + s.name + ": weights are scaled per output channel (no group size)");
     s.layers = per_channel;
+    s.value = s.layers;
     if (name == "da8w8") s.layers.activation = ActivationPolicy::kDynamicInt8Token;
     s.output_head = s.layers;
     return s;
@@ -91,6 +92,7 @@ SchemeChoice scheme_choice(std::string_view name, int64_t group_size) {
     if (g != 32 && g != 64 && g != 128) throw Error("scheme a16w4: group size must be 32, 64 or 128");
     s.layers = {4, g, false, ActivationPolicy::kNone};
     s.output_head = per_channel;
+    s.value = s.layers;
     return s;
   }
   throw Error("unknown quantization scheme '" + s.name + "' (a16w8, a16w4, da8w8)");
@@ -103,7 +105,8 @@ nlohmann::json quantization_config_json(const SchemeChoice& c) {
           {"method", c.method},
           {"weights", weights_json(c.layers)},
           {"lm_head", weights_json(c.output_head)},
-          {"activations", int8_acts ? "int8_per_token" : "16bit"}};
+          {"activations", int8_acts ? "int8_per_token" : "16bit"},
+          {"v_proj_activations", c.value.activation == ActivationPolicy::kDynamicInt8Token ? "int8_per_token" : "16bit"}};
 }
 
 std::optional<SchemeChoice> read_quantization_config(const nlohmann::json& config, const std::string& where) {
@@ -123,11 +126,17 @@ std::optional<SchemeChoice> read_quantization_config(const nlohmann::json& confi
   SchemeChoice s;
   s.name = text("scheme");
   s.method = text("method");
-  const std::string acts = text("activations");
-  if (acts != "16bit" && acts != "int8_per_token") throw Error(p + ".activations: '" + acts + "' (16bit, int8_per_token)");
-  const ActivationPolicy policy = acts == "16bit" ? ActivationPolicy::kNone : ActivationPolicy::kDynamicInt8Token;
+  const auto policy_of = [&](const char* key) {
+    const std::string acts = text(key);
+    if (acts != "16bit" && acts != "int8_per_token") throw Error(p + "." + key + ": '" + acts + "' (16bit, int8_per_token)");
+    return acts == "16bit" ? ActivationPolicy::kNone : ActivationPolicy::kDynamicInt8Token;
+  };
+  const ActivationPolicy policy = policy_of("activations");
   s.layers = weights_from_json(q.value("weights", nlohmann::json()), p + ".weights", policy);
   s.output_head = weights_from_json(q.value("lm_head", nlohmann::json()), p + ".lm_head", policy);
+  // Checkpoints written before v_proj_activations existed quantize v's activations like the rest.
+  s.value = s.layers;
+  if (q.contains("v_proj_activations")) s.value.activation = policy_of("v_proj_activations");
   if (policy == ActivationPolicy::kDynamicInt8Token && (s.layers.bits != 8 || s.layers.group_size != 0)) {
     throw Error(p + ": int8 activations need 8-bit weights scaled per channel");
   }
