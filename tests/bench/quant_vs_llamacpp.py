@@ -53,12 +53,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_arguments(ap)
     ap.add_argument("--models", nargs="*", default=list(MODELS))
+    ap.add_argument("--schemes", nargs="*", default=[s for s, _ in PAIRS])
     ap.add_argument("--model-dir", default=os.environ.get("TESSERA_MODEL_DIR", str(pathlib.Path.home() / ".cache/tessera/models")))
     args = ap.parse_args()
     hf_root = pathlib.Path(args.model_dir) / "hf"
     cases = []
     for model in args.models:
-        for scheme, peer in PAIRS:
+        for scheme, peer in [p for p in PAIRS if p[0] in args.schemes]:
             cases.append((model, scheme, peer, checkpoint(args.binary, hf_root, model, scheme),
                           hf_root / f"{model}-{peer}.gguf"))
     prompts = {model: prompt_of(args.binary, str(hf_root / f"{model}-bf16"), args.prefill)
