@@ -235,6 +235,9 @@ nlohmann::json common_hf_config(const DecoderSpec& spec, const char* model_type,
   refuse_unless(spec.attn_softcap == 0.0f && spec.final_logit_softcap == 0.0f, spec, "softcapping");
   refuse_unless(spec.qkv_bias == spec.o_bias, spec, "biases on q/k/v but not on the output projection");
   refuse_unless(spec.head_dim > 0 && spec.rope.dim > 0 && spec.rope.dim <= spec.head_dim, spec, "this rotary width");
+  // A spec read from a config.json holds its scaling in inv_freq alone.
+  refuse_unless(spec.rope.inv_freq.empty() || spec.rope.inv_freq == transformers_inv_freq(spec.rope.base, spec.rope.dim, nullptr),
+                spec, "scaled rotary frequencies of a config.json");
   nlohmann::json c = {{"architectures", {class_name}},
                       {"model_type", model_type},
                       {"hidden_size", spec.d_model},

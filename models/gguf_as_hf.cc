@@ -1,6 +1,5 @@
 #include "models/gguf_as_hf.h"
 
-#include <array>
 
 #include "engine/error.h"
 #include "models/gguf_spec.h"

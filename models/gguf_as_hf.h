@@ -27,6 +27,8 @@ class GgufAsHf final : public TensorSource {
   // tokenizer has no Hugging Face form here, or a tensor has no Hugging
   // Face name.
   explicit GgufAsHf(const std::string& path);
+  GgufAsHf(const GgufAsHf&) = delete;  // the tensor source reads file_ in place
+  GgufAsHf& operator=(const GgufAsHf&) = delete;
 
   const nlohmann::json& config() const { return config_; }
   // tokenizer.json, tokenizer_config.json, generation_config.json: file name -> text.
