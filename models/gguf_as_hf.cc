@@ -1,6 +1,5 @@
 #include "models/gguf_as_hf.h"
 
-
 #include "engine/error.h"
 #include "models/gguf_spec.h"
 #include "models/tokenizer/tokenizer.h"

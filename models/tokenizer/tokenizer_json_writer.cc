@@ -1,8 +1,5 @@
 #include "models/tokenizer/tokenizer_json_writer.h"
 
-#include <algorithm>
-#include <unordered_set>
-
 #include "engine/error.h"
 
 namespace tessera {
@@ -10,14 +7,10 @@ namespace {
 
 using nlohmann::json;
 
-bool is_added_token(TokenKind kind) {
-  return kind == TokenKind::kControl || kind == TokenKind::kUserDefined || kind == TokenKind::kUnknown;
-}
-
 json added_tokens(const Vocab& v) {
   json out = json::array();
   for (size_t id = 0; id < v.size(); ++id) {
-    if (!is_added_token(v.kinds[id])) continue;
+    if (!v.is_special(TokenId(id))) continue;
     out.push_back({{"id", id},
                    {"content", v.texts[id]},
                    {"single_word", false},
@@ -86,9 +79,8 @@ json ranked_merges(const Vocab& v) {
 
 json bpe_model(const Vocab& v) {
   json vocab = json::object();
-  std::unordered_set<std::string_view> seen;
   for (size_t id = 0; id < v.size(); ++id) {
-    if (!seen.insert(v.texts[id]).second) {
+    if (v.find(v.texts[id]) != TokenId(id)) {  // the index keeps the first id of a repeated text
       throw Error("tokenizer: token " + std::to_string(id) + " repeats the text '" + v.texts[id] + "' of an earlier token");
     }
     vocab[v.texts[id]] = id;
