@@ -5,7 +5,8 @@
 // (g + offset) / s - offset, offset 1 for Gemma's (1 + g) norms), the up
 // projection's rows before down, and v's rows (and bias) before o where
 // every query head has its own value head (with grouped queries the o input
-// is left unscaled: one v row feeds several heads' channels).
+// is left unscaled: one v row feeds several heads' channels, but its clips
+// and fits are still searched).
 #include <map>
 #include <string>
 #include <vector>
@@ -20,7 +21,10 @@ struct ScalingPlan {
   std::map<std::string, std::vector<float>> column_scales;  // linear -> s (cols): quantize W diag(s)
   std::map<std::string, std::vector<float>> row_divisors;   // tensor -> d (rows): row r divided by d[r]
   std::map<std::string, std::vector<float>> norm_divisors;  // norm -> s: (g + offset) / s - offset
-  std::map<std::string, std::vector<float>> clips;          // linear -> (rows): range fraction each channel's groups keep
+  std::map<std::string, std::vector<float>> clips;  // linear -> (rows): range fraction each channel's groups keep
+  std::map<std::string, std::vector<quant::RangeFit>>
+      fits;                                              // linear -> (rows): how each channel's 4-bit groups are fit
+  std::map<std::string, std::vector<float>> importance;  // linear -> (cols): mean square of each scaled input
   std::vector<ScaledInputReport> reports;
 };
 

@@ -24,8 +24,8 @@ namespace fs = std::filesystem;
 // The decoder's linear weights by name; the output head is handled apart.
 std::set<std::string> linear_names(const WeightNames& names, int n_layers) {
   std::set<std::string> out;
-  for (const std::string* pattern : {&names.q, &names.k, &names.v, &names.o, &names.qkv, &names.gate, &names.up,
-                                     &names.down, &names.gate_up}) {
+  for (const std::string* pattern :
+       {&names.q, &names.k, &names.v, &names.o, &names.qkv, &names.gate, &names.up, &names.down, &names.gate_up}) {
     if (pattern->empty()) continue;
     for (int l = 0; l < n_layers; ++l) out.insert(layer_name(*pattern, l));
   }
@@ -94,10 +94,14 @@ class CheckpointQuantizer {
     size_t done = 0;
     for (const std::string& name : names) {
       const SourceTensor t = *source_->find(name);
-      if (linears.count(name)) add_quantized(name, t, job_.scheme.layers);
-      else if (name == arch.hf_names.output) add_quantized(name, t, job_.scheme.output_head);
-      else if (plan_.norm_divisors.count(name) || plan_.row_divisors.count(name)) add_rescaled(name, t);
-      else add_unchanged(name, t);
+      if (linears.count(name))
+        add_quantized(name, t, job_.scheme.layers);
+      else if (name == arch.hf_names.output)
+        add_quantized(name, t, job_.scheme.output_head);
+      else if (plan_.norm_divisors.count(name) || plan_.row_divisors.count(name))
+        add_rescaled(name, t);
+      else
+        add_unchanged(name, t);
       if (job_.progress) job_.progress(++done, total, name);
     }
     if (!has_head) {
@@ -135,20 +139,28 @@ class CheckpointQuantizer {
   void add_quantized(const std::string& name, const SourceTensor& t, const quant::IntQuantConfig& config) {
     std::vector<float> w = to_f32(name, t);
     if (const auto rows = plan_.row_divisors.find(name); rows != plan_.row_divisors.end()) divide_rows(w, rows->second);
-    // Scaled inputs: the matrix stored is W diag(s); its input arrives as x / s.
+    // Scaled inputs: the matrix stored is W diag(s); its input arrives as x /
+    // s.
     if (const auto columns = plan_.column_scales.find(name); columns != plan_.column_scales.end()) {
       const std::vector<float>& s = columns->second;
       for (size_t i = 0; i < w.size(); ++i) w[i] *= s[i % s.size()];
     }
     quant::IntQuantConfig c = config;
     if (const auto clip = plan_.clips.find(name); clip != plan_.clips.end()) c.row_clips = clip->second;
+    if (const auto fits = plan_.fits.find(name); fits != plan_.fits.end()) {
+      c.row_fits = fits->second;
+      c.column_importance = plan_.importance.at(name);
+    }
     quant::IntMatrix& m = matrices_.emplace_back(quant::quantize_rtn(name, w.data(), t.shape[0], t.shape[1], c));
     const int64_t groups = m.n_groups();
     const bool four = config.bits == 4;
-    writer_.add(name, four ? DType::kU8 : DType::kI8, {m.rows, four ? m.cols / 2 : m.cols}, m.data.data(), m.data.size());
+    writer_.add(name, four ? DType::kU8 : DType::kI8, {m.rows, four ? m.cols / 2 : m.cols}, m.data.data(),
+                m.data.size());
     writer_.add(name + "_scale", DType::kF32, {m.rows, groups}, m.scales.data(), m.scales.size() * sizeof(float));
-    if (m.scheme.has_zero_points) writer_.add(name + "_zero_point", DType::kI8, {m.rows, groups}, m.zeros.data(), m.zeros.size());
-    reports_.push_back({name, config.bits, m.scheme.group_size == m.cols ? 0 : m.scheme.group_size, relative_error(w.data(), m)});
+    if (m.scheme.has_zero_points)
+      writer_.add(name + "_zero_point", DType::kI8, {m.rows, groups}, m.zeros.data(), m.zeros.size());
+    reports_.push_back(
+        {name, config.bits, m.scheme.group_size == m.cols ? 0 : m.scheme.group_size, relative_error(w.data(), m)});
   }
 
   // The source directory's other files (tokenizer, generation config …), or

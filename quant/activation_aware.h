@@ -26,13 +26,14 @@ class ChannelStats {
   int64_t width() const { return width_; }
   int64_t tokens() const { return tokens_; }
   std::vector<float> mean_abs() const;
+  std::vector<float> mean_square() const;
   const std::vector<float>& max_abs() const { return max_abs_; }
   const std::vector<float>& samples() const { return samples_; }  // (sample_rows, width)
   int64_t sample_rows() const { return int64_t(samples_.size()) / width_; }
 
  private:
   int64_t width_, stride_, max_samples_, tokens_ = 0;
-  std::vector<double> abs_sum_;
+  std::vector<double> abs_sum_, sq_sum_;
   std::vector<float> max_abs_, samples_;
 };
 
@@ -40,19 +41,25 @@ class ChannelStats {
 using MatmulFn = std::function<void(const float* w, int64_t rows, int64_t cols, const float* x, int64_t n, float* y)>;
 
 struct ScaleSearch {
-  std::vector<float> scales;  // (cols); all ones when no scaling helped
-  float alpha = 0;            // the grid point chosen
-  double error = 0;           // squared output error with those scales
-  double plain_error = 0;     // with no scaling (round to nearest)
-  std::vector<std::vector<float>> clips;  // per weight, (rows): the range fraction each channel's groups keep
+  std::vector<float> scales;                // (cols); all ones when no scaling helped
+  float alpha = 0;                          // the grid point chosen
+  double error = 0;                         // squared output error with those scales
+  double plain_error = 0;                   // with no scaling (round to nearest)
+  std::vector<std::vector<float>> clips;    // per weight, (rows): the range
+                                            // fraction each channel's groups keep
+  std::vector<std::vector<RangeFit>> fits;  // per weight, (rows): how each channel's 4-bit groups are fit
+  std::vector<float> importance;            // (cols): each scaled input's mean square, for
+                                            // RangeFit::kActivation
 };
 
 // `weights`: the (rows_i, cols) f32 matrices that read the input `stats`
 // describes. The error includes the activations' own int8 rounding where a
 // weight runs with int8 activations: `activations` gives each weight's
 // policy (da8w8's v keeps 16-bit ones), or, empty, config's for all.
+// With `scale_inputs` false (an input with nowhere to fold 1/s) the scales
+// stay ones and only the clips and fits are searched.
 ScaleSearch search_input_scales(std::span<const std::pair<const float*, int64_t>> weights, const ChannelStats& stats,
                                 const IntQuantConfig& config, const MatmulFn& matmul,
-                                std::span<const ActivationPolicy> activations = {});
+                                std::span<const ActivationPolicy> activations = {}, bool scale_inputs = true);
 
 }  // namespace tessera::quant

@@ -38,6 +38,54 @@ int quantize_value(float w, const GroupCode& g, int bits) {
   return bits == 8 ? std::clamp(q, -127, 127) : std::clamp(q + g.zero, -8, 7);
 }
 
+// Σ importance · (w - ŵ)² over a 4-bit group.
+float weighted_error(const float* w, const float* importance, int64_t n, const GroupCode& g) {
+  float e = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = w[i] - g.scale * float(quantize_value(w[i], g, 4) - g.zero);
+    e += importance[i] * d * d;
+  }
+  return e;
+}
+
+// The scale that minimizes the weighted error with g's codes held fixed.
+float refit_scale(const float* w, const float* importance, int64_t n, const GroupCode& g) {
+  float num = 0.0f, den = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float u = float(quantize_value(w[i], g, 4) - g.zero);
+    num += importance[i] * w[i] * u;
+    den += importance[i] * u * u;
+  }
+  return den > 0.0f ? num / den : 0.0f;
+}
+
+constexpr int kFitSteps = 3;  // steps of range / (15 ± k / kFitSteps), k = -kFitSteps..kFitSteps
+
+// A 4-bit asymmetric group's code by weighted least squares (RangeFit).
+GroupCode fitted_group_code(const float* w, const float* importance, int64_t n, const IntQuantConfig& c, float clip) {
+  GroupCode best = group_code(w, n, c, clip);
+  if (best.scale == 0.0f) return best;
+  float best_error = weighted_error(w, importance, n, best);
+  const float lo = std::min(0.0f, *std::min_element(w, w + n)) * clip;
+  const float range = std::max(0.0f, *std::max_element(w, w + n)) * clip - lo;
+  for (int k = -kFitSteps; k <= kFitSteps; ++k) {
+    const float step = range / (15.0f + float(k) / kFitSteps);
+    const GroupCode nearest{step, std::clamp(int(std::nearbyint(-lo / step)), 0, 15) - 8};
+    for (const GroupCode g : {nearest, GroupCode{refit_scale(w, importance, n, nearest), nearest.zero}}) {
+      if (!(g.scale > 0.0f)) continue;
+      const float e = weighted_error(w, importance, n, g);
+      if (e < best_error) best_error = e, best = g;
+    }
+  }
+  return best;
+}
+
+// Each element's weight in the fit of its group (n values from column `begin`).
+void fit_importance(RangeFit fit, const float* w, int64_t begin, int64_t n, const IntQuantConfig& c, float* out) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = fit == RangeFit::kActivation ? c.column_importance[size_t(begin + i)] : w[i] * w[i];
+}
+
 }  // namespace
 
 int int4_at(const uint8_t* row, int64_t col) {
@@ -57,12 +105,14 @@ bool is_int_scheme(const WeightScheme& s) {
 }
 
 WeightScheme int_scheme(const std::string& name, const IntQuantConfig& c, int64_t cols) {
-  if (c.bits != 8 && c.bits != 4) throw Error("weight '" + name + "': " + std::to_string(c.bits) + "-bit weights are not supported (8 or 4)");
+  if (c.bits != 8 && c.bits != 4)
+    throw Error("weight '" + name + "': " + std::to_string(c.bits) + "-bit weights are not supported (8 or 4)");
   if (cols <= 0 || cols % 32 != 0) {
     throw Error("weight '" + name + "': " + std::to_string(cols) + " input features is not a multiple of 32");
   }
   if (c.group_size != 0 && (c.group_size < 32 || c.group_size % 32 != 0)) {
-    throw Error("weight '" + name + "': group size " + std::to_string(c.group_size) + " is not a positive multiple of 32");
+    throw Error("weight '" + name + "': group size " + std::to_string(c.group_size) +
+                " is not a positive multiple of 32");
   }
   WeightScheme s;
   s.storage = c.bits == 8 ? DType::kI8 : DType::kInt4;
@@ -88,11 +138,25 @@ IntMatrix quantize_rtn(const std::string& name, const float* w, int64_t rows, in
   m.scales.resize(size_t(rows * n_groups));
   if (m.scheme.has_zero_points) m.zeros.resize(size_t(rows * n_groups));
   if (!c.row_clips.empty() && int64_t(c.row_clips.size()) != rows) {
-    throw Error("weight '" + name + "': " + std::to_string(c.row_clips.size()) + " row clips for " + std::to_string(rows) + " rows");
+    throw Error("weight '" + name + "': " + std::to_string(c.row_clips.size()) + " row clips for " +
+                std::to_string(rows) + " rows");
   }
-  std::vector<float> scaled(static_cast<size_t>(cols));
+  if (!c.row_fits.empty() && int64_t(c.row_fits.size()) != rows) {
+    throw Error("weight '" + name + "': " + std::to_string(c.row_fits.size()) + " row fits for " +
+                std::to_string(rows) + " rows");
+  }
+  const bool fits = c.bits == 4 && !c.symmetric;
+  const bool uses_importance =
+      c.range_fit == RangeFit::kActivation ||
+      std::find(c.row_fits.begin(), c.row_fits.end(), RangeFit::kActivation) != c.row_fits.end();
+  if (fits && uses_importance && int64_t(c.column_importance.size()) != cols) {
+    throw Error("weight '" + name + "': activation-weighted fit needs one importance per input (" +
+                std::to_string(cols) + ")");
+  }
+  std::vector<float> scaled(static_cast<size_t>(cols)), importance(static_cast<size_t>(g));
   for (int64_t r = 0; r < rows; ++r) {
     const float clip = c.row_clips.empty() ? c.clip : c.row_clips[size_t(r)];
+    const RangeFit fit = fits ? (c.row_fits.empty() ? c.range_fit : c.row_fits[size_t(r)]) : RangeFit::kMinMax;
     const float* src = w + r * cols;
     if (column_scale) {
       for (int64_t i = 0; i < cols; ++i) scaled[size_t(i)] = src[i] * column_scale[i];
@@ -101,13 +165,21 @@ IntMatrix quantize_rtn(const std::string& name, const float* w, int64_t rows, in
     uint8_t* out = m.data.data() + r * row_bytes;
     for (int64_t gi = 0; gi < n_groups; ++gi) {
       const int64_t begin = gi * g, n = std::min(g, cols - begin);
-      const GroupCode code = group_code(src + begin, n, c, clip);
+      GroupCode code;
+      if (fit == RangeFit::kMinMax) {
+        code = group_code(src + begin, n, c, clip);
+      } else {
+        fit_importance(fit, src + begin, begin, n, c, importance.data());
+        code = fitted_group_code(src + begin, importance.data(), n, c, clip);
+      }
       m.scales[size_t(r * n_groups + gi)] = code.scale;
       if (m.scheme.has_zero_points) m.zeros[size_t(r * n_groups + gi)] = int8_t(code.zero);
       for (int64_t i = begin; i < begin + n; ++i) {
         const int q = quantize_value(src[i], code, c.bits);
-        if (c.bits == 8) out[i] = uint8_t(int8_t(q));
-        else set_int4(out, i, q);
+        if (c.bits == 8)
+          out[i] = uint8_t(int8_t(q));
+        else
+          set_int4(out, i, q);
       }
     }
   }

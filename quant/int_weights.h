@@ -19,13 +19,28 @@
 
 namespace tessera::quant {
 
+// How a 4-bit asymmetric group's scale and zero point are chosen. kMinMax
+// spans the group's range. The fits try steps of range / (15 ± k/3), each
+// with its nearest zero point and then the scale refit by weighted least
+// squares, and keep the code of least weighted squared error: weighted by
+// w² (kMagnitude: the large weights, which carry most of the product, stay
+// close; data-free), or by each input's mean square on calibration text
+// (kActivation: the diagonal of the product's error). 8-bit and symmetric
+// weights are always kMinMax.
+enum class RangeFit : uint8_t { kMinMax, kMagnitude, kActivation };
+
 struct IntQuantConfig {
-  int bits = 8;             // 8 or 4
-  int64_t group_size = 0;   // columns per scale; 0: one per output channel
-  bool symmetric = true;    // 4 bits only; 8 bits is always symmetric
+  int bits = 8;            // 8 or 4
+  int64_t group_size = 0;  // columns per scale; 0: one per output channel
+  bool symmetric = true;   // 4 bits only; 8 bits is always symmetric
   ActivationPolicy activation = ActivationPolicy::kNone;
-  float clip = 1.0f;        // each group's range shrunk to this fraction (activation-aware search)
-  std::vector<float> row_clips{};  // when set, (rows): each output channel's own fraction instead
+  float clip = 1.0f;               // each group's range shrunk to this fraction
+                                   // (activation-aware search)
+  std::vector<float> row_clips{};  // when set, (rows): each output channel's own
+                                   // fraction instead
+  RangeFit range_fit = RangeFit::kMagnitude;
+  std::vector<RangeFit> row_fits{};        // when set, (rows): each output channel's own fit instead
+  std::vector<float> column_importance{};  // (cols): each input's mean square, for kActivation
 };
 
 inline int64_t group_count(int64_t cols, int64_t group_size) { return (cols + group_size - 1) / group_size; }
@@ -34,9 +49,9 @@ inline int64_t group_count(int64_t cols, int64_t group_size) { return (cols + gr
 struct IntMatrix {
   WeightScheme scheme;  // storage kI8 or kInt4, group_size set, scale_dtype kF32
   int64_t rows = 0, cols = 0;
-  std::vector<uint8_t> data;   // (rows, cols) int8, or (rows, cols / 2) nibbles
-  std::vector<float> scales;   // (rows, n_groups)
-  std::vector<int8_t> zeros;   // (rows, n_groups) when scheme.has_zero_points
+  std::vector<uint8_t> data;  // (rows, cols) int8, or (rows, cols / 2) nibbles
+  std::vector<float> scales;  // (rows, n_groups)
+  std::vector<int8_t> zeros;  // (rows, n_groups) when scheme.has_zero_points
   int64_t n_groups() const { return group_count(cols, scheme.group_size); }
   // A view the backends prepare; valid while this matrix lives.
   QuantizedLinear view(std::string name) const;
@@ -49,8 +64,8 @@ WeightScheme int_scheme(const std::string& name, const IntQuantConfig& config, i
 // Round-to-nearest quantization of an f32 (rows, cols) matrix, row by row.
 // `column_scale`, when given (cols), multiplies each column first (AWQ's
 // activation-aware scaling; the caller divides the activations by it).
-IntMatrix quantize_rtn(const std::string& name, const float* w, int64_t rows, int64_t cols, const IntQuantConfig& config,
-                       const float* column_scale = nullptr);
+IntMatrix quantize_rtn(const std::string& name, const float* w, int64_t rows, int64_t cols,
+                       const IntQuantConfig& config, const float* column_scale = nullptr);
 
 // Row `row` of an integer linear back to f32: the reference every kernel and
 // reader is tested against.

@@ -1,14 +1,16 @@
 // Integer schemes: round-to-nearest quantization against its definition, and
 // every instruction set's kernels against a double-precision product of the
 // dequantized weights, with batch invariance and DA8W8's exact integer sums.
+#include "kernels/cpu/int_linear.h"
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "engine/error.h"
-#include "kernels/cpu/int_linear.h"
 #include "quant/activation_aware.h"
 #include "quant/int_weights.h"
 
@@ -27,7 +29,7 @@ const Case kCases[] = {
     {"a16w8_g128_160", {8, 128, true, ActivationPolicy::kNone}, 160},
     {"a16w4_g128_asym_576", {4, 128, false, ActivationPolicy::kNone}, 576},  // last group of 64
     {"a16w4_g64_sym_896", {4, 64, true, ActivationPolicy::kNone}, 896},
-    {"a16w4_g32_asym_96", {4, 32, false, ActivationPolicy::kNone}, 96},   // padded to 128
+    {"a16w4_g32_asym_96", {4, 32, false, ActivationPolicy::kNone}, 96},  // padded to 128
     {"a16w4_g128_asym_4864", {4, 128, false, ActivationPolicy::kNone}, 4864},
     {"da8w8_576", {8, 0, true, ActivationPolicy::kDynamicInt8Token}, 576},
     {"da8w8_96", {8, 0, true, ActivationPolicy::kDynamicInt8Token}, 96},
@@ -76,7 +78,9 @@ TEST(IntQuant, RoundToNearestStaysWithinHalfAStep) {
   for (const Case& c : kCases) {
     const int64_t rows = 5;
     const auto w = random_values(size_t(rows * c.cols), 1);
-    const quant::IntMatrix m = quant::quantize_rtn(c.name, w.data(), rows, c.cols, c.config);
+    quant::IntQuantConfig config = c.config;
+    config.range_fit = quant::RangeFit::kMinMax;
+    const quant::IntMatrix m = quant::quantize_rtn(c.name, w.data(), rows, c.cols, config);
     const QuantizedLinear view = m.view(c.name);
     std::vector<float> back(static_cast<size_t>(c.cols));
     for (int64_t r = 0; r < rows; ++r) {
@@ -90,11 +94,75 @@ TEST(IntQuant, RoundToNearestStaysWithinHalfAStep) {
   }
 }
 
+// Σ importance · (w - ŵ)² of group `gi` of row `r`.
+double group_error(const quant::IntMatrix& m, const std::vector<float>& w, int64_t r, int64_t gi,
+                   const std::vector<float>& importance) {
+  std::vector<float> back(static_cast<size_t>(m.cols));
+  quant::dequantize_int_row(m.view("w"), r, back.data());
+  double e = 0;
+  const int64_t g = m.scheme.group_size;
+  for (int64_t i = gi * g; i < std::min(m.cols, (gi + 1) * g); ++i) {
+    const double d = double(back[size_t(i)]) - w[size_t(r * m.cols + i)];
+    e += importance[size_t(i)] * d * d;
+  }
+  return e;
+}
+
+// The fits round every value to its nearest level of the group's grid (the
+// grid may end inside the range: values beyond take its end) and never do
+// worse by their own weighting than the range itself; the activation fit
+// follows the importance it is given.
+TEST(IntQuant, RangeFitsRoundToNearestAndLowerTheirWeightedError) {
+  const int64_t rows = 16, cols = 256;
+  const auto w = random_values(size_t(rows * cols), 8,
+                               29);  // outliers: fits and ranges differ
+  std::vector<float> importance(static_cast<size_t>(cols));
+  for (int64_t i = 0; i < cols; ++i) importance[size_t(i)] = i % 5 == 0 ? 50.0f : 1.0f;
+  quant::IntQuantConfig c{4, 64, false, ActivationPolicy::kNone};
+  c.range_fit = quant::RangeFit::kMinMax;
+  const quant::IntMatrix minmax = quant::quantize_rtn("w", w.data(), rows, cols, c);
+  c.column_importance = importance;
+  bool fits_differ = false;
+  for (const quant::RangeFit fit : {quant::RangeFit::kMagnitude, quant::RangeFit::kActivation}) {
+    c.range_fit = fit;
+    const quant::IntMatrix m = quant::quantize_rtn("w", w.data(), rows, cols, c);
+    std::vector<float> back(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      quant::dequantize_int_row(m.view("w"), r, back.data());
+      for (int64_t gi = 0; gi < m.n_groups(); ++gi) {
+        const size_t at = size_t(r * m.n_groups() + gi);
+        const float step = m.scales[at], zero = float(m.zeros[at]);
+        std::vector<float> weights(static_cast<size_t>(cols));
+        for (int64_t i = 0; i < cols; ++i) {
+          weights[size_t(i)] = fit == quant::RangeFit::kActivation ? importance[size_t(i)]
+                                                                   : w[size_t(r * cols + i)] * w[size_t(r * cols + i)];
+        }
+        EXPECT_LE(group_error(m, w, r, gi, weights), group_error(minmax, w, r, gi, weights) * 1.0001 + 1e-9);
+        fits_differ = fits_differ || step != minmax.scales[at];
+        for (int64_t i = gi * 64; i < (gi + 1) * 64; ++i) {
+          const float v = std::clamp(w[size_t(r * cols + i)], step * (-8.0f - zero), step * (7.0f - zero));
+          ASSERT_LE(std::fabs(back[size_t(i)] - v), 0.5f * step * 1.0001f + 1e-6f) << "row " << r << " col " << i;
+        }
+      }
+    }
+  }
+  EXPECT_TRUE(fits_differ);
+  c.range_fit = quant::RangeFit::kActivation;
+  c.column_importance.pop_back();
+  EXPECT_THROW(quant::quantize_rtn("w", w.data(), rows, cols, c), Error);
+  c.column_importance = importance;
+  c.row_fits.assign(size_t(rows - 1), quant::RangeFit::kMagnitude);
+  EXPECT_THROW(quant::quantize_rtn("w", w.data(), rows, cols, c), Error);
+}
+
 TEST(IntQuant, RejectsShapesTheKernelsCannotHold) {
   const std::vector<float> w(64 * 2, 1.0f);
-  EXPECT_THROW(quant::quantize_rtn("w", w.data(), 2, 40, {8, 0, true, {}}), Error);    // cols not 32k
-  EXPECT_THROW(quant::quantize_rtn("w", w.data(), 2, 64, {4, 48, false, {}}), Error);  // group not 32k
-  EXPECT_THROW(quant::quantize_rtn("w", w.data(), 2, 64, {3, 32, false, {}}), Error);  // bits
+  EXPECT_THROW(quant::quantize_rtn("w", w.data(), 2, 40, {8, 0, true, {}}),
+               Error);  // cols not 32k
+  EXPECT_THROW(quant::quantize_rtn("w", w.data(), 2, 64, {4, 48, false, {}}),
+               Error);  // group not 32k
+  EXPECT_THROW(quant::quantize_rtn("w", w.data(), 2, 64, {3, 32, false, {}}),
+               Error);  // bits
   EXPECT_THROW(quant::quantize_rtn("w", w.data(), 2, 64, {4, 32, false, ActivationPolicy::kDynamicInt8Token}), Error);
 }
 
@@ -118,7 +186,8 @@ TEST(IntQuant, EachRowKeepsItsOwnClip) {
 // what it settles on is no worse than plain rounding on the calibration rows.
 TEST(ActivationAware, ClipsPerChannelAndNoWorseThanRounding) {
   const int64_t rows = 24, cols = 128, tokens = 64;
-  const auto w = random_values(size_t(rows * cols), 5, 37);  // weight outliers: clipping pays somewhere
+  const auto w = random_values(size_t(rows * cols), 5,
+                               37);  // weight outliers: clipping pays somewhere
   const auto x = random_values(size_t(tokens * cols), 6, 61);
   quant::ChannelStats stats(cols, 1, tokens);
   stats.add(x.data(), tokens);
@@ -132,19 +201,28 @@ TEST(ActivationAware, ClipsPerChannelAndNoWorseThanRounding) {
     }
   };
   const std::pair<const float*, int64_t> weights[] = {{w.data(), rows}};
-  const quant::ScaleSearch found = quant::search_input_scales(weights, stats, {4, 32, false, ActivationPolicy::kNone}, matmul);
+  const quant::ScaleSearch found =
+      quant::search_input_scales(weights, stats, {4, 32, false, ActivationPolicy::kNone}, matmul);
   ASSERT_EQ(found.clips.size(), 1u);
   ASSERT_EQ(found.clips[0].size(), size_t(rows));
-  bool some_clipped = false;
-  for (float clip : found.clips[0]) {
+  ASSERT_EQ(found.fits[0].size(), size_t(rows));
+  ASSERT_EQ(found.importance.size(), size_t(cols));
+  bool some_clipped = false, some_fitted = false;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float clip = found.clips[0][size_t(r)];
     EXPECT_GE(clip, 0.5f);
     EXPECT_LE(clip, 1.0f);
     some_clipped = some_clipped || clip < 1.0f;
+    if (found.fits[0][size_t(r)] != quant::RangeFit::kMinMax) {
+      some_fitted = true;
+      EXPECT_EQ(clip, 1.0f);  // a fit spans the whole range
+    }
   }
-  EXPECT_TRUE(some_clipped);
+  EXPECT_TRUE(some_clipped || some_fitted);
   EXPECT_LE(found.error, found.plain_error);
   // 8-bit weights take one fraction for the whole matrix.
-  const quant::ScaleSearch eight = quant::search_input_scales(weights, stats, {8, 0, true, ActivationPolicy::kNone}, matmul);
+  const quant::ScaleSearch eight =
+      quant::search_input_scales(weights, stats, {8, 0, true, ActivationPolicy::kNone}, matmul);
   ASSERT_EQ(eight.clips[0].size(), size_t(rows));
   for (float clip : eight.clips[0]) EXPECT_EQ(clip, eight.clips[0][0]);
   EXPECT_LE(eight.error, eight.plain_error);
@@ -162,7 +240,8 @@ TEST(IntQuant, ActivationsRoundAlikeOnEveryInstructionSet) {
   x[size_t(2 * cols)] = 127.0f;
   const auto w = random_values(size_t(4 * cols), 8);
   const quant::IntMatrix m16 = quant::quantize_rtn("w16", w.data(), 4, cols, {8, 0, true, ActivationPolicy::kNone});
-  const quant::IntMatrix m8 = quant::quantize_rtn("w8", w.data(), 4, cols, {8, 0, true, ActivationPolicy::kDynamicInt8Token});
+  const quant::IntMatrix m8 =
+      quant::quantize_rtn("w8", w.data(), 4, cols, {8, 0, true, ActivationPolicy::kDynamicInt8Token});
   std::vector<int16_t> first16;
   std::vector<int> first8;
   for (const KernelChoice& choice : kernel_choices(true)) {
@@ -247,11 +326,14 @@ TEST_P(IntLinearKernels, MatchTheDequantizedProductOnEveryInstructionSet) {
       quantize_int_activations(ws, x.data() + t * c.cols, 1, alone);
       std::vector<float> y1(static_cast<size_t>(rows));
       int_matmul(lin, alone, 1, y1.data(), pool);
-      for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(y1[size_t(r)], y[size_t(t * rows + r)]) << "token " << t << " row " << r;
+      for (int64_t r = 0; r < rows; ++r)
+        ASSERT_EQ(y1[size_t(r)], y[size_t(t * rows + r)]) << "token " << t << " row " << r;
     }
     if (int8_acts) {
-      if (da8_reference.empty()) da8_reference = y;
-      else ASSERT_EQ(y, da8_reference) << "integer sums differ between instruction sets";
+      if (da8_reference.empty())
+        da8_reference = y;
+      else
+        ASSERT_EQ(y, da8_reference) << "integer sums differ between instruction sets";
     }
   }
 }
