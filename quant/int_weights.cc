@@ -86,6 +86,26 @@ void fit_importance(RangeFit fit, const float* w, int64_t begin, int64_t n, cons
     out[i] = fit == RangeFit::kActivation ? c.column_importance[size_t(begin + i)] : w[i] * w[i];
 }
 
+// The per-row clips and fits, and the importance an activation fit reads,
+// match the matrix.
+void check_row_settings(const std::string& name, const IntQuantConfig& c, int64_t rows, int64_t cols) {
+  if (!c.row_clips.empty() && int64_t(c.row_clips.size()) != rows) {
+    throw Error("weight '" + name + "': " + std::to_string(c.row_clips.size()) + " row clips for " +
+                std::to_string(rows) + " rows");
+  }
+  if (!c.row_fits.empty() && int64_t(c.row_fits.size()) != rows) {
+    throw Error("weight '" + name + "': " + std::to_string(c.row_fits.size()) + " row fits for " +
+                std::to_string(rows) + " rows");
+  }
+  const bool uses_importance =
+      c.range_fit == RangeFit::kActivation ||
+      std::find(c.row_fits.begin(), c.row_fits.end(), RangeFit::kActivation) != c.row_fits.end();
+  if (c.bits == 4 && !c.symmetric && uses_importance && int64_t(c.column_importance.size()) != cols) {
+    throw Error("weight '" + name + "': activation-weighted fit needs one importance per input (" +
+                std::to_string(cols) + ")");
+  }
+}
+
 }  // namespace
 
 int int4_at(const uint8_t* row, int64_t col) {
@@ -137,22 +157,8 @@ IntMatrix quantize_rtn(const std::string& name, const float* w, int64_t rows, in
   m.data.assign(size_t(rows * row_bytes), 0);
   m.scales.resize(size_t(rows * n_groups));
   if (m.scheme.has_zero_points) m.zeros.resize(size_t(rows * n_groups));
-  if (!c.row_clips.empty() && int64_t(c.row_clips.size()) != rows) {
-    throw Error("weight '" + name + "': " + std::to_string(c.row_clips.size()) + " row clips for " +
-                std::to_string(rows) + " rows");
-  }
-  if (!c.row_fits.empty() && int64_t(c.row_fits.size()) != rows) {
-    throw Error("weight '" + name + "': " + std::to_string(c.row_fits.size()) + " row fits for " +
-                std::to_string(rows) + " rows");
-  }
+  check_row_settings(name, c, rows, cols);
   const bool fits = c.bits == 4 && !c.symmetric;
-  const bool uses_importance =
-      c.range_fit == RangeFit::kActivation ||
-      std::find(c.row_fits.begin(), c.row_fits.end(), RangeFit::kActivation) != c.row_fits.end();
-  if (fits && uses_importance && int64_t(c.column_importance.size()) != cols) {
-    throw Error("weight '" + name + "': activation-weighted fit needs one importance per input (" +
-                std::to_string(cols) + ")");
-  }
   std::vector<float> scaled(static_cast<size_t>(cols)), importance(static_cast<size_t>(g));
   for (int64_t r = 0; r < rows; ++r) {
     const float clip = c.row_clips.empty() ? c.clip : c.row_clips[size_t(r)];
