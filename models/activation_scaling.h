@@ -22,8 +22,8 @@ struct ScalingPlan {
   std::map<std::string, std::vector<float>> row_divisors;   // tensor -> d (rows): row r divided by d[r]
   std::map<std::string, std::vector<float>> norm_divisors;  // norm -> s: (g + offset) / s - offset
   std::map<std::string, std::vector<float>> clips;  // linear -> (rows): range fraction each channel's groups keep
-  std::map<std::string, std::vector<quant::RangeFit>>
-      fits;                                              // linear -> (rows): how each channel's 4-bit groups are fit
+  // linear -> (rows): how each channel's 4-bit groups are fit
+  std::map<std::string, std::vector<quant::RangeFit>> fits;
   std::map<std::string, std::vector<float>> importance;  // linear -> (cols): mean square of each scaled input
   std::vector<ScaledInputReport> reports;
 };

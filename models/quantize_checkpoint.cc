@@ -139,8 +139,7 @@ class CheckpointQuantizer {
   void add_quantized(const std::string& name, const SourceTensor& t, const quant::IntQuantConfig& config) {
     std::vector<float> w = to_f32(name, t);
     if (const auto rows = plan_.row_divisors.find(name); rows != plan_.row_divisors.end()) divide_rows(w, rows->second);
-    // Scaled inputs: the matrix stored is W diag(s); its input arrives as x /
-    // s.
+    // Scaled inputs: the matrix stored is W diag(s); its input arrives as x / s.
     if (const auto columns = plan_.column_scales.find(name); columns != plan_.column_scales.end()) {
       const std::vector<float>& s = columns->second;
       for (size_t i = 0; i < w.size(); ++i) w[i] *= s[i % s.size()];

@@ -45,11 +45,11 @@ struct ScaleSearch {
   float alpha = 0;                          // the grid point chosen
   double error = 0;                         // squared output error with those scales
   double plain_error = 0;                   // with no scaling (round to nearest)
-  std::vector<std::vector<float>> clips;    // per weight, (rows): the range
-                                            // fraction each channel's groups keep
-  std::vector<std::vector<RangeFit>> fits;  // per weight, (rows): how each channel's 4-bit groups are fit
-  std::vector<float> importance;            // (cols): each scaled input's mean square, for
-                                            // RangeFit::kActivation
+  // Per weight, (rows): the range fraction each channel's groups keep, and
+  // how its 4-bit groups are fit.
+  std::vector<std::vector<float>> clips;
+  std::vector<std::vector<RangeFit>> fits;
+  std::vector<float> importance;  // (cols): each scaled input's mean square, for RangeFit::kActivation
 };
 
 // `weights`: the (rows_i, cols) f32 matrices that read the input `stats`

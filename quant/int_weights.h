@@ -34,10 +34,8 @@ struct IntQuantConfig {
   int64_t group_size = 0;  // columns per scale; 0: one per output channel
   bool symmetric = true;   // 4 bits only; 8 bits is always symmetric
   ActivationPolicy activation = ActivationPolicy::kNone;
-  float clip = 1.0f;               // each group's range shrunk to this fraction
-                                   // (activation-aware search)
-  std::vector<float> row_clips{};  // when set, (rows): each output channel's own
-                                   // fraction instead
+  float clip = 1.0f;  // each group's range shrunk to this fraction (activation-aware search)
+  std::vector<float> row_clips{};  // when set, (rows): each output channel's own fraction instead
   RangeFit range_fit = RangeFit::kMagnitude;
   std::vector<RangeFit> row_fits{};        // when set, (rows): each output channel's own fit instead
   std::vector<float> column_importance{};  // (cols): each input's mean square, for kActivation
