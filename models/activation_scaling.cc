@@ -1,5 +1,8 @@
 #include "models/activation_scaling.h"
 
+#include <cmath>
+#include <optional>
+
 #include "engine/error.h"
 
 namespace tessera {
@@ -14,13 +17,14 @@ struct InputGroup {
   std::string rows;  // into these rows (and `bias`)
   std::string bias;
   bool scaled = true;  // false: nowhere to fold 1/s; only clips and fits
+  std::string down;    // set for a gate and up pair: the projection their product feeds
 };
 
 std::vector<InputGroup> layer_groups(const DecoderSpec& spec, const WeightNames& names, int l) {
   const auto at = [l](const std::string& pattern) { return pattern.empty() ? pattern : layer_name(pattern, l); };
   std::vector<InputGroup> groups = {
       {"attn_norm", {at(names.q), at(names.k), at(names.v)}, at(names.attn_norm), "", ""},
-      {"ffn_norm", {at(names.gate), at(names.up)}, at(names.ffn_norm), "", ""},
+      {"ffn_norm", {at(names.gate), at(names.up)}, at(names.ffn_norm), "", "", true, at(names.down)},
       {"ffn_act", {at(names.down)}, "", at(names.up), at(names.up_bias)},
   };
   if (spec.n_heads == spec.n_kv_heads)
@@ -28,6 +32,26 @@ std::vector<InputGroup> layer_groups(const DecoderSpec& spec, const WeightNames&
   else
     groups.push_back({"attention", {at(names.o)}, "", "", "", false});
   return groups;
+}
+
+float gate_activation(FfnActivation activation, float x) {
+  if (activation == FfnActivation::kSwiGlu) return x / (1.0f + std::exp(-x));
+  constexpr float kSqrt2OverPi = 0.7978845608f, kCubic = 0.044715f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCubic * x * x)));
+}
+
+// The gate-up product's view of the down projection `name`, (hidden, inter):
+// how much each intermediate channel's error reaches the output.
+quant::GatedPair gated_pair(const DecoderSpec& spec, const TensorSource& source, const std::string& name) {
+  const auto t = source.find(name);
+  if (!t || t->shape.size() != 2) throw Error("tensor '" + name + "' missing or misshaped");
+  const std::vector<float> down = tensor_as_f32(name, *t);
+  const int64_t inter = t->shape[1];
+  quant::GatedPair pair;
+  pair.channel_weights.assign(size_t(inter), 0.0f);
+  for (size_t i = 0; i < down.size(); ++i) pair.channel_weights[i % size_t(inter)] += down[i] * down[i];
+  pair.activation = [activation = spec.activation](float x) { return gate_activation(activation, x); };
+  return pair;
 }
 
 }  // namespace
@@ -57,8 +81,10 @@ ScalingPlan plan_activation_scaling(const DecoderSpec& spec, const WeightNames& 
       for (const std::string& name : g.weights) {
         policies.push_back(name == layer_name(names.v, l) ? scheme.value.activation : scheme.layers.activation);
       }
-      const quant::ScaleSearch found =
-          quant::search_input_scales(weights, stats->second, scheme.layers, calibration.matmul, policies, g.scaled);
+      const std::optional<quant::GatedPair> gated =
+          g.down.empty() ? std::nullopt : std::optional(gated_pair(spec, source, g.down));
+      const quant::ScaleSearch found = quant::search_input_scales(weights, stats->second, scheme.layers, calibration.matmul,
+                                                                  policies, g.scaled, gated ? &*gated : nullptr);
       plan.reports.push_back({key, found.alpha, found.error, found.plain_error});
       for (size_t i = 0; i < g.weights.size(); ++i) {
         plan.clips[g.weights[i]] = found.clips[i];

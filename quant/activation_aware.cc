@@ -63,22 +63,66 @@ std::vector<float> candidate(float alpha, const ChannelStats& stats, const std::
   return s;
 }
 
-// Each output channel's squared error of the product for one weight
+// Where the error of a quantized weight's output is measured: against the
+// unquantized product, or, for a gated pair, at the gate-up product with the
+// other weight of the pair unquantized.
+class OutputError {
+ public:
+  OutputError(std::span<const std::pair<const float*, int64_t>> weights, const ChannelStats& stats,
+              const MatmulFn& matmul, const GatedPair* gated)
+      : n_(stats.sample_rows()), gated_(gated) {
+    for (const auto& [w, rows] : weights) {
+      reference_.emplace_back(size_t(n_ * rows));  // (n, rows)
+      matmul(w, rows, stats.width(), stats.samples().data(), n_, reference_.back().data());
+    }
+    if (!gated_) return;
+    if (weights.size() != 2 || weights[0].second != weights[1].second ||
+        int64_t(gated_->channel_weights.size()) != weights[0].second)
+      throw Error("activation-aware scaling: a gated pair is a gate and an up of equal rows, one weight per row");
+    activated_gate_ = reference_[0];
+    for (float& v : activated_gate_) v = gated_->activation(v);
+    gated_reference_ = activated_gate_;
+    for (size_t i = 0; i < gated_reference_.size(); ++i) gated_reference_[i] *= reference_[1][i];
+  }
+
+  // y: weight `wi`'s quantized output (n, rows); each output channel's squared error.
+  std::vector<double> per_row(size_t wi, const std::vector<float>& y) const {
+    const size_t rows = y.size() / size_t(n_);
+    std::vector<double> errors(rows, 0.0);
+    if (!gated_) {
+      for (size_t i = 0; i < y.size(); ++i) {
+        const double d = double(y[i]) - reference_[wi][i];
+        errors[i % rows] += d * d;
+      }
+      return errors;
+    }
+    for (size_t i = 0; i < y.size(); ++i) {
+      const float product = wi == 0 ? gated_->activation(y[i]) * reference_[1][i] : activated_gate_[i] * y[i];
+      const double d = double(product) - gated_reference_[i];
+      errors[i % rows] += d * d;
+    }
+    for (size_t r = 0; r < rows; ++r) errors[r] *= gated_->channel_weights[r];
+    return errors;
+  }
+
+ private:
+  int64_t n_;
+  const GatedPair* gated_;
+  std::vector<std::vector<float>> reference_;           // per weight, (n, rows)
+  std::vector<float> activated_gate_, gated_reference_;  // (n, rows): act(x·gateᵀ), and times x·upᵀ
+};
+
+// Each output channel's squared error for weight `wi`, (rows, cols),
 // quantized with `config`, input x (n, cols) already divided by the scales.
-std::vector<double> row_errors(const float* w, int64_t rows, int64_t cols, const std::vector<float>& s,
+std::vector<double> row_errors(size_t wi, const float* w, int64_t rows, int64_t cols, const std::vector<float>& s,
                                const std::vector<float>& x, int64_t n, const IntQuantConfig& config,
-                               const MatmulFn& matmul, const std::vector<float>& reference) {
+                               const MatmulFn& matmul, const OutputError& measure) {
   const IntMatrix q = quantize_rtn("search", w, rows, cols, config, s.data());
   std::vector<float> deq(size_t(rows * cols)), y(size_t(n * rows));
   const QuantizedLinear view = q.view("search");
   for (int64_t r = 0; r < rows; ++r) dequantize_int_row(view, r, deq.data() + r * cols);
   matmul(deq.data(), rows, cols, x.data(), n, y.data());
-  std::vector<double> errors(size_t(rows), 0.0);
-  for (size_t i = 0; i < y.size(); ++i) {
-    const double d = double(y[i]) - reference[i];
-    errors[i % size_t(rows)] += d * d;
-  }
-  return errors;
+  return measure.per_row(wi, y);
 }
 
 double total(const std::vector<double>& errors) {
@@ -87,26 +131,20 @@ double total(const std::vector<double>& errors) {
   return sum;
 }
 
-double weight_error(const float* w, int64_t rows, int64_t cols, const std::vector<float>& s,
-                    const std::vector<float>& x, int64_t n, const IntQuantConfig& config, const MatmulFn& matmul,
-                    const std::vector<float>& reference) {
-  return total(row_errors(w, rows, cols, s, x, n, config, matmul, reference));
-}
-
 // Last, for 4-bit groups, each output channel may take a least-squares fit
 // of its groups' codes instead (RangeFit: weighted by w², or by the inputs'
 // mean squares) where that gives it less error than its clipped range, as
 // the calibration rows measure it. Chosen per channel: one choice per
 // matrix gave SmolLM2 a16w4 +23.6% perplexity against +21.0%.
-void search_fits(const float* w, int64_t rows, int64_t cols, const std::vector<float>& x, int64_t n,
-                 const IntQuantConfig& config, const MatmulFn& matmul, const std::vector<float>& reference,
-                 std::vector<double>& best, ScaleSearch& found, size_t wi) {
+void search_fits(size_t wi, const float* w, int64_t rows, int64_t cols, const std::vector<float>& x, int64_t n,
+                 const IntQuantConfig& config, const MatmulFn& matmul, const OutputError& measure,
+                 std::vector<double>& best, ScaleSearch& found) {
   std::vector<RangeFit>& fits = found.fits[wi];
   for (const RangeFit fit : {RangeFit::kMagnitude, RangeFit::kActivation}) {
     IntQuantConfig fitted = config;
     fitted.range_fit = fit;
     fitted.column_importance = found.importance;
-    const std::vector<double> e = row_errors(w, rows, cols, found.scales, x, n, fitted, matmul, reference);
+    const std::vector<double> e = row_errors(wi, w, rows, cols, found.scales, x, n, fitted, matmul, measure);
     for (int64_t r = 0; r < rows; ++r) {
       if (e[size_t(r)] < best[size_t(r)])
         best[size_t(r)] = e[size_t(r)], found.clips[wi][size_t(r)] = 1.0f, fits[size_t(r)] = fit;
@@ -123,7 +161,7 @@ void search_fits(const float* w, int64_t rows, int64_t cols, const std::vector<f
 // perplexity at 8 bits (Qwen2.5 a16w8 +0.55% against -0.43%).
 void search_clips(std::span<const std::pair<const float*, int64_t>> weights, const ChannelStats& stats,
                   const IntQuantConfig& config, const MatmulFn& matmul, const std::vector<ActivationPolicy>& policies,
-                  const std::vector<std::vector<float>>& reference, ScaleSearch& found) {
+                  const OutputError& measure, ScaleSearch& found) {
   const int64_t cols = stats.width(), n = stats.sample_rows();
   const auto uses = [&](ActivationPolicy p) {
     return std::find(policies.begin(), policies.end(), p) != policies.end();
@@ -138,7 +176,7 @@ void search_clips(std::span<const std::pair<const float*, int64_t>> weights, con
   for (size_t wi = 0; wi < weights.size(); ++wi) {
     const auto& [w, rows] = weights[wi];
     const std::vector<float>& x = inputs.for_policy(policies[wi]);
-    std::vector<double> best = row_errors(w, rows, cols, found.scales, x, n, config, matmul, reference[wi]);
+    std::vector<double> best = row_errors(wi, w, rows, cols, found.scales, x, n, config, matmul, measure);
     double best_total = total(best);
     std::vector<float>& clips = found.clips[wi];
     clips.assign(size_t(rows), 1.0f);
@@ -146,7 +184,7 @@ void search_clips(std::span<const std::pair<const float*, int64_t>> weights, con
     for (int step = 1; step <= kClipSteps; ++step) {
       IntQuantConfig clipped = config;
       clipped.clip = 1.0f - 0.5f * float(step) / kClipSteps;
-      const std::vector<double> e = row_errors(w, rows, cols, found.scales, x, n, clipped, matmul, reference[wi]);
+      const std::vector<double> e = row_errors(wi, w, rows, cols, found.scales, x, n, clipped, matmul, measure);
       if (config.bits == 8) {
         if (total(e) >= best_total) break;
         best = e, best_total = total(e);
@@ -158,7 +196,7 @@ void search_clips(std::span<const std::pair<const float*, int64_t>> weights, con
       }
     }
     if (config.bits == 4 && !config.symmetric)
-      search_fits(w, rows, cols, x, n, config, matmul, reference[wi], best, found, wi);
+      search_fits(wi, w, rows, cols, x, n, config, matmul, measure, best, found);
     found.error += total(best);
   }
 }
@@ -199,7 +237,8 @@ std::vector<float> ChannelStats::mean_abs() const {
 
 ScaleSearch search_input_scales(std::span<const std::pair<const float*, int64_t>> weights, const ChannelStats& stats,
                                 const IntQuantConfig& given, const MatmulFn& matmul,
-                                std::span<const ActivationPolicy> activations, bool scale_inputs) {
+                                std::span<const ActivationPolicy> activations, bool scale_inputs,
+                                const GatedPair* gated) {
   // Scales and clips are searched on min-max ranges; the fits come last.
   IntQuantConfig config = given;
   config.range_fit = RangeFit::kMinMax;
@@ -215,15 +254,13 @@ ScaleSearch search_input_scales(std::span<const std::pair<const float*, int64_t>
   };
   const bool int8_acts = config.activation == ActivationPolicy::kDynamicInt8Token;
   std::vector<float> weight_max(size_t(cols), 0.0f);
-  std::vector<std::vector<float>> reference;
   for (const auto& [w, rows] : weights) {
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t c = 0; c < cols; ++c)
         weight_max[size_t(c)] = std::max(weight_max[size_t(c)], std::fabs(w[r * cols + c]));
     }
-    reference.emplace_back(size_t(n * rows));
-    matmul(w, rows, cols, stats.samples().data(), n, reference.back().data());
   }
+  const OutputError measure(weights, stats, matmul, gated);
   ScaleSearch best;
   for (int k = 0; k < (scale_inputs ? kGrid : 1); ++k) {
     const float alpha = float(k) / kGrid;
@@ -233,7 +270,7 @@ ScaleSearch search_input_scales(std::span<const std::pair<const float*, int64_t>
     double error = 0;
     for (size_t wi = 0; wi < weights.size(); ++wi) {
       const std::vector<float>& x = inputs.for_policy(policies[wi]);
-      error += weight_error(weights[wi].first, weights[wi].second, cols, s, x, n, config, matmul, reference[wi]);
+      error += total(row_errors(wi, weights[wi].first, weights[wi].second, cols, s, x, n, config, matmul, measure));
     }
     if (k == 0) best.plain_error = error;
     if (k == 0 || error < best.error) {
@@ -242,7 +279,7 @@ ScaleSearch search_input_scales(std::span<const std::pair<const float*, int64_t>
       best.scales = s;
     }
   }
-  search_clips(weights, stats, config, matmul, policies, reference, best);
+  search_clips(weights, stats, config, matmul, policies, measure, best);
   return best;
 }
 
