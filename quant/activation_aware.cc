@@ -64,8 +64,8 @@ std::vector<float> candidate(float alpha, const ChannelStats& stats, const std::
 }
 
 // Where the error of a quantized weight's output is measured: against the
-// unquantized product, or, for a gated pair, at the gate-up product with the
-// other weight of the pair unquantized.
+// unquantized product, or, for a gated pair, at the gate-up product, with the
+// other weight of the pair as last quantized (set_partner) or unquantized.
 class OutputError {
  public:
   OutputError(std::span<const std::pair<const float*, int64_t>> weights, const ChannelStats& stats,
@@ -79,10 +79,26 @@ class OutputError {
     if (weights.size() != 2 || weights[0].second != weights[1].second ||
         int64_t(gated_->channel_weights.size()) != weights[0].second)
       throw Error("activation-aware scaling: a gated pair is a gate and an up of equal rows, one weight per row");
-    activated_gate_ = reference_[0];
-    for (float& v : activated_gate_) v = gated_->activation(v);
+    activated_gate_ = activated(reference_[0]);
     gated_reference_ = activated_gate_;
     for (size_t i = 0; i < gated_reference_.size(); ++i) gated_reference_[i] *= reference_[1][i];
+    forget_partners();
+  }
+
+  bool gated() const { return gated_ != nullptr; }
+
+  // Weight `wi` of a gated pair as quantized, y (n, rows): the other's errors
+  // are measured with it from now on.
+  void set_partner(size_t wi, const std::vector<float>& y) {
+    if (wi == 0)
+      partner_gate_ = activated(y);
+    else
+      partner_up_ = y;
+  }
+  void forget_partners() {
+    if (!gated_) return;
+    partner_gate_ = activated_gate_;
+    partner_up_ = reference_[1];
   }
 
   // y: weight `wi`'s quantized output (n, rows); each output channel's squared error.
@@ -97,7 +113,7 @@ class OutputError {
       return errors;
     }
     for (size_t i = 0; i < y.size(); ++i) {
-      const float product = wi == 0 ? gated_->activation(y[i]) * reference_[1][i] : activated_gate_[i] * y[i];
+      const float product = wi == 0 ? gated_->activation(y[i]) * partner_up_[i] : partner_gate_[i] * y[i];
       const double d = double(product) - gated_reference_[i];
       errors[i % rows] += d * d;
     }
@@ -106,23 +122,36 @@ class OutputError {
   }
 
  private:
+  std::vector<float> activated(std::vector<float> y) const {
+    for (float& v : y) v = gated_->activation(v);
+    return y;
+  }
+
   int64_t n_;
   const GatedPair* gated_;
   std::vector<std::vector<float>> reference_;           // per weight, (n, rows)
   std::vector<float> activated_gate_, gated_reference_;  // (n, rows): act(x·gateᵀ), and times x·upᵀ
+  std::vector<float> partner_gate_, partner_up_;         // (n, rows): act(gate output), up output
 };
 
-// Each output channel's squared error for weight `wi`, (rows, cols),
-// quantized with `config`, input x (n, cols) already divided by the scales.
-std::vector<double> row_errors(size_t wi, const float* w, int64_t rows, int64_t cols, const std::vector<float>& s,
-                               const std::vector<float>& x, int64_t n, const IntQuantConfig& config,
-                               const MatmulFn& matmul, const OutputError& measure) {
+// Weight w (rows, cols) quantized with `config`, times x (n, cols) already
+// divided by the scales: (n, rows).
+std::vector<float> quantized_output(const float* w, int64_t rows, int64_t cols, const std::vector<float>& s,
+                                    const std::vector<float>& x, int64_t n, const IntQuantConfig& config,
+                                    const MatmulFn& matmul) {
   const IntMatrix q = quantize_rtn("search", w, rows, cols, config, s.data());
   std::vector<float> deq(size_t(rows * cols)), y(size_t(n * rows));
   const QuantizedLinear view = q.view("search");
   for (int64_t r = 0; r < rows; ++r) dequantize_int_row(view, r, deq.data() + r * cols);
   matmul(deq.data(), rows, cols, x.data(), n, y.data());
-  return measure.per_row(wi, y);
+  return y;
+}
+
+// Each output channel's squared error for weight `wi` quantized with `config`.
+std::vector<double> row_errors(size_t wi, const float* w, int64_t rows, int64_t cols, const std::vector<float>& s,
+                               const std::vector<float>& x, int64_t n, const IntQuantConfig& config,
+                               const MatmulFn& matmul, const OutputError& measure) {
+  return measure.per_row(wi, quantized_output(w, rows, cols, s, x, n, config, matmul));
 }
 
 double total(const std::vector<double>& errors) {
@@ -161,7 +190,7 @@ void search_fits(size_t wi, const float* w, int64_t rows, int64_t cols, const st
 // perplexity at 8 bits (Qwen2.5 a16w8 +0.55% against -0.43%).
 void search_clips(std::span<const std::pair<const float*, int64_t>> weights, const ChannelStats& stats,
                   const IntQuantConfig& config, const MatmulFn& matmul, const std::vector<ActivationPolicy>& policies,
-                  const OutputError& measure, ScaleSearch& found) {
+                  OutputError& measure, ScaleSearch& found) {
   const int64_t cols = stats.width(), n = stats.sample_rows();
   const auto uses = [&](ActivationPolicy p) {
     return std::find(policies.begin(), policies.end(), p) != policies.end();
@@ -173,6 +202,12 @@ void search_clips(std::span<const std::pair<const float*, int64_t>> weights, con
   found.importance = stats.mean_square();
   for (int64_t c = 0; c < cols; ++c) found.importance[size_t(c)] /= found.scales[size_t(c)] * found.scales[size_t(c)];
   found.error = 0;
+  // A gate is searched with its up as plain rounding leaves it; the up then
+  // with the gate as searched.
+  if (measure.gated()) {
+    measure.set_partner(1, quantized_output(weights[1].first, weights[1].second, cols, found.scales,
+                                            inputs.for_policy(policies[1]), n, config, matmul));
+  }
   for (size_t wi = 0; wi < weights.size(); ++wi) {
     const auto& [w, rows] = weights[wi];
     const std::vector<float>& x = inputs.for_policy(policies[wi]);
@@ -197,7 +232,15 @@ void search_clips(std::span<const std::pair<const float*, int64_t>> weights, con
     }
     if (config.bits == 4 && !config.symmetric)
       search_fits(wi, w, rows, cols, x, n, config, matmul, measure, best, found);
-    found.error += total(best);
+    if (measure.gated() && wi == 0) {
+      IntQuantConfig chosen = config;
+      chosen.row_clips = clips;
+      chosen.row_fits = found.fits[wi];
+      chosen.column_importance = found.importance;
+      measure.set_partner(0, quantized_output(w, rows, cols, found.scales, x, n, chosen, matmul));
+    }
+    // A gated pair's up, measured with the gate as searched, gives their joint error.
+    found.error = measure.gated() ? total(best) : found.error + total(best);
   }
 }
 
@@ -260,7 +303,7 @@ ScaleSearch search_input_scales(std::span<const std::pair<const float*, int64_t>
         weight_max[size_t(c)] = std::max(weight_max[size_t(c)], std::fabs(w[r * cols + c]));
     }
   }
-  const OutputError measure(weights, stats, matmul, gated);
+  OutputError measure(weights, stats, matmul, gated);
   ScaleSearch best;
   for (int k = 0; k < (scale_inputs ? kGrid : 1); ++k) {
     const float alpha = float(k) / kGrid;
@@ -269,9 +312,14 @@ ScaleSearch search_input_scales(std::span<const std::pair<const float*, int64_t>
     const ScaledInputs inputs(stats, s, uses(ActivationPolicy::kNone), uses(ActivationPolicy::kDynamicInt8Token));
     double error = 0;
     for (size_t wi = 0; wi < weights.size(); ++wi) {
-      const std::vector<float>& x = inputs.for_policy(policies[wi]);
-      error += total(row_errors(wi, weights[wi].first, weights[wi].second, cols, s, x, n, config, matmul, measure));
+      const auto& [w, rows] = weights[wi];
+      const std::vector<float> y = quantized_output(w, rows, cols, s, inputs.for_policy(policies[wi]), n, config, matmul);
+      // A gated pair: the up's error, with this gate, is their joint error.
+      error = measure.gated() ? 0.0 : error;
+      error += total(measure.per_row(wi, y));
+      if (measure.gated()) measure.set_partner(wi, y);
     }
+    measure.forget_partners();
     if (k == 0) best.plain_error = error;
     if (k == 0 || error < best.error) {
       best.error = error;
