@@ -1,5 +1,6 @@
 #include "models/activation_scaling.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -16,21 +17,34 @@ struct InputGroup {
   std::string norm;  // fold into this norm, or
   std::string rows;  // into these rows (and `bias`)
   std::string bias;
-  bool scaled = true;  // false: nowhere to fold 1/s; only clips and fits
-  std::string down;    // set for a gate and up pair: the projection their product feeds
+  std::string down;                // set for a gate and up pair: the projection their product feeds
+  bool shares_value_rows = false;  // o's input under grouped queries (value_row_of_column)
 };
+
+// For each column of o's input, the row of v that feeds it: query head h
+// reads value head h / (n_heads / n_kv_heads).
+std::vector<int64_t> value_row_of_column(const DecoderSpec& spec) {
+  if (spec.n_kv_heads <= 0 || spec.n_heads % spec.n_kv_heads != 0 || spec.head_dim <= 0)
+    throw Error("activation-aware scaling: " + std::to_string(spec.n_heads) + " query heads do not share " +
+                std::to_string(spec.n_kv_heads) + " value heads evenly");
+  const int64_t per_group = spec.n_heads / spec.n_kv_heads, head_dim = spec.head_dim;
+  std::vector<int64_t> rows(size_t(spec.n_heads * head_dim));
+  for (size_t j = 0; j < rows.size(); ++j) {
+    const int64_t head = int64_t(j) / head_dim;
+    rows[j] = head / per_group * head_dim + int64_t(j) % head_dim;
+  }
+  return rows;
+}
 
 std::vector<InputGroup> layer_groups(const DecoderSpec& spec, const WeightNames& names, int l) {
   const auto at = [l](const std::string& pattern) { return pattern.empty() ? pattern : layer_name(pattern, l); };
   std::vector<InputGroup> groups = {
       {"attn_norm", {at(names.q), at(names.k), at(names.v)}, at(names.attn_norm), "", ""},
-      {"ffn_norm", {at(names.gate), at(names.up)}, at(names.ffn_norm), "", "", true, at(names.down)},
+      {"ffn_norm", {at(names.gate), at(names.up)}, at(names.ffn_norm), "", "", at(names.down)},
       {"ffn_act", {at(names.down)}, "", at(names.up), at(names.up_bias)},
   };
-  if (spec.n_heads == spec.n_kv_heads)
-    groups.push_back({"attention", {at(names.o)}, "", at(names.v), at(names.v_bias)});
-  else
-    groups.push_back({"attention", {at(names.o)}, "", "", "", false});
+  groups.push_back(
+      {"attention", {at(names.o)}, "", at(names.v), at(names.v_bias), "", spec.n_heads != spec.n_kv_heads});
   return groups;
 }
 
@@ -52,6 +66,13 @@ quant::GatedPair gated_pair(const DecoderSpec& spec, const TensorSource& source,
   for (size_t i = 0; i < down.size(); ++i) pair.channel_weights[i % size_t(inter)] += down[i] * down[i];
   pair.activation = [activation = spec.activation](float x) { return gate_activation(activation, x); };
   return pair;
+}
+
+// One scale per shared index, from the (cols) scales of the columns sharing it.
+std::vector<float> shared_scales(const std::vector<float>& scales, const std::vector<int64_t>& shared) {
+  std::vector<float> out(size_t(*std::max_element(shared.begin(), shared.end()) + 1), 1.0f);
+  for (size_t j = 0; j < shared.size(); ++j) out[size_t(shared[j])] = scales[j];
+  return out;
 }
 
 }  // namespace
@@ -77,14 +98,17 @@ ScalingPlan plan_activation_scaling(const DecoderSpec& spec, const WeightNames& 
         values.push_back(tensor_as_f32(name, *t));
         weights.emplace_back(values.back().data(), t->shape[0]);
       }
-      std::vector<ActivationPolicy> policies;
+      quant::InputOptions options;
       for (const std::string& name : g.weights) {
-        policies.push_back(name == layer_name(names.v, l) ? scheme.value.activation : scheme.layers.activation);
+        options.activations.push_back(name == layer_name(names.v, l) ? scheme.value.activation
+                                                                     : scheme.layers.activation);
       }
       const std::optional<quant::GatedPair> gated =
           g.down.empty() ? std::nullopt : std::optional(gated_pair(spec, source, g.down));
-      const quant::ScaleSearch found = quant::search_input_scales(weights, stats->second, scheme.layers, calibration.matmul,
-                                                                  policies, g.scaled, gated ? &*gated : nullptr);
+      options.gated = gated ? &*gated : nullptr;
+      if (g.shares_value_rows) options.shared_scale = value_row_of_column(spec);
+      const quant::ScaleSearch found =
+          quant::search_input_scales(weights, stats->second, scheme.layers, calibration.matmul, options);
       plan.reports.push_back({key, found.alpha, found.error, found.plain_error});
       for (size_t i = 0; i < g.weights.size(); ++i) {
         plan.clips[g.weights[i]] = found.clips[i];
@@ -94,8 +118,10 @@ ScalingPlan plan_activation_scaling(const DecoderSpec& spec, const WeightNames& 
       if (found.alpha == 0) continue;
       for (const std::string& name : g.weights) plan.column_scales[name] = found.scales;
       if (!g.norm.empty()) plan.norm_divisors[g.norm] = found.scales;
-      if (!g.rows.empty()) plan.row_divisors[g.rows] = found.scales;
-      if (!g.bias.empty() && source.find(g.bias)) plan.row_divisors[g.bias] = found.scales;
+      const std::vector<float> row_scales =
+          g.shares_value_rows ? shared_scales(found.scales, options.shared_scale) : found.scales;
+      if (!g.rows.empty()) plan.row_divisors[g.rows] = row_scales;
+      if (!g.bias.empty() && source.find(g.bias)) plan.row_divisors[g.bias] = row_scales;
     }
   }
   return plan;

@@ -3,10 +3,9 @@
 // of each scaled input (quant/activation_aware.h), and where its inverse is
 // folded: the norm before q/k/v and before gate/up (weight g becomes
 // (g + offset) / s - offset, offset 1 for Gemma's (1 + g) norms), the up
-// projection's rows before down, and v's rows (and bias) before o where
-// every query head has its own value head (with grouped queries the o input
-// is left unscaled: one v row feeds several heads' channels, but its clips
-// and fits are still searched).
+// projection's rows before down, and v's rows (and bias) before o. Under
+// grouped queries one v row feeds a channel of every query head of its
+// group, so those channels share one scale.
 #include <map>
 #include <string>
 #include <vector>

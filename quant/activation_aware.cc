@@ -43,12 +43,30 @@ struct ScaledInputs {
   }
 };
 
+// Per-column statistics made one per shared scale (their mean, or their
+// largest with `largest`), then spread back to every column: (cols).
+std::vector<float> tie_columns(std::vector<float> v, const std::vector<int64_t>& shared, bool largest) {
+  if (shared.empty()) return v;
+  std::vector<double> sum(v.size(), 0.0);
+  std::vector<int64_t> count(v.size(), 0);
+  for (size_t j = 0; j < v.size(); ++j) {
+    const size_t k = size_t(shared[j]);
+    sum[k] = largest ? std::max(sum[k], double(v[j])) : sum[k] + v[j];
+    ++count[k];
+  }
+  for (size_t j = 0; j < v.size(); ++j) {
+    const size_t k = size_t(shared[j]);
+    v[j] = float(largest ? sum[k] : sum[k] / double(count[k]));
+  }
+  return v;
+}
+
 // Candidate scales for grid point alpha: AWQ's mean|x|^alpha for 16-bit
 // activations, SmoothQuant's max|x|^alpha / max|w|^(1 - alpha) for int8 ones;
 // normalized to a geometric mean range around 1.
 std::vector<float> candidate(float alpha, const ChannelStats& stats, const std::vector<float>& weight_max,
-                             bool int8_acts) {
-  const std::vector<float> act = int8_acts ? stats.max_abs() : stats.mean_abs();
+                             bool int8_acts, const std::vector<int64_t>& shared) {
+  const std::vector<float> act = tie_columns(int8_acts ? stats.max_abs() : stats.mean_abs(), shared, int8_acts);
   std::vector<float> s(act.size());
   float lo = INFINITY, hi = 0;
   for (size_t j = 0; j < s.size(); ++j) {
@@ -129,7 +147,7 @@ class OutputError {
 
   int64_t n_;
   const GatedPair* gated_;
-  std::vector<std::vector<float>> reference_;           // per weight, (n, rows)
+  std::vector<std::vector<float>> reference_;            // per weight, (n, rows)
   std::vector<float> activated_gate_, gated_reference_;  // (n, rows): act(x·gateᵀ), and times x·upᵀ
   std::vector<float> partner_gate_, partner_up_;         // (n, rows): act(gate output), up output
 };
@@ -244,6 +262,17 @@ void search_clips(std::span<const std::pair<const float*, int64_t>> weights, con
   }
 }
 
+// Checks the options against the weights and the input's width.
+void check_options(const InputOptions& o, size_t n_weights, int64_t cols) {
+  if (!o.activations.empty() && o.activations.size() != n_weights)
+    throw Error("activation-aware scaling: one policy per weight");
+  if (o.shared_scale.empty()) return;
+  if (int64_t(o.shared_scale.size()) != cols) throw Error("activation-aware scaling: one shared scale per column");
+  for (const int64_t k : o.shared_scale) {
+    if (k < 0 || k >= cols) throw Error("activation-aware scaling: shared scale index out of range");
+  }
+}
+
 }  // namespace
 
 ChannelStats::ChannelStats(int64_t width, int64_t sample_stride, int64_t max_samples)
@@ -279,19 +308,16 @@ std::vector<float> ChannelStats::mean_abs() const {
 }
 
 ScaleSearch search_input_scales(std::span<const std::pair<const float*, int64_t>> weights, const ChannelStats& stats,
-                                const IntQuantConfig& given, const MatmulFn& matmul,
-                                std::span<const ActivationPolicy> activations, bool scale_inputs,
-                                const GatedPair* gated) {
+                                const IntQuantConfig& given, const MatmulFn& matmul, const InputOptions& options) {
   // Scales and clips are searched on min-max ranges; the fits come last.
   IntQuantConfig config = given;
   config.range_fit = RangeFit::kMinMax;
   const int64_t cols = stats.width(), n = stats.sample_rows();
   if (n == 0) throw Error("activation-aware scaling: no calibration activations");
-  if (!activations.empty() && activations.size() != weights.size())
-    throw Error("activation-aware scaling: one policy per weight");
-  const std::vector<ActivationPolicy> policies =
-      activations.empty() ? std::vector<ActivationPolicy>(weights.size(), config.activation)
-                          : std::vector<ActivationPolicy>(activations.begin(), activations.end());
+  check_options(options, weights.size(), cols);
+  const std::vector<ActivationPolicy> policies = options.activations.empty()
+                                                     ? std::vector<ActivationPolicy>(weights.size(), config.activation)
+                                                     : options.activations;
   const auto uses = [&](ActivationPolicy p) {
     return std::find(policies.begin(), policies.end(), p) != policies.end();
   };
@@ -303,17 +329,19 @@ ScaleSearch search_input_scales(std::span<const std::pair<const float*, int64_t>
         weight_max[size_t(c)] = std::max(weight_max[size_t(c)], std::fabs(w[r * cols + c]));
     }
   }
-  OutputError measure(weights, stats, matmul, gated);
+  weight_max = tie_columns(std::move(weight_max), options.shared_scale, true);
+  OutputError measure(weights, stats, matmul, options.gated);
   ScaleSearch best;
-  for (int k = 0; k < (scale_inputs ? kGrid : 1); ++k) {
+  for (int k = 0; k < kGrid; ++k) {
     const float alpha = float(k) / kGrid;
-    const std::vector<float> s =
-        k == 0 ? std::vector<float>(size_t(cols), 1.0f) : candidate(alpha, stats, weight_max, int8_acts);
+    const std::vector<float> s = k == 0 ? std::vector<float>(size_t(cols), 1.0f)
+                                        : candidate(alpha, stats, weight_max, int8_acts, options.shared_scale);
     const ScaledInputs inputs(stats, s, uses(ActivationPolicy::kNone), uses(ActivationPolicy::kDynamicInt8Token));
     double error = 0;
     for (size_t wi = 0; wi < weights.size(); ++wi) {
       const auto& [w, rows] = weights[wi];
-      const std::vector<float> y = quantized_output(w, rows, cols, s, inputs.for_policy(policies[wi]), n, config, matmul);
+      const std::vector<float> y =
+          quantized_output(w, rows, cols, s, inputs.for_policy(policies[wi]), n, config, matmul);
       // A gated pair: the up's error, with this gate, is their joint error.
       error = measure.gated() ? 0.0 : error;
       error += total(measure.per_row(wi, y));

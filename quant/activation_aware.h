@@ -41,10 +41,10 @@ class ChannelStats {
 using MatmulFn = std::function<void(const float* w, int64_t rows, int64_t cols, const float* x, int64_t n, float* y)>;
 
 struct ScaleSearch {
-  std::vector<float> scales;                // (cols); all ones when no scaling helped
-  float alpha = 0;                          // the grid point chosen
-  double error = 0;                         // squared output error with those scales
-  double plain_error = 0;                   // with no scaling (round to nearest)
+  std::vector<float> scales;  // (cols); all ones when no scaling helped
+  float alpha = 0;            // the grid point chosen
+  double error = 0;           // squared output error with those scales
+  double plain_error = 0;     // with no scaling (round to nearest)
   // Per weight, (rows): the range fraction each channel's groups keep, and
   // how its 4-bit groups are fit.
   std::vector<std::vector<float>> clips;
@@ -56,23 +56,30 @@ struct ScaleSearch {
 // before the down projection. Their errors are measured there, where they
 // matter: each intermediate channel's error weighted by the squared norm of
 // its column of down. Measured on gate's and up's own outputs instead, the
-// search trades gate error the activation amplifies for up error it damps
-// (Qwen2.5 a16w4: +35% perplexity with gate/up scaled that way, against
-// +23.6% unscaled).
+// search misjudges what the product loses (Qwen2.5 a16w4: +34% perplexity with only gate/up scaled, searched that
+// way, against +23.6% with nothing scaled).
 struct GatedPair {
   std::function<float(float)> activation;
   std::vector<float> channel_weights;  // (rows): Σ_j down[j, i]²
 };
 
+// What constrains one input's search.
+struct InputOptions {
+  // Per weight: its activations' policy (da8w8's v keeps 16-bit ones);
+  // empty: the config's for all. The error includes the activations' own
+  // int8 rounding where a weight runs with int8 activations.
+  std::vector<ActivationPolicy> activations{};
+  const GatedPair* gated = nullptr;  // set: the weights are a gate then an up
+  // (cols) when set: the index of the scale each column shares, and each
+  // shared scale's statistics are those of its columns together. o's input
+  // under grouped queries: every query head that reads one value head must
+  // take that head's scales, since 1/s folds into v's rows.
+  std::vector<int64_t> shared_scale{};
+};
+
 // `weights`: the (rows_i, cols) f32 matrices that read the input `stats`
-// describes; with `gated`, exactly a gate then an up of equal rows. The error includes the activations' own int8 rounding where a
-// weight runs with int8 activations: `activations` gives each weight's
-// policy (da8w8's v keeps 16-bit ones), or, empty, config's for all.
-// With `scale_inputs` false (an input with nowhere to fold 1/s) the scales
-// stay ones and only the clips and fits are searched.
+// describes.
 ScaleSearch search_input_scales(std::span<const std::pair<const float*, int64_t>> weights, const ChannelStats& stats,
-                                const IntQuantConfig& config, const MatmulFn& matmul,
-                                std::span<const ActivationPolicy> activations = {}, bool scale_inputs = true,
-                                const GatedPair* gated = nullptr);
+                                const IntQuantConfig& config, const MatmulFn& matmul, const InputOptions& options = {});
 
 }  // namespace tessera::quant

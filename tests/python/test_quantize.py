@@ -97,6 +97,39 @@ def test_quantized_checkpoint_round_trips(tessera_bin, tmp_path, scheme, bits, g
     assert np.abs(stored - exact).max() > 0  # the weights did change
 
 
+def test_activation_aware_scaling_folds_exactly(tessera_bin, tmp_path):
+    """--method awq multiplies input channels by s and folds 1/s upstream:
+    into the norms, up's rows, and v's rows. Under grouped queries (4 query
+    heads, 2 value heads here) the query heads that read one value head share
+    its scales. The folds are exact, so the logits stay as close to the float
+    model's as rounding alone leaves them."""
+    source = DATA / "hf-tiny" / "llama"
+    out = tmp_path / "awq"
+    result = quantize(tessera_bin, source, out, "a16w8", "--method", "awq",
+                      "--calib", DATA / "calibration" / "apache-2.0.txt", "--report")
+    alphas = {k.decode(): float(a) for k, a in re.findall(rb"^(attention/\d+)\s+([\d.]+)", result.stdout, re.M)}
+    assert len(alphas) == 3 and max(alphas.values()) > 0, result.stdout
+
+    config = json.loads((source / "config.json").read_text())
+    heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
+    head_dim = config["head_dim"]
+    original, written = load_file(source / "model.safetensors"), load_file(out / "model.safetensors")
+    for layer in range(3):
+        name = f"model.layers.{layer}.self_attn.o_proj.weight"
+        o = original[name].astype(np.float64)
+        back, _ = dequantize(written, name, 8, 0)
+        s = (back * o).sum(axis=0) / (o * o).sum(axis=0)  # each column's scale, by least squares
+        per_head = s.reshape(kv_heads, heads // kv_heads, head_dim)
+        assert np.allclose(per_head, per_head[:, :1, :], rtol=0.01), name
+        if alphas[f"attention/{layer}"] > 0:
+            assert np.ptp(s) > 0.05, name
+
+    ids = [1, 17, 42, 7, 99, 250, 3, 12]
+    stored = logits(tessera_bin, out, ids, tmp_path / "awq.f32")
+    exact = logits(tessera_bin, source, ids, tmp_path / "exact.f32")
+    assert np.abs(stored - exact).max() < 0.02 * np.abs(exact).max()
+
+
 def test_quantized_checkpoint_refuses_a_second_quantization(tessera_bin, tmp_path):
     out = tmp_path / "q"
     quantize(tessera_bin, DATA / "hf-tiny" / "llama", out, "a16w8")
