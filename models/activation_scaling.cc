@@ -1,7 +1,6 @@
 #include "models/activation_scaling.h"
 
 #include <algorithm>
-#include <cmath>
 #include <optional>
 
 #include "engine/error.h"
@@ -48,15 +47,10 @@ std::vector<InputGroup> layer_groups(const DecoderSpec& spec, const WeightNames&
   return groups;
 }
 
-float gate_activation(FfnActivation activation, float x) {
-  if (activation == FfnActivation::kSwiGlu) return x / (1.0f + std::exp(-x));
-  constexpr float kSqrt2OverPi = 0.7978845608f, kCubic = 0.044715f;
-  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCubic * x * x)));
-}
-
 // The gate-up product's view of the down projection `name`, (hidden, inter):
 // how much each intermediate channel's error reaches the output.
-quant::GatedPair gated_pair(const DecoderSpec& spec, const TensorSource& source, const std::string& name) {
+quant::GatedPair gated_pair(const DecoderSpec& spec, const TensorSource& source, const std::string& name,
+                            const QuantizeCalibration& calibration) {
   const auto t = source.find(name);
   if (!t || t->shape.size() != 2) throw Error("tensor '" + name + "' missing or misshaped");
   const std::vector<float> down = tensor_as_f32(name, *t);
@@ -64,7 +58,11 @@ quant::GatedPair gated_pair(const DecoderSpec& spec, const TensorSource& source,
   quant::GatedPair pair;
   pair.channel_weights.assign(size_t(inter), 0.0f);
   for (size_t i = 0; i < down.size(); ++i) pair.channel_weights[i % size_t(inter)] += down[i] * down[i];
-  pair.activation = [activation = spec.activation](float x) { return gate_activation(activation, x); };
+  if (!calibration.gated) throw Error("activation-aware scaling: no gated activation to measure gate and up with");
+  pair.product = [&calibration, act = gated_activation_op(spec.activation)](const float* gate, const float* up,
+                                                                            int64_t n, float* out) {
+    calibration.gated(act, gate, up, n, out);
+  };
   return pair;
 }
 
@@ -104,7 +102,7 @@ ScalingPlan plan_activation_scaling(const DecoderSpec& spec, const WeightNames& 
                                                                      : scheme.layers.activation);
       }
       const std::optional<quant::GatedPair> gated =
-          g.down.empty() ? std::nullopt : std::optional(gated_pair(spec, source, g.down));
+          g.down.empty() ? std::nullopt : std::optional(gated_pair(spec, source, g.down, calibration));
       options.gated = gated ? &*gated : nullptr;
       if (g.shares_value_rows) options.shared_scale = value_row_of_column(spec);
       const quant::ScaleSearch found =

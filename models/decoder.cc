@@ -9,19 +9,6 @@
 
 namespace tessera {
 
-namespace {
-
-ops::GatedActivation op_activation(FfnActivation a) {
-  switch (a) {
-    case FfnActivation::kSwiGlu: return ops::GatedActivation::kSilu;
-    case FfnActivation::kGeGluTanh: return ops::GatedActivation::kGeluTanh;
-    case FfnActivation::kGeGluTanhTable: return ops::GatedActivation::kGeluTanhTable;
-  }
-  return ops::GatedActivation::kSilu;
-}
-
-}  // namespace
-
 // Runs one step of the pass. With a profile, the stream is drained around
 // the step so its wall time (and the weights it read) is charged to `name`.
 template <class Run>
@@ -228,7 +215,7 @@ void Decoder::ffn_block(const Pass& pass, int layer, int n) {
   observe(pass, "ffn_gate", layer, gate, n, spec_.ffn_dim);
   observe(pass, "ffn_up", layer, up, n, spec_.ffn_dim);
   timed(pass, "activation", [&] {
-    pass.ops.gated_activation({op_activation(spec_.activation), gate, up, int64_t(n) * spec_.ffn_dim, gate}, pass.stream);
+    pass.ops.gated_activation({gated_activation_op(spec_.activation), gate, up, int64_t(n) * spec_.ffn_dim, gate}, pass.stream);
   });
   observe(pass, "ffn_act", layer, gate, n, spec_.ffn_dim);
   project_out(pass, "down", *lw.down, gate, n, ffn_gather_, proj);

@@ -4,6 +4,15 @@
 
 namespace tessera {
 
+ops::GatedActivation gated_activation_op(FfnActivation a) {
+  switch (a) {
+    case FfnActivation::kSwiGlu: return ops::GatedActivation::kSilu;
+    case FfnActivation::kGeGluTanh: return ops::GatedActivation::kGeluTanh;
+    case FfnActivation::kGeGluTanhTable: return ops::GatedActivation::kGeluTanhTable;
+  }
+  return ops::GatedActivation::kSilu;
+}
+
 void DecoderSpec::validate(const std::string& source) const {
   auto require = [&](bool ok, const std::string& what) {
     if (!ok) throw Error(source + ": " + architecture + ": " + what);

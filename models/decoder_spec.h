@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/op_types.h"
+
 namespace tessera {
 
 // Which dimensions of a head rotate together.
@@ -69,5 +71,8 @@ struct DecoderSpec {
   // Throws tessera::Error naming `source` when a field is missing or inconsistent.
   void validate(const std::string& source) const;
 };
+
+// The gated activation op that evaluates `a`.
+ops::GatedActivation gated_activation_op(FfnActivation a);
 
 }  // namespace tessera

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/op_types.h"
 #include "quant/activation_aware.h"
 #include "quant/schemes.h"
 
@@ -32,6 +33,8 @@ struct QuantizedTensorReport {
 struct QuantizeCalibration {
   std::map<std::string, quant::ChannelStats> inputs;
   quant::MatmulFn matmul;
+  // out[i] = act(gate[i]) · up[i] for i < n, as the model's kernels evaluate it.
+  std::function<void(ops::GatedActivation act, const float* gate, const float* up, int64_t n, float* out)> gated;
 };
 
 // One group's activation-aware choice, for the report.

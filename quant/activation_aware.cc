@@ -97,9 +97,9 @@ class OutputError {
     if (weights.size() != 2 || weights[0].second != weights[1].second ||
         int64_t(gated_->channel_weights.size()) != weights[0].second)
       throw Error("activation-aware scaling: a gated pair is a gate and an up of equal rows, one weight per row");
-    activated_gate_ = activated(reference_[0]);
-    gated_reference_ = activated_gate_;
-    for (size_t i = 0; i < gated_reference_.size(); ++i) gated_reference_[i] *= reference_[1][i];
+    gated_reference_.resize(reference_[0].size());
+    gated_->product(reference_[0].data(), reference_[1].data(), int64_t(gated_reference_.size()),
+                    gated_reference_.data());
     forget_partners();
   }
 
@@ -107,15 +107,10 @@ class OutputError {
 
   // Weight `wi` of a gated pair as quantized, y (n, rows): the other's errors
   // are measured with it from now on.
-  void set_partner(size_t wi, const std::vector<float>& y) {
-    if (wi == 0)
-      partner_gate_ = activated(y);
-    else
-      partner_up_ = y;
-  }
+  void set_partner(size_t wi, const std::vector<float>& y) { (wi == 0 ? partner_gate_ : partner_up_) = y; }
   void forget_partners() {
     if (!gated_) return;
-    partner_gate_ = activated_gate_;
+    partner_gate_ = reference_[0];
     partner_up_ = reference_[1];
   }
 
@@ -130,9 +125,12 @@ class OutputError {
       }
       return errors;
     }
+    std::vector<float> product(y.size());  // (n, rows)
+    const bool gate = wi == 0;
+    gated_->product(gate ? y.data() : partner_gate_.data(), gate ? partner_up_.data() : y.data(), int64_t(y.size()),
+                    product.data());
     for (size_t i = 0; i < y.size(); ++i) {
-      const float product = wi == 0 ? gated_->activation(y[i]) * partner_up_[i] : partner_gate_[i] * y[i];
-      const double d = double(product) - gated_reference_[i];
+      const double d = double(product[i]) - gated_reference_[i];
       errors[i % rows] += d * d;
     }
     for (size_t r = 0; r < rows; ++r) errors[r] *= gated_->channel_weights[r];
@@ -140,16 +138,11 @@ class OutputError {
   }
 
  private:
-  std::vector<float> activated(std::vector<float> y) const {
-    for (float& v : y) v = gated_->activation(v);
-    return y;
-  }
-
   int64_t n_;
   const GatedPair* gated_;
-  std::vector<std::vector<float>> reference_;            // per weight, (n, rows)
-  std::vector<float> activated_gate_, gated_reference_;  // (n, rows): act(x·gateᵀ), and times x·upᵀ
-  std::vector<float> partner_gate_, partner_up_;         // (n, rows): act(gate output), up output
+  std::vector<std::vector<float>> reference_;     // per weight, (n, rows)
+  std::vector<float> gated_reference_;            // (n, rows): act(x·gateᵀ) ⊙ x·upᵀ
+  std::vector<float> partner_gate_, partner_up_;  // (n, rows): gate and up outputs
 };
 
 // Weight w (rows, cols) quantized with `config`, times x (n, cols) already
@@ -343,8 +336,8 @@ ScaleSearch search_input_scales(std::span<const std::pair<const float*, int64_t>
       const std::vector<float> y =
           quantized_output(w, rows, cols, s, inputs.for_policy(policies[wi]), n, config, matmul);
       // A gated pair: the up's error, with this gate, is their joint error.
-      error = measure.gated() ? 0.0 : error;
-      error += total(measure.per_row(wi, y));
+      const double e = total(measure.per_row(wi, y));
+      error = measure.gated() ? e : error + e;
       if (measure.gated()) measure.set_partner(wi, y);
     }
     measure.forget_partners();

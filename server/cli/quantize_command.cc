@@ -11,9 +11,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
+#include <thread>
 
 #include "engine/error.h"
+#include "kernels/cpu/activation.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "models/hf/hf_model_dir.h"
 #include "models/quantize_checkpoint.h"
@@ -75,6 +78,12 @@ QuantizeCalibration calibrate(const QuantizeOptions& o) {
   }
   calibration.matmul = [](const float* w, int64_t rows, int64_t cols, const float* x, int64_t n, float* y) {
     cpu::OnednnMatmul(w, false, rows, cols).run(x, n, y);
+  };
+  const int threads = o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  const auto pool = std::make_shared<cpu::ThreadPool>(threads);
+  calibration.gated = [pool, isa = cpu::detect_isa()](ops::GatedActivation act, const float* gate, const float* up,
+                                                      int64_t n, float* out) {
+    cpu::gated_activation(act, gate, up, n, out, *pool, isa);
   };
   return calibration;
 }

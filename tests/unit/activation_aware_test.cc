@@ -54,7 +54,9 @@ struct GatedCase {
   quant::GatedPair pair;
   GatedCase() {
     stats.add(x.data(), kTokens);
-    pair.activation = silu;
+    pair.product = [](const float* gate, const float* up, int64_t n, float* out) {
+      for (int64_t i = 0; i < n; ++i) out[i] = silu(gate[i]) * up[i];
+    };
     for (int64_t r = 0; r < kRows; ++r) pair.channel_weights.push_back(r % 4 == 0 ? 0.0f : 1.0f + float(r));
   }
   std::vector<std::pair<const float*, int64_t>> weights() const { return {{gate.data(), kRows}, {up.data(), kRows}}; }
