@@ -18,10 +18,13 @@ struct DequantizeArgs {
   int64_t n_elems;
 };
 
-// out[t] = table[ids[t]] expanded to f32. Ids were checked by the caller.
+// out[t] = table[ids[t] - first_id] expanded to f32; ids outside the
+// table's rows give zero rows, so the ranks of a vocabulary-parallel table
+// sum their lookups into the whole one. Ids were checked by the caller.
 struct EmbeddingArgs {
   DType table_dtype;
-  const void* table;      // (vocab, dim)
+  const void* table;      // (n_rows, dim): ids first_id … first_id + n_rows - 1
+  int64_t first_id, n_rows;
   int64_t dim;
   const int32_t* ids;     // (n_tokens)
   int64_t n_tokens;

@@ -306,7 +306,9 @@ void Decoder::forward(Backend& backend, Stream& stream, const ForwardBatch& batc
   const EmbeddingTable& emb = w_.token_embedding;
   const auto started = ProfileClock::now();
   timed(pass, "embedding", [&] {
-    pass.ops.embedding({emb.dtype, emb.data, emb.cols, batch.token_ids, n, x}, stream);
+    pass.ops.embedding({emb.dtype, emb.data, emb.first_id, emb.rows, emb.cols, batch.token_ids, n, x}, stream);
+    // Each id's row is on one rank, zeros on the others: the sum is exact.
+    if (comm_) comm_->all_reduce_sum(x, size_t(n) * size_t(spec_.d_model), stream);
     if (spec_.embedding_scale != 1.0f) pass.ops.scale({x, int64_t(n) * spec_.d_model, spec_.embedding_scale}, stream);
   });
   observe(pass, "embedding", 0, x, n, spec_.d_model);

@@ -359,6 +359,16 @@ int ffn_alignment(const DecoderSpec& spec, const WeightNames& names, const Tenso
   return align;
 }
 
+// This rank's rows of the token embeddings: its vocabulary share, as the
+// output head's, when sharded (the ranks sum their lookups).
+EmbeddingTable embedding_share(const SourceTensor& table, const TensorShard& shard, const DecoderSpec& spec, Binder& b) {
+  const int64_t first = shard.sharded() ? shard.first(shard.vocab) : 0;
+  const int64_t rows = shard.sharded() ? shard.count(shard.vocab) : spec.vocab_size;
+  const uint64_t row_bytes = table.n_bytes / uint64_t(spec.vocab_size);
+  const auto* base = static_cast<const uint8_t*>(table.data);
+  return {table.dtype, b.place(base + uint64_t(first) * row_bytes, size_t(uint64_t(rows) * row_bytes)), first, rows, spec.d_model};
+}
+
 }  // namespace
 
 std::unique_ptr<DecoderWeights> bind_weights(const DecoderSpec& spec, const WeightNames& names, const TensorSource& source,
@@ -375,7 +385,7 @@ std::unique_ptr<DecoderWeights> bind_weights(const DecoderSpec& spec, const Weig
     throw Error(source.name() + ": tensor '" + names.token_embedding + "': format " + std::string(dtype_name(embedding.dtype)) +
                 " is not supported");
   }
-  weights->token_embedding = {embedding.dtype, b.place(embedding.data, embedding.n_bytes), spec.vocab_size, spec.d_model};
+  weights->token_embedding = embedding_share(embedding, shard, spec, b);
   weights->output_norm = b.device_vector(names.output_norm, spec.d_model, true);
   bind_output(spec, names, shard, embedding, b, *weights);
   weights->layers.resize(size_t(spec.n_layers));

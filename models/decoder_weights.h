@@ -19,10 +19,11 @@
 
 namespace tessera {
 
+// Under tensor parallelism each rank keeps the rows of its vocabulary share.
 struct EmbeddingTable {
   DType dtype = DType::kF32;
-  const void* data = nullptr;  // (vocab, d_model), device memory
-  int64_t rows = 0, cols = 0;
+  const void* data = nullptr;  // (rows, d_model), device memory: ids first_id … first_id + rows - 1
+  int64_t first_id = 0, rows = 0, cols = 0;
 };
 
 // Device pointers; biases are part of their linear weights.

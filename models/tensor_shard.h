@@ -1,9 +1,10 @@
 #pragma once
 // One rank's part of a decoder under tensor parallelism. Q/K/V and gate/up
-// are split by output rows, the output head by vocabulary rows (its logits
-// gathered). KV heads are split across ranks; with fewer KV heads than
-// ranks each is kept by a group of ranks that split its query heads.
-// Uneven counts give the first ranks one more unit.
+// are split by output rows, the embeddings and the output head by
+// vocabulary rows (the lookups summed, the logits gathered). KV heads are
+// split across ranks; with fewer KV heads than ranks each is kept by a
+// group of ranks that split its query heads. Uneven counts give the first
+// ranks one more unit.
 //
 // O and down are split one of two ways:
 //  - kExact: by output rows, behind an all-gather of their input, so every
@@ -39,7 +40,7 @@ struct TensorShard {
   int kv_head_first = 0, kv_heads = 0;  // the KV heads this rank keeps
   ChannelSplit ffn;    // FFN hidden channels
   ChannelSplit model;  // kExact: O and down output rows (d_model)
-  ChannelSplit vocab;  // output-head rows
+  ChannelSplit vocab;  // embedding and output-head rows
 
   bool sharded() const { return world > 1; }
   bool exact() const { return layout == TensorParallelLayout::kExact; }

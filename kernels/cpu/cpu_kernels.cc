@@ -23,7 +23,7 @@ CpuStream& cpu_stream(Stream& stream) { return static_cast<CpuStream&>(stream); 
 void dequantize_op(const DequantizeArgs& a, Stream&) { dequantize_row(a.src_dtype, a.src, a.dst, a.n_elems); }
 
 void embedding_op(const EmbeddingArgs& a, Stream& s) {
-  embedding_lookup(a.table_dtype, a.table, a.dim, a.ids, a.n_tokens, a.out, cpu_stream(s).pool());
+  embedding_lookup(a, cpu_stream(s).pool());
 }
 
 void rms_norm_op(const RmsNormArgs& a, Stream& s) {

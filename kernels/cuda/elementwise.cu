@@ -14,16 +14,23 @@ constexpr int kThreads = 256;
 
 unsigned blocks_for(int64_t n) { return unsigned((n + kThreads - 1) / kThreads); }
 
-// One thread per 32-element chunk of the looked-up rows.
+// One thread per 32-element chunk of the looked-up rows; ids outside the
+// table's rows (a vocabulary-parallel shard) give zeros.
 template <DType T>
-__global__ void embedding_kernel(const uint8_t* table, uint64_t row_bytes, int64_t dim, const int32_t* ids, int64_t n_tokens,
-                                 float* out) {
+__global__ void embedding_kernel(const uint8_t* table, uint64_t row_bytes, int64_t first_id, int64_t n_rows, int64_t dim,
+                                 const int32_t* ids, int64_t n_tokens, float* out) {
   const int64_t chunks_per_row = dim / kChunk;
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n_tokens * chunks_per_row) return;
   const int64_t t = i / chunks_per_row, c = i % chunks_per_row;
+  const int64_t row = int64_t(ids[t]) - first_id;
   float v[kChunk];
-  decode_chunk<T>(table + uint64_t(ids[t]) * row_bytes, c, v);
+  if (row < 0 || row >= n_rows) {
+#pragma unroll
+    for (int j = 0; j < kChunk; ++j) v[j] = 0.0f;
+  } else {
+    decode_chunk<T>(table + uint64_t(row) * row_bytes, c, v);
+  }
   float* dst = out + t * dim + c * kChunk;
 #pragma unroll
   for (int j = 0; j < kChunk; ++j) dst[j] = v[j];
@@ -165,8 +172,8 @@ void launch_embedding(const EmbeddingArgs& a, cudaStream_t stream) {
   const int64_t n = a.n_tokens * (a.dim / kChunk);
   const auto* table = static_cast<const uint8_t*>(a.table);
   TESSERA_DISPATCH_CHUNK_DTYPE(a.table_dtype, throw Error("embedding: no CUDA kernel for " + std::string(dtype_name(a.table_dtype))),
-                               embedding_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(table, row_bytes, a.dim, a.ids,
-                                                                                         a.n_tokens, a.out))
+                               embedding_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(table, row_bytes, a.first_id, a.n_rows,
+                                                                                         a.dim, a.ids, a.n_tokens, a.out))
   check(cudaGetLastError(), "embedding launch");
 }
 

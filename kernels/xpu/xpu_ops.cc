@@ -73,8 +73,8 @@ void run_embedding(const LaunchContext& cx, const EmbeddingArgs& a, const QueueS
   if (!decodable(a.table_dtype)) throw Error("embedding: no XPU kernel for " + std::string(dtype_name(a.table_dtype)));
   if (a.dim % kChunk != 0) throw Error("embedding: the XPU backend needs rows in multiples of 32 elements");
   const int64_t row_bytes = int64_t(*dtype_bytes(a.table_dtype, uint64_t(a.dim)));
-  launch(cx, q.queue, "embedding", linear_range(a.n_tokens * (a.dim / kChunk)), code(a.table_dtype), a.table, row_bytes, a.dim,
-         a.ids, a.n_tokens, a.out);
+  launch(cx, q.queue, "embedding", linear_range(a.n_tokens * (a.dim / kChunk)), code(a.table_dtype), a.table, row_bytes, a.first_id,
+         a.n_rows, a.dim, a.ids, a.n_tokens, a.out);
 }
 
 void run_rms_norm(const LaunchContext& cx, const RmsNormArgs& a, const QueueState& q) {

@@ -132,10 +132,41 @@ TEST_P(Embedding, EveryTableFormatBitIdentical) {
     for (int b = 0; b < 2; ++b) {
       Backend& be = b == 0 ? *cpu_ : *gpu_;
       float* out = zeros<float>(be, ids.size() * size_t(dim));
-      be.kernels().embedding({dtype, upload(be, table), dim, upload(be, ids), int64_t(ids.size()), out}, be.default_stream());
+      be.kernels().embedding({dtype, upload(be, table), 0, vocab, dim, upload(be, ids), int64_t(ids.size()), out},
+                             be.default_stream());
       outs[b] = download(be, out, ids.size() * size_t(dim));
     }
     EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(float))) << dtype_name(dtype);
+  }
+}
+
+// A vocabulary-parallel shard holds rows 10…29 of 40: its ids read their
+// rows of the whole table, the others read zeros.
+TEST_P(Embedding, VocabularyShardZerosOtherIds) {
+  const int64_t vocab = 40, dim = 256, first = 10, rows = 20;
+  const std::vector<int32_t> ids{3, 10, 29, 30, 17, 39};
+  for (DType dtype : {DType::kF16, DType::kQ4_1, DType::kQ6_K}) {
+    const auto table = random_blocks(rng_, dtype, vocab * dim);
+    const size_t row_bytes = table.size() / size_t(vocab);
+    const std::vector<uint8_t> share(table.begin() + first * int64_t(row_bytes), table.begin() + (first + rows) * int64_t(row_bytes));
+    Backend& cpu = *cpu_;
+    float* whole_out = zeros<float>(cpu, ids.size() * size_t(dim));
+    cpu.kernels().embedding({dtype, upload(cpu, table), 0, vocab, dim, upload(cpu, ids), int64_t(ids.size()), whole_out},
+                            cpu.default_stream());
+    const std::vector<float> whole = download(cpu, whole_out, ids.size() * size_t(dim));
+    for (Backend* be : {cpu_.get(), gpu_.get()}) {
+      float* out = upload(*be, std::vector<float>(ids.size() * size_t(dim), 7.0f));
+      be->kernels().embedding({dtype, upload(*be, share), first, rows, dim, upload(*be, ids), int64_t(ids.size()), out},
+                              be->default_stream());
+      const std::vector<float> got = download(*be, out, ids.size() * size_t(dim));
+      for (size_t t = 0; t < ids.size(); ++t) {
+        const bool held = ids[t] >= first && ids[t] < first + rows;
+        for (int64_t j = 0; j < dim; ++j) {
+          const float want = held ? whole[t * size_t(dim) + size_t(j)] : 0.0f;
+          ASSERT_EQ(want, got[t * size_t(dim) + size_t(j)]) << dtype_name(dtype) << " id " << ids[t] << " element " << j;
+        }
+      }
+    }
   }
 }
 

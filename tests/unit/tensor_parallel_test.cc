@@ -1,7 +1,8 @@
 // Two tensor-parallel ranks (threads of this process, one CPU thread each,
 // meeting through gloo) against one rank, on every fetched real model:
 // prompt logits within 1e-3, greedy tokens the same, and a sequence's
-// tokens the same whatever it is batched with.
+// tokens the same whatever it is batched with; each rank holds its half of
+// the vocabulary's embeddings.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -38,6 +39,10 @@ void compare_with_one_rank(const std::string& file, TensorParallelLayout layout 
     one = generate(single, prompts, 32, 1);
   }
   test::ParallelPair pair(path, [&](int rank) { return config_for(rank, 2, layout); });
+  // Rank 0 keeps the first half of the embedding rows, as of the output head.
+  const Model& model = pair.runner().model();
+  EXPECT_EQ(model.weights().token_embedding.first_id, 0);
+  EXPECT_EQ(model.weights().token_embedding.rows * 2, model.spec().vocab_size);
   const Generation two = pair.generate(prompts, 32, 1);
   // Alone, a sequence gets the same tokens as in the batch of ten.
   const Generation alone = pair.generate({prompts[3]}, 32, 100);

@@ -2,15 +2,21 @@
 // dequantization, RMSNorm, RoPE, gated activations, residual add, scaling,
 // softcap, row gathering and the KV-cache write.
 
-// One work-item per 32-element chunk of the looked-up rows.
-__kernel void embedding(int type, __global const uchar* table, long row_bytes, long dim, __global const int* ids,
-                        long n_tokens, __global float* out) {
+// One work-item per 32-element chunk of the looked-up rows; ids outside the
+// table's rows (a vocabulary-parallel shard) give zeros.
+__kernel void embedding(int type, __global const uchar* table, long row_bytes, long first_id, long n_rows, long dim,
+                        __global const int* ids, long n_tokens, __global float* out) {
   const long chunks_per_row = dim / CHUNK;
   const long i = get_global_id(0);
   if (i >= n_tokens * chunks_per_row) return;
   const long t = i / chunks_per_row, c = i % chunks_per_row;
+  const long row = (long)ids[t] - first_id;
   float v[CHUNK];
-  decode_chunk(type, table + (long)ids[t] * row_bytes, c, v);
+  if (row < 0 || row >= n_rows) {
+    for (int j = 0; j < CHUNK; ++j) v[j] = 0.0f;
+  } else {
+    decode_chunk(type, table + row * row_bytes, c, v);
+  }
   __global float* dst = out + t * dim + c * CHUNK;
   for (int j = 0; j < CHUNK; ++j) dst[j] = v[j];
 }
