@@ -38,43 +38,49 @@ int quantize_value(float w, const GroupCode& g, int bits) {
   return bits == 8 ? std::clamp(q, -127, 127) : std::clamp(q + g.zero, -8, 7);
 }
 
-// Σ importance · (w - ŵ)² over a 4-bit group.
-float weighted_error(const float* w, const float* importance, int64_t n, const GroupCode& g) {
-  float e = 0.0f;
-  for (int64_t i = 0; i < n; ++i) {
-    const float d = w[i] - g.scale * float(quantize_value(w[i], g, 4) - g.zero);
-    e += importance[i] * d * d;
-  }
-  return e;
-}
+// One pass over a 4-bit group with g's codes: Σ importance · (w - ŵ)², and
+// the scale that minimizes it with those codes held fixed.
+struct GroupFit {
+  float error;
+  float refit_scale;
+};
 
-// The scale that minimizes the weighted error with g's codes held fixed.
-float refit_scale(const float* w, const float* importance, int64_t n, const GroupCode& g) {
-  float num = 0.0f, den = 0.0f;
+GroupFit fit_pass(const float* w, const float* importance, int64_t n, const GroupCode& g) {
+  float error = 0.0f, num = 0.0f, den = 0.0f;
   for (int64_t i = 0; i < n; ++i) {
     const float u = float(quantize_value(w[i], g, 4) - g.zero);
+    const float d = w[i] - g.scale * u;
+    error += importance[i] * d * d;
     num += importance[i] * w[i] * u;
     den += importance[i] * u * u;
   }
-  return den > 0.0f ? num / den : 0.0f;
+  return {error, den > 0.0f ? num / den : 0.0f};
 }
 
 constexpr int kFitSteps = 3;  // steps of range / (15 ± k / kFitSteps), k = -kFitSteps..kFitSteps
+// Each step, with its nearest zero point and the two beside it, is refined
+// by rounding to the refitted scale and fitting again (Lloyd's iteration
+// for a uniform grid, its zero point held).
+constexpr int kRefits = 4;
 
 // A 4-bit asymmetric group's code by weighted least squares (RangeFit).
 GroupCode fitted_group_code(const float* w, const float* importance, int64_t n, const IntQuantConfig& c, float clip) {
   GroupCode best = group_code(w, n, c, clip);
   if (best.scale == 0.0f) return best;
-  float best_error = weighted_error(w, importance, n, best);
+  float best_error = fit_pass(w, importance, n, best).error;
   const float lo = std::min(0.0f, *std::min_element(w, w + n)) * clip;
   const float range = std::max(0.0f, *std::max_element(w, w + n)) * clip - lo;
   for (int k = -kFitSteps; k <= kFitSteps; ++k) {
     const float step = range / (15.0f + float(k) / kFitSteps);
-    const GroupCode nearest{step, std::clamp(int(std::nearbyint(-lo / step)), 0, 15) - 8};
-    for (const GroupCode g : {nearest, GroupCode{refit_scale(w, importance, n, nearest), nearest.zero}}) {
-      if (!(g.scale > 0.0f)) continue;
-      const float e = weighted_error(w, importance, n, g);
-      if (e < best_error) best_error = e, best = g;
+    const int nearest_zero = std::clamp(int(std::nearbyint(-lo / step)), 0, 15) - 8;
+    for (int zero = std::max(nearest_zero - 1, -8); zero <= std::min(nearest_zero + 1, 7); ++zero) {
+      GroupCode g{step, zero};
+      for (int round = 0; round <= kRefits; ++round) {
+        const GroupFit fit = fit_pass(w, importance, n, g);
+        if (fit.error < best_error) best_error = fit.error, best = g;
+        if (!(fit.refit_scale > 0.0f) || fit.refit_scale == g.scale) break;
+        g.scale = fit.refit_scale;
+      }
     }
   }
   return best;

@@ -155,6 +155,33 @@ TEST(IntQuant, RangeFitsRoundToNearestAndLowerTheirWeightedError) {
   EXPECT_THROW(quant::quantize_rtn("w", w.data(), rows, cols, c), Error);
 }
 
+// The magnitude fit settles its grid: with its own codes held, the scale
+// that minimizes the group's w²-weighted error is the one chosen (to float
+// rounding), so rounding again to that scale cannot help.
+TEST(IntQuant, MagnitudeFitIsLeastSquaresForItsOwnCodes) {
+  const int64_t rows = 32, cols = 256;
+  const auto w = random_values(size_t(rows * cols), 5, 41);
+  quant::IntQuantConfig c{4, 128, false, ActivationPolicy::kNone};
+  c.range_fit = quant::RangeFit::kMagnitude;
+  const quant::IntMatrix m = quant::quantize_rtn("w", w.data(), rows, cols, c);
+  std::vector<float> back(static_cast<size_t>(cols));
+  int settled = 0, groups = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    quant::dequantize_int_row(m.view("w"), r, back.data());
+    for (int64_t gi = 0; gi < m.n_groups(); ++gi, ++groups) {
+      const float step = m.scales[size_t(r * m.n_groups() + gi)];
+      double num = 0, den = 0;
+      for (int64_t i = gi * 128; i < (gi + 1) * 128; ++i) {
+        const double x = w[size_t(r * cols + i)], u = double(back[size_t(i)]) / step, imp = x * x;
+        num += imp * x * u;
+        den += imp * u * u;
+      }
+      settled += std::fabs(num / den - step) <= 1e-5 * step;
+    }
+  }
+  EXPECT_EQ(settled, groups) << "groups at their least-squares scale";
+}
+
 TEST(IntQuant, RejectsShapesTheKernelsCannotHold) {
   const std::vector<float> w(64 * 2, 1.0f);
   EXPECT_THROW(quant::quantize_rtn("w", w.data(), 2, 40, {8, 0, true, {}}),
