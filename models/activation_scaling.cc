@@ -51,6 +51,7 @@ std::vector<InputGroup> layer_groups(const DecoderSpec& spec, const WeightNames&
 // how much each intermediate channel's error reaches the output.
 quant::GatedPair gated_pair(const DecoderSpec& spec, const TensorSource& source, const std::string& name,
                             const QuantizeCalibration& calibration) {
+  if (!calibration.gated) throw Error("activation-aware scaling: no gated activation to measure gate and up with");
   const auto t = source.find(name);
   if (!t || t->shape.size() != 2) throw Error("tensor '" + name + "' missing or misshaped");
   const std::vector<float> down = tensor_as_f32(name, *t);
@@ -58,7 +59,6 @@ quant::GatedPair gated_pair(const DecoderSpec& spec, const TensorSource& source,
   quant::GatedPair pair;
   pair.channel_weights.assign(size_t(inter), 0.0f);
   for (size_t i = 0; i < down.size(); ++i) pair.channel_weights[i % size_t(inter)] += down[i] * down[i];
-  if (!calibration.gated) throw Error("activation-aware scaling: no gated activation to measure gate and up with");
   pair.product = [&calibration, act = gated_activation_op(spec.activation)](const float* gate, const float* up,
                                                                             int64_t n, float* out) {
     calibration.gated(act, gate, up, n, out);

@@ -313,6 +313,16 @@ void bind_ffn(const DecoderSpec& spec, const WeightNames& names, const TensorSha
   if (spec.post_ffn_norm) layer.post_ffn_norm = b.device_vector(name(names.post_ffn_norm), d, true);
 }
 
+// The vocabulary rows this rank keeps of the embeddings and the output head.
+struct VocabRows {
+  int64_t first, count;
+};
+
+VocabRows vocab_rows(const TensorShard& shard, const DecoderSpec& spec) {
+  if (!shard.sharded()) return {0, spec.vocab_size};
+  return {shard.first(shard.vocab), shard.count(shard.vocab)};
+}
+
 // A separate output matrix the spec ties to the embedding is accepted only
 // as an exact copy of it (transformers then ignores it too).
 void bind_output(const DecoderSpec& spec, const WeightNames& names, const TensorShard& shard, const SourceTensor& embedding,
@@ -330,10 +340,10 @@ void bind_output(const DecoderSpec& spec, const WeightNames& names, const Tensor
     b.mark_used(names.output);
   }
   const std::string& matrix = (spec.tied_embeddings && !quantized_head) || !output ? names.token_embedding : names.output;
-  const int64_t first = shard.sharded() ? shard.first(shard.vocab) : 0, count = shard.sharded() ? shard.count(shard.vocab) : spec.vocab_size;
+  const VocabRows vocab = vocab_rows(shard, spec);
   QuantizedLinear head = b.linear(matrix, spec.vocab_size, spec.d_model, LinearRole::kHead);
   head.multiplies_prompts = false;
-  w.output = b.rows_of(head, first, count, "", false);
+  w.output = b.rows_of(head, vocab.first, vocab.count, "", false);
 }
 
 bool is_derived(const WeightNames& names, const std::string& tensor, int n_layers) {
@@ -362,11 +372,11 @@ int ffn_alignment(const DecoderSpec& spec, const WeightNames& names, const Tenso
 // This rank's rows of the token embeddings: its vocabulary share, as the
 // output head's, when sharded (the ranks sum their lookups).
 EmbeddingTable embedding_share(const SourceTensor& table, const TensorShard& shard, const DecoderSpec& spec, Binder& b) {
-  const int64_t first = shard.sharded() ? shard.first(shard.vocab) : 0;
-  const int64_t rows = shard.sharded() ? shard.count(shard.vocab) : spec.vocab_size;
+  const VocabRows vocab = vocab_rows(shard, spec);
   const uint64_t row_bytes = table.n_bytes / uint64_t(spec.vocab_size);
   const auto* base = static_cast<const uint8_t*>(table.data);
-  return {table.dtype, b.place(base + uint64_t(first) * row_bytes, size_t(uint64_t(rows) * row_bytes)), first, rows, spec.d_model};
+  return {table.dtype, b.place(base + uint64_t(vocab.first) * row_bytes, size_t(uint64_t(vocab.count) * row_bytes)),
+          vocab.first, vocab.count, spec.d_model};
 }
 
 }  // namespace
