@@ -73,6 +73,9 @@ SchedulerStats ModelLoop::stats() const {
 
 void ModelLoop::run() {
   auto last_beat = std::chrono::steady_clock::now();
+  // The followers spin between steps; a heartbeat as soon as rank 0 has no
+  // work (and once at the start) lets them sleep.
+  bool followers_spin = true;
   while (true) {
     StepPlan plan;
     std::vector<DraftJob> draft_jobs;
@@ -83,7 +86,8 @@ void ModelLoop::run() {
       // The ranks of a parallel group hear from rank 0 at least every
       // interval, so one that died or hung is found while idle too.
       if (runner_->parallel() && state_.load() != LoopState::kFaulted) {
-        beat = !work_.wait_until(lock, last_beat + runner_->heartbeat_interval(), ready);
+        const auto due = followers_spin ? std::chrono::steady_clock::now() : last_beat + runner_->heartbeat_interval();
+        beat = !work_.wait_until(lock, due, ready);
       } else {
         work_.wait(lock, ready);
       }
@@ -97,6 +101,7 @@ void ModelLoop::run() {
       }
     }
     try {
+      followers_spin = !beat;
       if (beat) {
         runner_->heartbeat();
       } else if (!plan.steps.empty() || !plan.finished.empty()) {  // else only cancellations were pending

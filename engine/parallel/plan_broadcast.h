@@ -2,8 +2,9 @@
 // Rank 0 of a tensor-parallel group sends each step plan to the others
 // before running it, as the encoded plan behind its length. Two lengths
 // are signals: zero tells the followers to stop, and the heartbeat (sent
-// while rank 0 has no work, then met by a barrier) shows every rank is
-// alive, so a dead or hung rank is found while idle too.
+// when rank 0 runs out of work and then while it has none, each met by a
+// barrier) shows every rank is alive, so a dead or hung rank is found while
+// idle too. Followers spin for the next plan until a heartbeat, then sleep.
 #include <optional>
 
 #include "engine/step_plan.h"

@@ -3,6 +3,7 @@ same answers as one rank, and the failure contract when a rank dies or hangs (ev
 in flight ends with an error, /health turns 503, the process exits 3, and
 the flight-recorder dumps name the stuck collective and rank)."""
 import json
+import os
 import re
 import signal
 import subprocess
@@ -104,6 +105,30 @@ def test_two_ranks_answer_as_one(tessera_bin, smollm2, tmp_path):
     finally:
         assert d.stop() == 0
     assert "rank 1: released by rank 0" in d.log_text()
+
+
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def test_worker_spins_only_while_rank_0_has_work(tessera_bin, smollm2, tmp_path):
+    # A worker spins for the next plan between steps and sleeps once rank
+    # 0, out of work, says so: idle, it burns no core (its next heartbeat
+    # would come 0.67 s on).
+    proc, log = start(tessera_bin, smollm2, tmp_path, "tensor: 2")
+    d = Daemon.attach(proc, log)
+    try:
+        [worker] = worker_pids(proc.pid)
+        busy = cpu_seconds(worker)
+        complete(d, PROMPTS[0], max_tokens=64)
+        assert cpu_seconds(worker) - busy > 0.05
+        time.sleep(0.05)
+        idle = cpu_seconds(worker)
+        time.sleep(0.5)
+        assert cpu_seconds(worker) - idle < 0.15
+    finally:
+        assert d.stop() == 0
 
 
 def test_context_parallel_ranks_answer_as_one(tessera_bin, smollm2, tmp_path):
