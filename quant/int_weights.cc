@@ -92,8 +92,11 @@ GroupCode fitted_group_code(const float* w, const float* importance, int64_t n, 
 
 // Each element's weight in the fit of its group (n values from column `begin`).
 void fit_importance(RangeFit fit, const float* w, int64_t begin, int64_t n, const IntQuantConfig& c, float* out) {
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = fit == RangeFit::kActivation ? c.column_importance[size_t(begin + i)] : w[i] * w[i];
+  for (int64_t i = 0; i < n; ++i) {
+    const float magnitude = w[i] * w[i];
+    const float activation = c.column_importance.empty() ? 0.0f : c.column_importance[size_t(begin + i)];
+    out[i] = fit == RangeFit::kActivation ? activation : fit == RangeFit::kProduct ? magnitude * activation : magnitude;
+  }
 }
 
 // The per-row clips and fits, and the importance an activation fit reads,
@@ -107,9 +110,9 @@ void check_row_settings(const std::string& name, const IntQuantConfig& c, int64_
     throw Error("weight '" + name + "': " + std::to_string(c.row_fits.size()) + " row fits for " +
                 std::to_string(rows) + " rows");
   }
+  const auto reads_inputs = [](RangeFit f) { return f == RangeFit::kActivation || f == RangeFit::kProduct; };
   const bool uses_importance =
-      c.range_fit == RangeFit::kActivation ||
-      std::find(c.row_fits.begin(), c.row_fits.end(), RangeFit::kActivation) != c.row_fits.end();
+      reads_inputs(c.range_fit) || std::any_of(c.row_fits.begin(), c.row_fits.end(), reads_inputs);
   if (c.bits == 4 && !c.symmetric && uses_importance && int64_t(c.column_importance.size()) != cols) {
     throw Error("weight '" + name + "': activation-weighted fit needs one importance per input (" +
                 std::to_string(cols) + ")");

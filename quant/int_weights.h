@@ -25,9 +25,10 @@ namespace tessera::quant {
 // squares, and keep the code of least weighted squared error: weighted by
 // w² (kMagnitude: the large weights, which carry most of the product, stay
 // close; data-free), or by each input's mean square on calibration text
-// (kActivation: the diagonal of the product's error). 8-bit and symmetric
-// weights are always kMinMax.
-enum class RangeFit : uint8_t { kMinMax, kMagnitude, kActivation };
+// (kActivation: the diagonal of the product's error), or by both, w² times
+// the input's mean square (kProduct: each term of the product's size).
+// 8-bit and symmetric weights are always kMinMax.
+enum class RangeFit : uint8_t { kMinMax, kMagnitude, kActivation, kProduct };
 
 struct IntQuantConfig {
   int bits = 8;            // 8 or 4
@@ -38,7 +39,7 @@ struct IntQuantConfig {
   std::vector<float> row_clips{};  // when set, (rows): each output channel's own fraction instead
   RangeFit range_fit = RangeFit::kMagnitude;
   std::vector<RangeFit> row_fits{};        // when set, (rows): each output channel's own fit instead
-  std::vector<float> column_importance{};  // (cols): each input's mean square, for kActivation
+  std::vector<float> column_importance{};  // (cols): each input's mean square, for kActivation and kProduct
 };
 
 inline int64_t group_count(int64_t cols, int64_t group_size) { return (cols + group_size - 1) / group_size; }

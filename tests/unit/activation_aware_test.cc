@@ -62,9 +62,9 @@ struct GatedCase {
   std::vector<std::pair<const float*, int64_t>> weights() const { return {{gate.data(), kRows}, {up.data(), kRows}}; }
 };
 
-// Before any scaling, the pair's error is that of both weights rounded,
-// measured at silu(x·gateᵀ) ⊙ (x·upᵀ), each channel weighted by its column
-// of down.
+// Round to nearest's error for the pair (both weights rounded, unscaled,
+// with their w² fits), measured at silu(x·gateᵀ) ⊙ (x·upᵀ), each channel
+// weighted by its column of down; the search leaves no more.
 TEST(ActivationAware, GatedPairIsMeasuredAtItsProduct) {
   const GatedCase c;
   const quant::IntQuantConfig config{4, 32, false, ActivationPolicy::kNone};
@@ -73,8 +73,7 @@ TEST(ActivationAware, GatedPairIsMeasuredAtItsProduct) {
   const auto weights = c.weights();
   const quant::ScaleSearch found = quant::search_input_scales(weights, c.stats, config, reference_matmul, options);
 
-  quant::IntQuantConfig plain = config;
-  plain.range_fit = quant::RangeFit::kMinMax;
+  const quant::IntQuantConfig plain = config;
   const int64_t rows = GatedCase::kRows, cols = GatedCase::kCols, n = GatedCase::kTokens;
   const std::vector<float> gate_q = rounded(c.gate, rows, cols, plain), up_q = rounded(c.up, rows, cols, plain);
   std::vector<float> g(size_t(n * rows)), u(size_t(n * rows)), gq(g.size()), uq(u.size());
