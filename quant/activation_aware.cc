@@ -175,8 +175,8 @@ double total(const std::vector<double>& errors) {
 // of its groups' codes instead (RangeFit: weighted by w², by the inputs'
 // mean squares, or by their product) where that gives it less error than
 // its clipped range, as the calibration rows measure it. The product's
-// choice took Qwen2.5 a16w4 awq from 6.461 to 6.422. Chosen per channel: one choice per
-// matrix gave SmolLM2 a16w4 +23.6% perplexity against +21.0%.
+// choice took Qwen2.5 a16w4 awq from 6.461 to 6.422. Chosen per channel:
+// one choice per matrix gave SmolLM2 a16w4 +23.6% perplexity against +21.0%.
 void search_fits(size_t wi, const float* w, int64_t rows, int64_t cols, const std::vector<float>& x, int64_t n,
                  const IntQuantConfig& config, const MatmulFn& matmul, const OutputError& measure,
                  std::vector<double>& best, ScaleSearch& found) {
