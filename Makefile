@@ -43,7 +43,7 @@ python-tests: build models
 # malformed-file corpus and the conformance vectors. The tensor-parallel
 # model comparisons (minutes under ASan) run in the plain build only.
 sanitize-tests: deps
-	@cmake -S . -B $(ASAN_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_CUDA=OFF \
+	@cmake -S . -B $(ASAN_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_CUDA=OFF -DTESSERA_HIP=OFF \
 	  -DTESSERA_SANITIZE=address,undefined $(CMAKE_ARGS)
 	@cmake --build $(ASAN_BUILD_DIR) -j $(JOBS) --target tessera_unit_tests
 	@cd $(ASAN_BUILD_DIR) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L unit -E '^TensorParallel\.'

@@ -22,6 +22,7 @@ debian_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libgloo-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
+  hipcc libamdhip64-dev
   buildah debootstrap
   python3-venv python3-pip
 )

@@ -213,10 +213,11 @@ void launch_typed(const KernelArgs& k, const ops::AttentionParams& p, dim3 grid,
 
 std::string attention_refusal(int n_heads, int n_kv_heads, int head_dim, DType kv_dtype) {
   if (kv_dtype != DType::kF16 && kv_dtype != DType::kF32) {
-    return "the CUDA backend has no " + std::string(dtype_name(kv_dtype)) + " KV cache";
+    return std::string("the ") + kPlatformName + " backend has no " + std::string(dtype_name(kv_dtype)) + " KV cache";
   }
   if (head_dim <= 0 || head_dim % kLanes != 0 || head_dim > kMaxDim) {
-    return "the CUDA backend has no attention kernel for head size " + std::to_string(head_dim) + " (multiples of 16 up to 256)";
+    return std::string("the ") + kPlatformName + " backend has no attention kernel for head size " +
+           std::to_string(head_dim) + " (multiples of 16 up to 256)";
   }
   if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0) return "query heads must be a multiple of KV heads";
   return {};

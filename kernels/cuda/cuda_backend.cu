@@ -120,11 +120,11 @@ class GpuBackend final : public Backend {
     check(cudaGetDeviceProperties(&props_, device), "device properties");
   }
 
-  Device device() const override { return {DeviceKind::kCuda, index_}; }
+  Device device() const override { return {kDeviceKind, index_}; }
 
   std::string describe() const override {
-    return "cuda:" + std::to_string(index_) + ": " + props_.name + ", sm_" + std::to_string(props_.major) +
-           std::to_string(props_.minor) + ", " + std::to_string(props_.totalGlobalMem >> 20) + " MiB, " +
+    return std::string(kDeviceName) + ":" + std::to_string(index_) + ": " + props_.name + ", " + architecture(props_) +
+           ", " + std::to_string(props_.totalGlobalMem >> 20) + " MiB, " +
            std::to_string(props_.multiProcessorCount) + " SMs";
   }
 
@@ -239,13 +239,13 @@ std::string cuda_unusable_devices() {
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
     cudaGetLastError();
-    return std::string("no CUDA device: ") + cudaGetErrorString(status);
+    return std::string("no ") + gpu::kPlatformName + " device: " + cudaGetErrorString(status);
   }
-  return count == 0 ? "no CUDA device on this machine" : "";
+  return count == 0 ? std::string("no ") + gpu::kPlatformName + " device on this machine" : "";
 }
 
 BackendFactory cuda_backend_factory() {
-  return {DeviceKind::kCuda, "cuda", gpu::device_count,
+  return {gpu::kDeviceKind, gpu::kDeviceName, gpu::device_count,
           [](int index, const BackendOptions&) -> std::unique_ptr<Backend> { return std::make_unique<gpu::GpuBackend>(index); }};
 }
 

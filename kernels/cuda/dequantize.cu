@@ -24,7 +24,9 @@ __global__ void dequantize_kernel(const uint8_t* src, float* dst, int64_t n_chun
 bool can_dequantize(DType dtype) { return chunk_decodable(dtype); }
 
 void launch_dequantize(const DequantizeArgs& args, cudaStream_t stream) {
-  if (!can_dequantize(args.src_dtype)) throw Error("dequantize: no CUDA kernel for " + std::string(dtype_name(args.src_dtype)));
+  if (!can_dequantize(args.src_dtype)) {
+    throw Error("dequantize: no " + std::string(kPlatformName) + " kernel for " + std::string(dtype_name(args.src_dtype)));
+  }
   const DTypeInfo& info = dtype_info(args.src_dtype);
   if (args.n_elems < 0 || args.n_elems % info.block_elems != 0 || args.n_elems % kChunk != 0) {
     throw Error("dequantize: " + std::to_string(args.n_elems) + " elements is not a whole number of blocks");

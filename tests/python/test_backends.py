@@ -1,5 +1,6 @@
 """Backends loaded as plugins: `tessera backends` lists what loaded and why
-anything else did not; with the OpenCL drivers hidden the XPU backend finds
+anything else did not (the HIP plugin, built wherever hipcc is, loads without
+a ROCm driver and says so); with the OpenCL drivers hidden the XPU backend finds
 no device, says why, and the daemon starts and serves on the CPU; a file
 that is not a plugin is refused with the loader's reason."""
 import json
@@ -80,6 +81,20 @@ def test_without_opencl_drivers_the_xpu_backend_says_why_and_the_daemon_serves_o
         assert "backend xpu: devices not used: no OpenCL platform" in daemon.log_text()
     finally:
         daemon.stop()
+
+
+def test_hip_plugin_loads_and_says_why_no_rocm_device_is_used(tessera_bin, smollm2):
+    if not (plugin_dir(tessera_bin) / "libtessera-backend-hip.so").exists():
+        pytest.skip("this build has no HIP plugin (hipcc not installed)")
+    hip = by_name(backends(tessera_bin))["hip"]
+    assert hip["source"].endswith("/libtessera-backend-hip.so")
+    if pathlib.Path("/dev/kfd").exists():
+        pytest.skip("this machine has a ROCm driver: the GPU suite covers it")
+    assert hip["devices"] == []
+    assert "no ROCm device" in hip["unusable_devices"]
+    refused = run([tessera_bin, "generate", "-m", smollm2, "-p", "hi", "-n", "2", "--device", "hip:0"])
+    assert refused.returncode != 0
+    assert b"hip:0" in refused.stderr
 
 
 def test_a_file_that_is_not_a_plugin_is_refused_with_the_reason(tessera_bin, smollm2, tmp_path):
