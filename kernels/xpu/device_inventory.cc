@@ -1,9 +1,26 @@
 #include "kernels/xpu/device_inventory.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <string_view>
+#include <vector>
+
 #include "engine/error.h"
 
 namespace tessera::xpu {
 namespace {
+
+// Whether the device runs cl_intel_subgroups kernels of a required sub-group
+// size `width`.
+bool offers_sub_group_size(cl_device_id device, size_t width) {
+  if (!has_extension(device, "cl_intel_subgroups") || !has_extension(device, "cl_intel_required_subgroup_size")) return false;
+  constexpr cl_device_info kSubGroupSizesIntel = 0x4108;  // CL_DEVICE_SUB_GROUP_SIZES_INTEL
+  size_t bytes = 0;
+  if (clGetDeviceInfo(device, kSubGroupSizesIntel, 0, nullptr, &bytes) != CL_SUCCESS || bytes == 0) return false;
+  std::vector<size_t> sizes(bytes / sizeof(size_t));
+  if (clGetDeviceInfo(device, kSubGroupSizesIntel, bytes, sizes.data(), nullptr) != CL_SUCCESS) return false;
+  return std::find(sizes.begin(), sizes.end(), width) != sizes.end();
+}
 
 // Why `device` cannot serve, or empty when it can; fills `out`.
 std::string examine(cl_platform_id platform, cl_device_id device, OpenclDevice& out) {
@@ -14,6 +31,10 @@ std::string examine(cl_platform_id platform, cl_device_id device, OpenclDevice& 
   out.driver_version = device_string(device, CL_DRIVER_VERSION);
   out.device_version = device_string(device, CL_DEVICE_VERSION);
   out.fp64 = has_extension(device, "cl_khr_fp64");
+  out.gpu = (device_value<cl_device_type>(device, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_GPU) != 0;
+  out.intel_subgroups = offers_sub_group_size(device, 16);
+  const SubGroupPolicy policy = sub_group_policy();
+  out.sub_group_linears = out.intel_subgroups && (policy == SubGroupPolicy::kOn || (policy == SubGroupPolicy::kAuto && out.gpu));
   if (!device_value<cl_bool>(device, CL_DEVICE_AVAILABLE)) return "not available";
   if (!device_value<cl_bool>(device, CL_DEVICE_COMPILER_AVAILABLE)) return "has no OpenCL C compiler";
   if (has_extension(device, "cl_intel_unified_shared_memory")) {
@@ -64,6 +85,15 @@ DeviceInventory discover() {
 }
 
 }  // namespace
+
+SubGroupPolicy sub_group_policy() {
+  const char* value = std::getenv("TESSERA_XPU_SUB_GROUPS");
+  const std::string_view v = value ? value : "";
+  if (v.empty() || v == "auto") return SubGroupPolicy::kAuto;
+  if (v == "on") return SubGroupPolicy::kOn;
+  if (v == "off") return SubGroupPolicy::kOff;
+  throw Error("TESSERA_XPU_SUB_GROUPS must be auto, on or off, not '" + std::string(v.substr(0, 64)) + "'");
+}
 
 const DeviceInventory& device_inventory() {
   static const DeviceInventory inventory = discover();

@@ -21,7 +21,23 @@ struct OpenclDevice {
   std::string name, platform_name, driver_version, device_version;
   MemoryModel memory = MemoryModel::kSvm;
   bool fp64 = false;
+  bool gpu = false;  // CL_DEVICE_TYPE_GPU
+  // cl_intel_subgroups with a required sub-group size of 16: every Intel
+  // GPU, and Intel's OpenCL runtime for CPUs.
+  bool intel_subgroups = false;
+  // Decode linears run a row's eight lanes as work-items of a sub-group
+  // (cl/linear_lanes.cl): on GPUs that offer the sub-groups, or wherever
+  // they are offered when TESSERA_XPU_SUB_GROUPS=on. On a CPU device the
+  // compiler's own vectorisation across rows is faster (the README's
+  // figures), so there `auto` keeps the portable kernel.
+  bool sub_group_linears = false;
 };
+
+enum class SubGroupPolicy { kAuto, kOn, kOff };
+
+// TESSERA_XPU_SUB_GROUPS: auto (unset or empty), on or off; anything else
+// is an error naming the variable.
+SubGroupPolicy sub_group_policy();
 
 struct DeviceInventory {
   std::vector<OpenclDevice> usable;  // xpu:0, xpu:1, … in this order

@@ -22,6 +22,7 @@ class KernelProgram {
   KernelProgram(const OpenclDevice& device, cl_context context);
 
   cl_kernel kernel(std::string_view name) const;
+  bool has_kernel(std::string_view name) const { return kernels_.find(name) != kernels_.end(); }
   bool loaded_from_cache() const { return loaded_from_cache_; }
 
  private:

@@ -117,7 +117,15 @@ class XpuBackend final : public Backend {
     return "xpu:" + std::to_string(index_) + ": " + device_.name + " (" + device_.platform_name + " " + device_.driver_version +
            "), " + std::to_string(total >> 20) + " MiB, " + std::to_string(units) + " compute units, " +
            (device_.memory == MemoryModel::kUsm ? "unified shared memory" : "shared virtual memory") +
-           (device_.fp64 ? "" : ", no fp64 (sums in f32)") + (program_.loaded_from_cache() ? ", kernels from cache" : "");
+           sub_groups_described() + (device_.fp64 ? "" : ", no fp64 (sums in f32)") +
+           (program_.loaded_from_cache() ? ", kernels from cache" : "");
+  }
+
+  std::string sub_groups_described() const {
+    if (device_.sub_group_linears) return ", Intel sub-groups (decode linears)";
+    if (!device_.intel_subgroups) return "";
+    return device_.gpu ? ", Intel sub-groups off (TESSERA_XPU_SUB_GROUPS=off)"
+                       : ", Intel sub-groups unused on a CPU device (TESSERA_XPU_SUB_GROUPS=on to use them)";
   }
 
   // Drivers report no free memory: the total less what this backend holds.

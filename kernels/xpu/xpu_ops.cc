@@ -10,6 +10,11 @@ namespace {
 
 constexpr int64_t kChunk = 32;
 constexpr int64_t kTokensPerItem = 8;  // linear.cl's TOKENS_PER_ITEM
+// Up to this many tokens, a device with Intel sub-groups runs a row's lanes
+// as work-items (linear_lanes.cl); beyond it, each row is decoded once for
+// eight tokens.
+constexpr int64_t kLaneKernelTokens = 4;
+constexpr size_t kLaneKernelRows = 8, kLanes = 8;  // linear_lanes.cl's work-group: rows × lanes
 constexpr size_t kNormThreads = 64, kAttentionThreads = 256, kAttentionMaxDim = 256, kAttentionLanes = 16;
 
 void quantize_q8(const LaunchContext& cx, const QueueState& q, DType type, const float* x, int64_t n_tokens, int64_t cols,
@@ -118,8 +123,10 @@ void run_linear(const LaunchContext& cx, const LinearArgs& a, const QueueState& 
       quantize_q8(cx, q, activation, a.x, a.n_tokens, cols, quantized);
       quantized_as = activation;
     }
-    launch(cx, q.queue, "linear_q8", range, code(storage), w.data(), stride, w.rows(), w.cols(), quantized.qs, quantized.d,
-           quantized.s, a.n_tokens, has_bias, w.bias(), a.outputs[i].y);
+    const bool lanes = a.n_tokens <= kLaneKernelTokens && cx.program->has_kernel("linear_q8_lanes");
+    const Range lane_range = groups_range((w.rows() + kLaneKernelRows - 1) / kLaneKernelRows, a.n_tokens, kLaneKernelRows * kLanes);
+    launch(cx, q.queue, lanes ? "linear_q8_lanes" : "linear_q8", lanes ? lane_range : range, code(storage), w.data(), stride,
+           w.rows(), w.cols(), quantized.qs, quantized.d, quantized.s, a.n_tokens, has_bias, w.bias(), a.outputs[i].y);
   }
 }
 

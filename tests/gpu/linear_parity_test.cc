@@ -16,10 +16,12 @@ struct Shape {
   int64_t rows, cols;
 };
 
-// (rows, cols) of layers of SmolLM2-135M, Gemma-3-270M and Qwen2.5-0.5B.
+// (rows, cols) of layers of SmolLM2-135M, Gemma-3-270M and Qwen2.5-0.5B,
+// and a row count no kernel's work-group divides (a tensor-parallel shard
+// of a vocabulary can have any).
 const Shape kShapes[] = {{"smollm2.k", 192, 576}, {"smollm2.down", 576, 1536}, {"gemma.gate", 2048, 640},
                          {"gemma.down", 640, 2048}, {"qwen.k", 128, 896},      {"qwen.up", 4864, 896},
-                         {"qwen.down", 896, 4864}};
+                         {"qwen.down", 896, 4864},  {"ragged", 37, 512}};
 
 const DType kFormats[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ4_0, DType::kQ4_1,
                           DType::kQ5_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K};
