@@ -34,7 +34,7 @@ std::string examine(cl_platform_id platform, cl_device_id device, OpenclDevice& 
   out.gpu = (device_value<cl_device_type>(device, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_GPU) != 0;
   out.intel_subgroups = offers_sub_group_size(device, 16);
   const SubGroupPolicy policy = sub_group_policy();
-  out.sub_group_linears = out.intel_subgroups && (policy == SubGroupPolicy::kOn || (policy == SubGroupPolicy::kAuto && out.gpu));
+  out.sub_group_kernels = out.intel_subgroups && (policy == SubGroupPolicy::kOn || (policy == SubGroupPolicy::kAuto && out.gpu));
   if (!device_value<cl_bool>(device, CL_DEVICE_AVAILABLE)) return "not available";
   if (!device_value<cl_bool>(device, CL_DEVICE_COMPILER_AVAILABLE)) return "has no OpenCL C compiler";
   if (has_extension(device, "cl_intel_unified_shared_memory")) {

@@ -26,11 +26,12 @@ struct OpenclDevice {
   // GPU, and Intel's OpenCL runtime for CPUs.
   bool intel_subgroups = false;
   // Decode linears run a row's eight lanes as work-items of a sub-group
-  // (cl/linear_lanes.cl): on GPUs that offer the sub-groups, or wherever
-  // they are offered when TESSERA_XPU_SUB_GROUPS=on. On a CPU device the
-  // compiler's own vectorisation across rows is faster (the README's
-  // figures), so there `auto` keeps the portable kernel.
-  bool sub_group_linears = false;
+  // (cl/linear_lanes.cl) and attention reduces its 16-key groups by
+  // shuffles (cl/attention.cl): on GPUs that offer the sub-groups, or
+  // wherever they are offered when TESSERA_XPU_SUB_GROUPS=on. On a CPU
+  // device the compiler's own vectorisation across rows is faster (the
+  // README's figures), so there `auto` keeps the portable kernels.
+  bool sub_group_kernels = false;
 };
 
 enum class SubGroupPolicy { kAuto, kOn, kOff };

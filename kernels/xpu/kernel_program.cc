@@ -27,7 +27,7 @@ std::string build_options(const OpenclDevice& device) {
   std::string options = "-cl-std=CL1.2";
   const auto fp = device_value<cl_device_fp_config>(device.device, CL_DEVICE_SINGLE_FP_CONFIG);
   if (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) options += " -cl-fp32-correctly-rounded-divide-sqrt";
-  if (device.sub_group_linears) options += " -DXPU_INTEL_SUBGROUPS=1";
+  if (device.sub_group_kernels) options += " -DXPU_INTEL_SUBGROUPS=1";
   return options;
 }
 

@@ -122,7 +122,7 @@ class XpuBackend final : public Backend {
   }
 
   std::string sub_groups_described() const {
-    if (device_.sub_group_linears) return ", Intel sub-groups (decode linears)";
+    if (device_.sub_group_kernels) return ", Intel sub-groups (decode linears, attention reductions)";
     if (!device_.intel_subgroups) return "";
     return device_.gpu ? ", Intel sub-groups off (TESSERA_XPU_SUB_GROUPS=off)"
                        : ", Intel sub-groups unused on a CPU device (TESSERA_XPU_SUB_GROUPS=on to use them)";

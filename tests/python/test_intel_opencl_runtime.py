@@ -1,9 +1,10 @@
 """The XPU backend on Intel's own OpenCL runtime for CPUs (PyPI
 intel-opencl-rt, installed into the test environment by install-deps): the
 driver that offers what PoCL does not, unified shared memory and Intel
-sub-groups, so the backend's USM allocations and its sub-group decode kernel
-(cl/linear_lanes.cl, forced on with TESSERA_XPU_SUB_GROUPS=on: on a CPU
-device `auto` leaves it off) run here as they would on an Intel GPU. The
+sub-groups, so the backend's USM allocations and its sub-group kernels
+(cl/linear_lanes.cl for decode linears, attention's shuffle reductions;
+forced on with TESSERA_XPU_SUB_GROUPS=on: on a CPU device `auto` leaves
+them off) run here as they would on an Intel GPU. The
 parity suite, and greedy continuations of golden prompts of each real model
 against the CPU backend. Skipped, saying so, where the runtime is not
 installed."""
@@ -63,7 +64,7 @@ def test_the_device_has_unified_shared_memory_and_sub_groups_only_on_request(tes
     by_default = xpu_description(tessera_bin, intel_env)
     assert "Intel(R) OpenCL" in by_default and "unified shared memory" in by_default
     assert "Intel sub-groups unused on a CPU device" in by_default
-    assert "Intel sub-groups (decode linears)" in xpu_description(tessera_bin, sub_group_env)
+    assert "Intel sub-groups (decode linears, attention reductions)" in xpu_description(tessera_bin, sub_group_env)
 
 
 def test_a_bad_sub_group_setting_is_named(tessera_bin, intel_env):

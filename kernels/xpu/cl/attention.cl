@@ -11,6 +11,69 @@
 #define ATT_MAX_DIM 256
 #define ATT_LANES 16     // the CPU's accumulator width
 
+#ifdef XPU_INTEL_SUBGROUPS
+#pragma OPENCL EXTENSION cl_intel_subgroups : enable
+// Sub-groups of 16: sub-group i of the work-group is work-items 16i .. 16i + 15,
+// so each 16-key group of a tile is one sub-group and its reductions are
+// shuffles instead of rounds through local memory between barriers.
+#define ATT_SUB_GROUPS __attribute__((intel_reqd_sub_group_size(ATT_LANES)))
+#define KEY_GROUP_STRIDE 1  // group g's sum lands in red[g]
+
+float lanes_max(float v) {
+  for (int mask = ATT_LANES / 2; mask > 0; mask /= 2) v = fmax(v, intel_sub_group_shuffle_xor(v, mask));
+  return v;
+}
+
+// Lane 0 ends with ((r0 + r8) + (r4 + r12)) + ((r2 + r10) + (r6 + r14)) + …,
+// the order of the local-memory tree below.
+float lanes_sum(float v) {
+  for (int mask = ATT_LANES / 2; mask > 0; mask /= 2) v = v + intel_sub_group_shuffle_xor(v, mask);
+  return v;
+}
+#else
+#define ATT_SUB_GROUPS
+#define KEY_GROUP_STRIDE ATT_LANES  // group g's sum lands in red[g * 16]
+#endif
+
+// The maximum of every work-item's `v` (exact in any order).
+float work_group_max(float v, __local float* red, int tid) {
+#ifdef XPU_INTEL_SUBGROUPS
+  v = lanes_max(v);
+  if (tid % ATT_LANES == 0) red[tid / ATT_LANES] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float m = red[0];
+  for (int g = 1; g < ATT_THREADS / ATT_LANES; ++g) m = fmax(m, red[g]);
+#else
+  red[tid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int offset = ATT_THREADS / 2; offset > 0; offset /= 2) {
+    if (tid < offset) red[tid] = fmax(red[tid], red[tid + offset]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float m = red[0];
+#endif
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return m;
+}
+
+// The sum of `v` over each group of 16 work-items, as the CPU sums its 16
+// lanes, left in red[g * KEY_GROUP_STRIDE] for group g and visible to the
+// whole work-group on return.
+void key_group_sums(float v, __local float* red, int tid) {
+#ifdef XPU_INTEL_SUBGROUPS
+  v = lanes_sum(v);
+  if (tid % ATT_LANES == 0) red[tid / ATT_LANES] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+#else
+  red[tid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int offset = ATT_LANES / 2; offset > 0; offset /= 2) {
+    if (tid % ATT_LANES < offset) red[tid] = red[tid] + red[tid + offset];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+#endif
+}
+
 // The sequence of token t: the last s with query_start[s] <= t.
 int sequence_of(__global const int* query_start, int n_seqs, int t) {
   int lo = 0, hi = n_seqs - 1;
@@ -53,7 +116,7 @@ float attention_score(__local const float* q_s, __global const uchar* keys, __gl
 }
 
 // One work-group per (query token, query head).
-__kernel __attribute__((reqd_work_group_size(ATT_THREADS, 1, 1)))
+__kernel __attribute__((reqd_work_group_size(ATT_THREADS, 1, 1))) ATT_SUB_GROUPS
 void attention(int n_seqs, __global const int* query_start, __global const int* positions, __global const int* kv_len,
                __global const int* page_indptr, __global const int* page_indices, int has_prefix,
                __global const int* prefix_len, __global const float* q, int n_heads, __global const uchar* keys,
@@ -82,28 +145,16 @@ void attention(int n_seqs, __global const int* query_start, __global const int* 
 
   float row_max = -INFINITY;
   for (int k = first + tid; k <= last; k += ATT_THREADS) row_max = fmax(row_max, attention_score(q_s, keys, pages, slopes, &a, k));
-  red[tid] = row_max;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int offset = ATT_THREADS / 2; offset > 0; offset /= 2) {
-    if (tid < offset) red[tid] = fmax(red[tid], red[tid + offset]);
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  row_max = red[0];
-  barrier(CLK_LOCAL_MEM_FENCE);
+  row_max = work_group_max(row_max, red, tid);
 
   wide_float sum = 0;  // work-item 0's
   const int aligned = first - first % ATT_LANES;
   for (int tile = aligned; tile <= last; tile += ATT_THREADS) {
     const int k = tile + tid;
-    red[tid] = k >= first && k <= last ? vector_expf(attention_score(q_s, keys, pages, slopes, &a, k) - row_max) : 0.0f;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    // Each 16-key group summed as the CPU sums its 16 lanes.
-    for (int offset = ATT_LANES / 2; offset > 0; offset /= 2) {
-      if (tid % ATT_LANES < offset) red[tid] = red[tid] + red[tid + offset];
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
+    key_group_sums(k >= first && k <= last ? vector_expf(attention_score(q_s, keys, pages, slopes, &a, k) - row_max) : 0.0f,
+                   red, tid);
     if (tid == 0) {
-      for (int g = 0; g < ATT_THREADS / ATT_LANES && tile + g * ATT_LANES <= last; ++g) sum += (wide_float)red[g * ATT_LANES];
+      for (int g = 0; g < ATT_THREADS / ATT_LANES && tile + g * ATT_LANES <= last; ++g) sum += (wide_float)red[g * KEY_GROUP_STRIDE];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
