@@ -10,9 +10,9 @@ namespace {
 
 constexpr int64_t kChunk = 32;
 constexpr int64_t kTokensPerItem = 8;  // linear.cl's TOKENS_PER_ITEM
-// Up to this many tokens, a device with Intel sub-groups runs a row's lanes
-// as work-items (linear_lanes.cl); beyond it, each row is decoded once for
-// eight tokens.
+// Up to this many tokens, a device whose program has the sub-group kernels
+// (OpenclDevice::sub_group_kernels) runs a row's lanes as work-items
+// (linear_lanes.cl); beyond it, each row is decoded once for eight tokens.
 constexpr int64_t kLaneKernelTokens = 4;
 constexpr size_t kLaneKernelRows = 8, kLanes = 8;  // linear_lanes.cl's work-group: rows × lanes
 constexpr size_t kNormThreads = 64, kAttentionThreads = 256, kAttentionMaxDim = 256, kAttentionLanes = 16;
