@@ -34,12 +34,12 @@ class GlooCommunicator final : public Communicator {
  private:
   // Point-to-point slots: (sender, receiver, count) in a space of their own.
   int p2p_slot(int from, int to, uint64_t count) const;
+  void exchange_chunk(const uint8_t* chunk, size_t n, uint8_t* dst, size_t stride);
 
   std::shared_ptr<RendezvousStore> store_;  // kept: a TCP store's server may live in this rank
   std::shared_ptr<gloo::Context> context_;
   std::vector<uint64_t> sent_, received_;  // (world): messages to and from each peer
   std::vector<float> reduce_scratch_;  // (world, count): reduce-scatter's staging
-  std::vector<uint8_t> gather_scratch_;  // (world, chunk): a large all-gather's staging
 };
 
 }  // namespace tessera::cpu

@@ -1,4 +1,4 @@
-// The gloo communicator between two ranks run as threads of this process,
+// The gloo communicator between ranks run as threads of this process,
 // meeting through a file store or the TCP store.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -22,25 +22,25 @@ std::string fresh_dir(const std::string& name) {
   return dir.string();
 }
 
-// Runs body(rank, communicator, stream) on two ranks at once; rethrows the
-// first failure.
-void on_two_ranks(const std::string& rendezvous, std::chrono::milliseconds timeout,
-                  const std::function<void(int, Communicator&, Stream&)>& body) {
-  std::exception_ptr failure[2];
-  std::thread ranks[2];
-  for (int r = 0; r < 2; ++r) {
-    ranks[r] = std::thread([&, r] {
+// Runs body(rank, communicator, stream) on `world` ranks at once; rethrows
+// the first failure.
+void on_ranks(int world, const std::string& rendezvous, std::chrono::milliseconds timeout,
+              const std::function<void(int, Communicator&, Stream&)>& body) {
+  std::vector<std::exception_ptr> failure(static_cast<size_t>(world));
+  std::vector<std::thread> ranks(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    ranks[size_t(r)] = std::thread([&, r] {
       try {
         cpu::CpuBackend backend(cpu::CpuBackendOptions{1, std::nullopt});
         CommunicatorOptions options;
         options.rank = r;
-        options.world = 2;
+        options.world = world;
         options.rendezvous = rendezvous;
         options.timeout = timeout;
         auto comm = backend.create_communicator(options);
         body(r, *comm, backend.default_stream());
       } catch (...) {
-        failure[r] = std::current_exception();
+        failure[size_t(r)] = std::current_exception();
       }
     });
   }
@@ -48,6 +48,11 @@ void on_two_ranks(const std::string& rendezvous, std::chrono::milliseconds timeo
   for (auto& f : failure) {
     if (f) std::rethrow_exception(f);
   }
+}
+
+void on_two_ranks(const std::string& rendezvous, std::chrono::milliseconds timeout,
+                  const std::function<void(int, Communicator&, Stream&)>& body) {
+  on_ranks(2, rendezvous, timeout, body);
 }
 
 void exercise_collectives(int rank, Communicator& comm, Stream& stream) {
@@ -138,6 +143,35 @@ TEST(GlooCommunicator, LargeCollectivesDoNotDeadlock) {
     std::vector<float> sum(n, float(rank + 1));
     comm.all_reduce_sum(sum.data(), n, stream);
     EXPECT_EQ(std::count(sum.begin(), sum.end(), 3.0f), std::ptrdiff_t(n));
+  });
+}
+
+// All-gathers go straight to each peer, one slot per chunk, with no
+// notification after: three ranks arriving at different times, gathers of
+// several sizes (one over a chunk) between point-to-point messages and
+// all-reduces, every value checked where it lands.
+TEST(GlooCommunicator, AllGathersAmongThreeRanksKeepTheirOrder) {
+  on_ranks(3, "file:" + fresh_dir("gloo-three"), std::chrono::seconds(20), [](int rank, Communicator& comm, Stream& stream) {
+    const size_t sizes[] = {1, 37, 288, (size_t(80) << 10) / sizeof(float) + 3};
+    for (int round = 0; round < 24; ++round) {
+      if ((round + rank) % 3 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300 * (rank + 1)));
+      const size_t n = sizes[size_t(round) % std::size(sizes)];
+      std::vector<float> mine(n), all(3 * n, -1.0f);
+      for (size_t i = 0; i < n; ++i) mine[i] = float(round * 1000 + rank * 100) + float(i % 97);
+      comm.all_gather(mine.data(), n * sizeof(float), all.data(), stream);
+      for (size_t r = 0; r < 3; ++r) {
+        for (size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(all[r * n + i], float(round * 1000 + int(r) * 100) + float(i % 97)) << round << " " << r << " " << i;
+        }
+      }
+      int token = round * 10 + rank;
+      comm.send(&token, sizeof(token), (rank + 1) % 3, stream);
+      comm.recv(&token, sizeof(token), (rank + 2) % 3, stream);
+      ASSERT_EQ(token, round * 10 + (rank + 2) % 3);
+      float x = float(rank + round);
+      comm.all_reduce_sum(&x, 1, stream);
+      ASSERT_EQ(x, float(3 * round + 3));
+    }
   });
 }
 
