@@ -64,6 +64,13 @@ struct AttentionParams {
   int window = 0;                       // kSlidingWindow
   float softcap = 0.0f;                 // kSoftcap
   const float* alibi_slopes = nullptr;  // kAlibi: one per query head
+  // Grouped-query attention: query head h reads KV head
+  // (h + query_head_offset) / query_group; query_group 0 means
+  // n_heads / n_kv_heads. A tensor-parallel rank whose query heads start
+  // inside a KV head's group sets the offset to that group's heads held by
+  // earlier ranks (see QueryGroups in kernels/query_groups.h).
+  int query_group = 0;
+  int query_head_offset = 0;
 };
 
 // One layer's pages: `k` and `v` are [n_pages][page_size][n_kv_heads][head_dim].

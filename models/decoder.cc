@@ -190,6 +190,10 @@ void Decoder::attention_block(const Pass& pass, int layer, const ForwardBatch& b
     params.score = ops::ScoreMod::kSoftcap;
     params.softcap = spec_.attn_softcap;
   }
+  if (w_.shard.sharded()) {
+    params.query_group = w_.shard.query_group;
+    params.query_head_offset = w_.shard.query_head_offset(spec_.head_dim);
+  }
   const ops::PagedKv paged{kv.k,           kv.v,        layout.dtype, layout.page_size, layout.n_kv_heads,
                            layout.head_dim, kv.k_scales, kv.v_scales, k_center};
   timed(pass, "attention", [&] { pass.ops.attention({plan_.get(), q, spec_.n_heads, paged, params, attn}, pass.stream); });

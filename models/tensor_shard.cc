@@ -42,31 +42,20 @@ TensorShard plan_tensor_shard(const DecoderSpec& spec, int rank, int world, Tens
   s.rank = rank;
   s.world = world;
   s.layout = layout;
-  const int group = spec.n_heads / spec.n_kv_heads, hd = spec.head_dim;  // query heads per KV head
-  s.q.unit = hd;
-  if (spec.n_kv_heads >= world) {
-    const ChannelSplit kv = split_even(spec.n_kv_heads, 1, world);
-    for (int r = 0; r < world; ++r) {
-      s.q.first.push_back(kv.first[size_t(r)] * group * hd);
-      s.q.count.push_back(kv.count[size_t(r)] * group * hd);
-    }
-    s.kv_head_first = kv.first[size_t(rank)];
-    s.kv_heads = kv.count[size_t(rank)];
-  } else {
-    const int ranks_per_kv = world / spec.n_kv_heads;
-    if (world % spec.n_kv_heads != 0 || group < ranks_per_kv) {
-      throw Error(source + ": " + std::to_string(spec.n_kv_heads) + " KV heads and " + std::to_string(spec.n_heads) +
-                  " query heads do not split over " + std::to_string(world) + " ranks");
-    }
-    const ChannelSplit within = split_even(group * hd, hd, ranks_per_kv);
-    for (int r = 0; r < world; ++r) {
-      const int kv = r / ranks_per_kv, part = r % ranks_per_kv;
-      s.q.first.push_back(kv * group * hd + within.first[size_t(part)]);
-      s.q.count.push_back(within.count[size_t(part)]);
-    }
-    s.kv_head_first = rank / ranks_per_kv;
-    s.kv_heads = 1;
+  // Query heads go out evenly, in whole heads; each rank keeps the KV heads
+  // its query heads read, so a KV head whose group the split cuts through
+  // (SmolLM2's 9 query heads over 3 KV heads: 5 and 4) is kept, and
+  // written, by both ranks it serves.
+  const int hd = spec.head_dim;
+  if (spec.n_heads < world) {
+    throw Error(source + ": " + std::to_string(spec.n_heads) + " query heads do not split over " + std::to_string(world) +
+                " ranks");
   }
+  s.query_group = spec.n_heads / spec.n_kv_heads;
+  s.q = split_even(spec.n_heads * hd, hd, world);
+  const int first_head = s.first(s.q) / hd, last_head = first_head + s.count(s.q) / hd - 1;
+  s.kv_head_first = first_head / s.query_group;
+  s.kv_heads = last_head / s.query_group - s.kv_head_first + 1;
   const int align = layout == TensorParallelLayout::kExact ? gather_unit(spec.ffn_dim) : std::max(ffn_alignment, 1);
   if (spec.ffn_dim % align != 0 || spec.ffn_dim / align < world) {
     throw Error(source + ": an FFN of " + std::to_string(spec.ffn_dim) + " channels does not split over " +

@@ -1,10 +1,10 @@
 #pragma once
 // One rank's part of a decoder under tensor parallelism. Q/K/V and gate/up
 // are split by output rows, the embeddings and the output head by
-// vocabulary rows (the lookups summed, the logits gathered). KV heads are
-// split across ranks; with fewer KV heads than ranks each is kept by a
-// group of ranks that split its query heads. Uneven counts give the first
-// ranks one more unit.
+// vocabulary rows (the lookups summed, the logits gathered). Query heads
+// are dealt evenly and each rank keeps the KV heads they read: a KV head
+// whose query heads fall on two ranks is kept by both. Uneven counts give
+// the first ranks one more unit.
 //
 // O and down are split one of two ways:
 //  - kExact: by output rows, behind an all-gather of their input, so every
@@ -38,6 +38,7 @@ struct TensorShard {
   TensorParallelLayout layout = TensorParallelLayout::kExact;
   ChannelSplit q;      // query channels (heads × head_dim), in whole heads
   int kv_head_first = 0, kv_heads = 0;  // the KV heads this rank keeps
+  int query_group = 1;                  // the model's query heads per KV head
   ChannelSplit ffn;    // FFN hidden channels
   ChannelSplit model;  // kExact: O and down output rows (d_model)
   ChannelSplit vocab;  // embedding and output-head rows
@@ -46,6 +47,8 @@ struct TensorShard {
   bool exact() const { return layout == TensorParallelLayout::kExact; }
   int first(const ChannelSplit& s) const { return s.first[size_t(rank)]; }
   int count(const ChannelSplit& s) const { return s.count[size_t(rank)]; }
+  // Query heads of this rank's first KV head that earlier ranks hold.
+  int query_head_offset(int head_dim) const { return first(q) / head_dim - kv_head_first * query_group; }
   // kAllReduce: row-parallel biases are added once, on the first rank.
   bool adds_row_parallel_bias() const { return rank == 0; }
 };

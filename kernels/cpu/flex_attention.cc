@@ -6,6 +6,7 @@
 #include "engine/error.h"
 #include "kernels/cpu/flex_attention_variants.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/query_groups.h"
 
 namespace tessera::cpu {
 
@@ -21,7 +22,9 @@ void plan_attention_items(const AttentionBatch& batch, int n_kv_heads, std::vect
 void run_attention_items(const std::vector<AttentionWorkItem>& items, const float* q, int n_heads, const PagedKv& kv,
                          const AttentionBatch& batch, const AttentionParams& params, float* out, ThreadPool& pool,
                          const IsaFeatures& isa, std::vector<AttentionScratch>& scratch) {
-  if (kv.n_kv_heads <= 0 || n_heads % kv.n_kv_heads != 0) throw Error("attention: query heads not a multiple of KV heads");
+  std::string why;
+  ops::query_groups(n_heads, kv.n_kv_heads, params, &why);
+  if (!why.empty()) throw Error("attention: " + why);
   if (kv.dtype != DType::kF32 && kv.dtype != DType::kF16 && kv.dtype != DType::kI8) {
     throw Error("attention: KV cache must be F32, F16 or I8");
   }

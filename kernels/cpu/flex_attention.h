@@ -41,7 +41,7 @@ struct AttentionScratch {
 void plan_attention_items(const AttentionBatch& batch, int n_kv_heads, std::vector<AttentionWorkItem>& items);
 
 // Runs planned work items. q and out: [n_tokens][n_heads][head_dim], f32.
-// n_heads is a multiple of kv.n_kv_heads (grouped-query attention). `isa`
+// Query heads read KV heads as params' QueryGroups give (grouped-query attention). `isa`
 // picks the kernel build; every build gives the same bits. `scratch` holds
 // one entry per pool thread.
 void run_attention_items(const std::vector<AttentionWorkItem>& items, const float* q, int n_heads, const PagedKv& kv,
@@ -49,8 +49,8 @@ void run_attention_items(const std::vector<AttentionWorkItem>& items, const floa
                          const IsaFeatures& isa, std::vector<AttentionScratch>& scratch);
 
 // Plans and runs in one call (tests and one-off uses).
-// q and out: [n_tokens][n_heads][head_dim], f32. n_heads is a multiple of
-// kv.n_kv_heads (grouped-query attention).
+// q and out: [n_tokens][n_heads][head_dim], f32. Query heads read KV heads
+// as params' QueryGroups give (grouped-query attention).
 // `isa` picks the kernel build; every build gives the same bits.
 void flex_attention(const float* q, int n_heads, const PagedKv& kv, const AttentionBatch& batch,
                     const AttentionParams& params, float* out, ThreadPool& pool, const IsaFeatures& isa);

@@ -16,6 +16,7 @@
 #include "engine/tensor/half.h"
 #include "kernels/cpu/flex_attention_variants.h"
 #include "kernels/cpu/hadamard.h"
+#include "kernels/query_groups.h"
 #include "kernels/cpu/lane_sum.h"
 #include "kernels/cpu/vector_exp.h"
 
@@ -281,11 +282,11 @@ void weighted_values(const float* const* w, const float* v, int first, int lo, i
 // queries and the probabilities are rounded to f16 before they meet the f16
 // keys and values, the arithmetic of an f16 matrix multiply. An int8 cache
 // is read back as f32 (int8 times its row's scale) and meets f32 queries.
+// The item's query heads are [head0, head0 + head_count), all reading its KV head.
 template <class Mask, class Score>
-void attend(const WorkItem& item, int head_first, int head_count, const float* q, int n_heads, const PagedKv& kv,
+void attend(const WorkItem& item, int head0, int head_count, const float* q, int n_heads, const PagedKv& kv,
             const AttentionBatch& batch, const AttentionParams& params, const Mask& mask, const Score& score_mod, float* out,
             AttentionScratch& scratch) {
-  const int group = n_heads / kv.n_kv_heads;
   const int dim = kv.head_dim;
   const bool f16 = kv.dtype == DType::kF16;
   const int n_tokens = item.token_end - item.token_begin;
@@ -309,7 +310,7 @@ void attend(const WorkItem& item, int head_first, int head_count, const float* q
   const bool int8 = kv.dtype == DType::kI8;
   float* const offsets = scratch_floats(scratch.offsets, size_t(n_rows));
   for (int r = 0; r < n_rows; ++r) {
-    const int t = item.token_begin + r / head_count, head = item.kv_head * group + head_first + r % head_count;
+    const int t = item.token_begin + r / head_count, head = head0 + r % head_count;
     const float* src = q + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
     float* row = queries + size_t(r) * size_t(dim);
     int d = 0;
@@ -355,7 +356,7 @@ void attend(const WorkItem& item, int head_first, int head_count, const float* q
     const PageKeys keys = keys_in_place ? PageKeys::in_cache(kv, kv.k, page, item.kv_head) : PageKeys{kv, rows};
     if (!keys_in_place) load_rows(kv, kv.k, kv.k_scales, page, item.kv_head, 0, page_rows, rows);
     for (int r = 0; r < n_rows; ++r) {
-      const int t = item.token_begin + r / head_count, head = item.kv_head * group + head_first + r % head_count;
+      const int t = item.token_begin + r / head_count, head = head0 + r % head_count;
       int lo, hi;
       if (!visible_keys(t, page_first, page_rows, &lo, &hi)) continue;
       const float* qv = queries + size_t(r) * size_t(dim);
@@ -406,7 +407,7 @@ void attend(const WorkItem& item, int head_first, int head_count, const float* q
       const float* w[kValueRows];
       float* o[kValueRows];
       for (int i = 0; i < n; ++i) {
-        const int r = (t - item.token_begin) * head_count + h0 + i, head = item.kv_head * group + head_first + h0 + i;
+        const int r = (t - item.token_begin) * head_count + h0 + i, head = head0 + h0 + i;
         w[i] = weights + size_t(r) * size_t(span);
         o[i] = out + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
       }
@@ -429,18 +430,23 @@ void run_all(const std::vector<WorkItem>& items, const float* q, int n_heads, co
   // writes its own outputs: the order changes no result. With fewer items
   // than threads (decode with few KV heads), each item's query heads are
   // split into parts the threads share; every part reads the keys itself.
-  const int group = n_heads / kv.n_kv_heads;
+  std::string why;
+  const ops::QueryGroups groups = ops::query_groups(n_heads, kv.n_kv_heads, params, &why);
   const int64_t n_items = int64_t(items.size());
-  const int parts = n_items > 0 && n_items < pool.size() ? int(std::min<int64_t>(group, (pool.size() + n_items - 1) / n_items)) : 1;
+  const int parts =
+      n_items > 0 && n_items < pool.size() ? int(std::min<int64_t>(groups.group, (pool.size() + n_items - 1) / n_items)) : 1;
   const int64_t n = n_items * parts;
   std::atomic<int64_t> next{0};
   pool.parallel_for(std::min<int64_t>(n, pool.size()), 1, [&](int chunk, int64_t, int64_t) {
     for (int64_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
       const int64_t work = n - 1 - i;
       const int part = int(work % parts);
-      const int head_first = group * part / parts, head_end = group * (part + 1) / parts;
-      attend(items[size_t(work / parts)], head_first, head_end - head_first, q, n_heads, kv, batch, params, mask, score, out,
-             scratch[chunk]);
+      const WorkItem& item = items[size_t(work / parts)];
+      const int count = groups.end(item.kv_head) - groups.first(item.kv_head);
+      const int head_first = count * part / parts, head_end = count * (part + 1) / parts;
+      if (head_end > head_first) {
+        attend(item, groups.first(item.kv_head) + head_first, head_end - head_first, q, n_heads, kv, batch, params, mask, score, out, scratch[chunk]);
+      }
     }
   });
 }

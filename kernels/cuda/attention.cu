@@ -4,6 +4,7 @@
 #include <string>
 
 #include "engine/error.h"
+#include "kernels/query_groups.h"
 
 namespace tessera::gpu {
 namespace {
@@ -41,6 +42,7 @@ struct KernelArgs {
   ops::PagedKv kv;
   float query_scale, score_scale;
   float* out;      // (n_tokens, n_heads, head_dim)
+  int group, head_offset;  // query head h reads KV head (h + head_offset) / group
 };
 
 template <typename Element>
@@ -108,7 +110,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(KernelArgs a, Mask 
   __shared__ float inverse_s;
   __shared__ int64_t value_rows[kThreads];  // pass 3: where each key of the tile keeps its values
   const int t = blockIdx.x, head = blockIdx.y, tid = threadIdx.x;
-  const int D = a.kv.head_dim, group = a.n_heads / a.kv.n_kv_heads, kv_head = head / group;
+  const int D = a.kv.head_dim, kv_head = (head + a.head_offset) / a.group;
   const ops::AttentionBatch& b = a.batch;
   const int seq = sequence_of(b.query_start, b.n_seqs, t);
   const int pos = b.positions[t];
@@ -211,7 +213,7 @@ void launch_typed(const KernelArgs& k, const ops::AttentionParams& p, dim3 grid,
 
 }  // namespace
 
-std::string attention_refusal(int n_heads, int n_kv_heads, int head_dim, DType kv_dtype) {
+std::string attention_refusal(int n_heads, int n_kv_heads, int head_dim, DType kv_dtype, const ops::AttentionParams& params) {
   if (kv_dtype != DType::kF16 && kv_dtype != DType::kF32) {
     return std::string("the ") + kPlatformName + " backend has no " + std::string(dtype_name(kv_dtype)) + " KV cache";
   }
@@ -219,8 +221,9 @@ std::string attention_refusal(int n_heads, int n_kv_heads, int head_dim, DType k
     return std::string("the ") + kPlatformName + " backend has no attention kernel for head size " +
            std::to_string(head_dim) + " (multiples of 16 up to 256)";
   }
-  if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0) return "query heads must be a multiple of KV heads";
-  return {};
+  std::string why;
+  ops::query_groups(n_heads, n_kv_heads, params, &why);
+  return why;
 }
 
 void plan_attention(const AttentionPlanArgs& args) {
@@ -233,11 +236,13 @@ void plan_attention(const AttentionPlanArgs& args) {
 void launch_attention(const AttentionArgs& args, cudaStream_t stream) {
   const auto& plan = static_cast<const GpuAttentionPlan&>(*args.plan);
   if (plan.n_tokens <= 0) return;
-  const std::string refusal = attention_refusal(args.n_heads, args.kv.n_kv_heads, args.kv.head_dim, args.kv.dtype);
-  if (!refusal.empty()) throw Error("attention: " + refusal);
   const ops::AttentionParams& p = args.params;
+  const std::string refusal = attention_refusal(args.n_heads, args.kv.n_kv_heads, args.kv.head_dim, args.kv.dtype, p);
+  if (!refusal.empty()) throw Error("attention: " + refusal);
+  std::string why;
+  const ops::QueryGroups groups = ops::query_groups(args.n_heads, args.kv.n_kv_heads, p, &why);
   KernelArgs k{plan.batch, args.q, args.n_heads, args.kv, p.scale_queries ? p.scale : 1.0f, p.scale_queries ? 1.0f : p.scale,
-               args.out};
+               args.out, groups.group, groups.offset};
   const dim3 grid(unsigned(plan.n_tokens), unsigned(args.n_heads));
   if (args.kv.dtype == DType::kF16) launch_typed<__half>(k, p, grid, stream);
   else launch_typed<float>(k, p, grid, stream);

@@ -18,7 +18,7 @@ class GpuAttentionPlan final : public AttentionPlan {
 };
 
 // Why attention with these shapes has no kernel here, or empty when it has one.
-std::string attention_refusal(int n_heads, int n_kv_heads, int head_dim, DType kv_dtype);
+std::string attention_refusal(int n_heads, int n_kv_heads, int head_dim, DType kv_dtype, const ops::AttentionParams& params);
 
 void plan_attention(const AttentionPlanArgs& args);
 void launch_attention(const AttentionArgs& args, cudaStream_t stream);

@@ -4,6 +4,7 @@
 
 #include "engine/error.h"
 #include "kernels/q8_rows.h"
+#include "kernels/query_groups.h"
 
 namespace tessera::xpu {
 namespace {
@@ -157,14 +158,16 @@ void run_attention(const LaunchContext& cx, const AttentionArgs& a, const QueueS
   if (kv.head_dim <= 0 || kv.head_dim % int(kAttentionLanes) != 0 || kv.head_dim > int(kAttentionMaxDim)) {
     throw Error("attention: the XPU backend has no kernel for head size " + std::to_string(kv.head_dim));
   }
-  if (kv.n_kv_heads <= 0 || a.n_heads % kv.n_kv_heads != 0) throw Error("attention: query heads must be a multiple of KV heads");
   const ops::AttentionParams& p = a.params;
+  std::string why;
+  const ops::QueryGroups groups = ops::query_groups(a.n_heads, kv.n_kv_heads, p, &why);
+  if (!why.empty()) throw Error("attention: " + why);
   const ops::AttentionBatch& b = plan.batch;
   const float query_scale = p.scale_queries ? p.scale : 1.0f, score_scale = p.scale_queries ? 1.0f : p.scale;
   launch(cx, q.queue, "attention", groups_range(plan.n_tokens, a.n_heads, kAttentionThreads), b.n_seqs, b.query_start,
          b.positions, b.kv_len, b.page_indptr, b.page_indices, int(b.prefix_len != nullptr), b.prefix_len, a.q, a.n_heads, kv.k,
          kv.v, int(kv.dtype == DType::kF16), kv.page_size, kv.n_kv_heads, kv.head_dim, int(p.mask), p.window, int(p.score),
-         p.softcap, p.alibi_slopes, query_scale, score_scale, a.out);
+         p.softcap, p.alibi_slopes, query_scale, score_scale, groups.group, groups.offset, a.out);
 }
 
 void run_gated_activation(const LaunchContext& cx, const GatedActivationArgs& a, const QueueState& q) {

@@ -16,9 +16,14 @@ constexpr int kPage = 16, kPoolPages = 64;
 struct Layout {
   const char* model;
   int heads, kv_heads, dim;
+  int group = 0, offset = 0;  // ops::AttentionParams' query grouping
 };
 
-const Layout kLayouts[] = {{"smollm2", 9, 3, 64}, {"qwen2.5", 14, 2, 64}, {"gemma3", 4, 1, 256}, {"mha128", 8, 8, 128}};
+// The last two: SmolLM2's heads as two tensor-parallel ranks hold them,
+// query heads 0-4 over KV heads 0-1 and query heads 5-8 over KV heads 1-2.
+const Layout kLayouts[] = {{"smollm2", 9, 3, 64},        {"qwen2.5", 14, 2, 64},
+                           {"gemma3", 4, 1, 256},        {"mha128", 8, 8, 128},
+                           {"smollm2 rank 0", 5, 2, 64, 3, 0}, {"smollm2 rank 1", 4, 2, 64, 3, 2}};
 
 // Sequence s holds kv_len[s] keys; its last n_new[s] tokens are this step's
 // queries. The last is longer than a kernel's tile of 256 keys.
@@ -96,6 +101,8 @@ TEST_P(AttentionParity, EveryLayoutMaskAndScore) {
           p.window = 24;
           p.softcap = 2.0f;
           p.alibi_slopes = upload(be, slopes);
+          p.query_group = layout.group;
+          p.query_head_offset = layout.offset;
           const ops::PagedKv kv{k_pages, v_pages, dtype, kPage, layout.kv_heads, layout.dim};
           float* out = zeros<float>(be, q.size());
           be.kernels().attention({plan.get(), upload(be, q), layout.heads, kv, p, out}, s);

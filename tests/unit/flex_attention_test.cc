@@ -287,6 +287,55 @@ TEST(FlexAttentionInt8, NearTheUnquantizedCache) {
   }
 }
 
+// A tensor-parallel rank holds a run of query heads that may start or end
+// inside a KV head's group: its outputs are the whole model's for those
+// heads, bit for bit, whether it holds both KV heads or only the last.
+TEST(FlexAttentionQueryGroups, ARunOfHeadsMatchesTheWholeModel) {
+  for (DType dtype : {DType::kF32, DType::kF16}) {
+    const Fixture f(dtype, 64);
+    AttentionParams whole_params;
+    whole_params.scale = 0.125f;
+    ThreadPool pool(3);  // more threads than decode items: a KV head's heads split into parts
+    std::vector<float> whole(f.q.size(), NAN);
+    flex_attention(f.q.data(), kHeads, f.kv(), f.batch(), whole_params, whole.data(), pool, detect_isa());
+    const size_t n_tokens = f.positions.size(), dim = 64;
+    struct Run {
+      int first, count, kv_first, kv_count;
+    };
+    for (const Run& r : {Run{1, 2, 0, 2}, Run{1, 3, 0, 2}, Run{3, 1, 1, 1}, Run{0, 3, 0, 2}}) {
+      // (tokens, r.count heads, dim) of q; the KV pools cut to r's KV heads.
+      std::vector<float> q(n_tokens * size_t(r.count) * dim);
+      for (size_t t = 0; t < n_tokens; ++t) {
+        std::memcpy(&q[(t * size_t(r.count)) * dim], &f.q[(t * kHeads + size_t(r.first)) * dim], size_t(r.count) * dim * sizeof(float));
+      }
+      const size_t slots = f.k_f32.size() / (kKvHeads * dim);
+      std::vector<float> k32, v32;
+      std::vector<uint16_t> k16, v16;
+      for (size_t s = 0; s < slots; ++s) {
+        const size_t from = (s * kKvHeads + size_t(r.kv_first)) * dim, n = size_t(r.kv_count) * dim;
+        k32.insert(k32.end(), f.k_f32.begin() + long(from), f.k_f32.begin() + long(from + n));
+        v32.insert(v32.end(), f.v_f32.begin() + long(from), f.v_f32.begin() + long(from + n));
+        if (dtype == DType::kF16) {
+          k16.insert(k16.end(), f.k_f16.begin() + long(from), f.k_f16.begin() + long(from + n));
+          v16.insert(v16.end(), f.v_f16.begin() + long(from), f.v_f16.begin() + long(from + n));
+        }
+      }
+      const PagedKv kv = dtype == DType::kF16 ? PagedKv{k16.data(), v16.data(), dtype, kPage, r.kv_count, 64}
+                                              : PagedKv{k32.data(), v32.data(), dtype, kPage, r.kv_count, 64};
+      AttentionParams p = whole_params;
+      p.query_group = kHeads / kKvHeads;
+      p.query_head_offset = r.first - r.kv_first * p.query_group;
+      std::vector<float> part(q.size(), NAN);
+      flex_attention(q.data(), r.count, kv, f.batch(), p, part.data(), pool, detect_isa());
+      for (size_t t = 0; t < n_tokens; ++t) {
+        EXPECT_EQ(0, std::memcmp(&part[t * size_t(r.count) * dim], &whole[(t * kHeads + size_t(r.first)) * dim],
+                                 size_t(r.count) * dim * sizeof(float)))
+            << dtype_name(dtype) << " heads " << r.first << "+" << r.count << ", token " << t;
+      }
+    }
+  }
+}
+
 TEST(FlexAttentionArgs, BadParametersAreErrors) {
   const Fixture f(DType::kF32);
   ThreadPool pool(1);
@@ -295,6 +344,13 @@ TEST(FlexAttentionArgs, BadParametersAreErrors) {
   p.mask = MaskMod::kSlidingWindow;  // window left at 0
   EXPECT_THROW(flex_attention(f.q.data(), kHeads, f.kv(), f.batch(), p, out.data(), pool, detect_isa()), Error);
   EXPECT_THROW(flex_attention(f.q.data(), 3, f.kv(), f.batch(), AttentionParams{}, out.data(), pool, detect_isa()), Error);
+  AttentionParams groups;
+  groups.query_group = 2;
+  groups.query_head_offset = 2;  // a whole group before the first head: not this rank's KV head
+  EXPECT_THROW(flex_attention(f.q.data(), 2, f.kv(), f.batch(), groups, out.data(), pool, detect_isa()), Error);
+  groups.query_head_offset = 1;  // three heads from offset 1 read KV heads 0 and 1; five would need a third
+  EXPECT_NO_THROW(flex_attention(f.q.data(), 3, f.kv(), f.batch(), groups, out.data(), pool, detect_isa()));
+  EXPECT_THROW(flex_attention(f.q.data(), 4, f.kv(), f.batch(), groups, out.data(), pool, detect_isa()), Error);
 }
 
 }  // namespace

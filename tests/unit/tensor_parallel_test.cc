@@ -86,11 +86,16 @@ TEST(TensorShardPlan, SplitsHeadsFfnAndVocabulary) {
   spec.d_model = 576;
   const auto exact = TensorParallelLayout::kExact, all_reduce = TensorParallelLayout::kAllReduce;
   const TensorShard a = plan_tensor_shard(spec, 0, 2, exact, 1, "m"), b = plan_tensor_shard(spec, 1, 2, exact, 1, "m");
+  // Query heads 0-4 and 5-8: KV head 1 serves both ranks.
   EXPECT_EQ(a.kv_heads, 2);
-  EXPECT_EQ(a.count(a.q), 6 * 64);
-  EXPECT_EQ(b.kv_head_first, 2);
-  EXPECT_EQ(b.first(b.q), 6 * 64);
-  EXPECT_EQ(b.count(b.q), 3 * 64);
+  EXPECT_EQ(a.count(a.q), 5 * 64);
+  EXPECT_EQ(a.query_head_offset(64), 0);
+  EXPECT_EQ(b.kv_head_first, 1);
+  EXPECT_EQ(b.kv_heads, 2);
+  EXPECT_EQ(b.first(b.q), 5 * 64);
+  EXPECT_EQ(b.count(b.q), 4 * 64);
+  EXPECT_EQ(b.query_group, 3);
+  EXPECT_EQ(b.query_head_offset(64), 2);
   EXPECT_EQ(a.count(a.ffn), 768);
   EXPECT_EQ(b.first(b.model), 288);
   EXPECT_EQ(b.first(b.vocab), 24576);
@@ -107,8 +112,14 @@ TEST(TensorShardPlan, SplitsHeadsFfnAndVocabulary) {
   const TensorShard blocks = plan_tensor_shard(spec, 0, 2, all_reduce, 256, "m"), even = plan_tensor_shard(spec, 0, 2, exact, 256, "m");
   EXPECT_EQ(blocks.count(blocks.ffn), 2560);
   EXPECT_EQ(even.count(even.ffn), 2432);
+  // Four query heads over two KV heads on three ranks: 2, 1 and 1 heads,
+  // the last two ranks both keeping KV head 1.
   spec.n_kv_heads = 2;
-  EXPECT_THROW(plan_tensor_shard(spec, 0, 3, exact, 1, "m"), Error);  // two KV heads, three ranks
+  const TensorShard third = plan_tensor_shard(spec, 2, 3, exact, 1, "m");
+  EXPECT_EQ(third.kv_head_first, 1);
+  EXPECT_EQ(third.kv_heads, 1);
+  EXPECT_EQ(third.query_head_offset(64), 1);
+  EXPECT_THROW(plan_tensor_shard(spec, 0, 5, exact, 1, "m"), Error);  // four query heads, five ranks
   EXPECT_THROW(plan_tensor_shard(spec, 2, 2, exact, 1, "m"), Error);
 }
 

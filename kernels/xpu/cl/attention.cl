@@ -122,13 +122,13 @@ void attention(int n_seqs, __global const int* query_start, __global const int* 
                __global const int* prefix_len, __global const float* q, int n_heads, __global const uchar* keys,
                __global const uchar* values, int f16, int page_size, int n_kv_heads, int head_dim, int mask, int window,
                int score, float softcap, __global const float* slopes, float query_scale, float score_scale,
-               __global float* out) {
+               int query_group, int query_head_offset, __global float* out) {
   __local float q_s[ATT_MAX_DIM], p_s[ATT_THREADS], red[ATT_THREADS];
   __local float inverse_s;
   __local long value_rows[ATT_THREADS];  // pass 3: where each key of the tile keeps its values
   const int t = get_group_id(0), head = get_group_id(1), tid = get_local_id(0);
   const int D = head_dim;
-  AttentionShape a = {mask, score, window, softcap, 0, head / (n_heads / n_kv_heads), head, page_size, n_kv_heads,
+  AttentionShape a = {mask, score, window, softcap, 0, (head + query_head_offset) / query_group, head, page_size, n_kv_heads,
                       head_dim, f16, score_scale};
   const int seq = sequence_of(query_start, n_seqs, t);
   a.pos = positions[t];
