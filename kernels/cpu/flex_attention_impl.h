@@ -16,9 +16,9 @@
 #include "engine/tensor/half.h"
 #include "kernels/cpu/flex_attention_variants.h"
 #include "kernels/cpu/hadamard.h"
-#include "kernels/query_groups.h"
 #include "kernels/cpu/lane_sum.h"
 #include "kernels/cpu/vector_exp.h"
+#include "kernels/query_groups.h"
 
 // Internal linkage: each including file gets its own copy, built with its own
 // instruction-set flags.
@@ -442,11 +442,9 @@ void run_all(const std::vector<WorkItem>& items, const float* q, int n_heads, co
       const int64_t work = n - 1 - i;
       const int part = int(work % parts);
       const WorkItem& item = items[size_t(work / parts)];
-      const int count = groups.end(item.kv_head) - groups.first(item.kv_head);
-      const int head_first = count * part / parts, head_end = count * (part + 1) / parts;
-      if (head_end > head_first) {
-        attend(item, groups.first(item.kv_head) + head_first, head_end - head_first, q, n_heads, kv, batch, params, mask, score, out, scratch[chunk]);
-      }
+      const int first = groups.first(item.kv_head), count = groups.end(item.kv_head) - first;
+      const int begin = first + count * part / parts, end = first + count * (part + 1) / parts;
+      if (end > begin) attend(item, begin, end - begin, q, n_heads, kv, batch, params, mask, score, out, scratch[chunk]);
     }
   });
 }

@@ -213,7 +213,7 @@ void launch_typed(const KernelArgs& k, const ops::AttentionParams& p, dim3 grid,
 
 }  // namespace
 
-std::string attention_refusal(int n_heads, int n_kv_heads, int head_dim, DType kv_dtype, const ops::AttentionParams& params) {
+std::string attention_refusal(int head_dim, DType kv_dtype) {
   if (kv_dtype != DType::kF16 && kv_dtype != DType::kF32) {
     return std::string("the ") + kPlatformName + " backend has no " + std::string(dtype_name(kv_dtype)) + " KV cache";
   }
@@ -221,9 +221,7 @@ std::string attention_refusal(int n_heads, int n_kv_heads, int head_dim, DType k
     return std::string("the ") + kPlatformName + " backend has no attention kernel for head size " +
            std::to_string(head_dim) + " (multiples of 16 up to 256)";
   }
-  std::string why;
-  ops::query_groups(n_heads, n_kv_heads, params, &why);
-  return why;
+  return {};
 }
 
 void plan_attention(const AttentionPlanArgs& args) {
@@ -237,10 +235,10 @@ void launch_attention(const AttentionArgs& args, cudaStream_t stream) {
   const auto& plan = static_cast<const GpuAttentionPlan&>(*args.plan);
   if (plan.n_tokens <= 0) return;
   const ops::AttentionParams& p = args.params;
-  const std::string refusal = attention_refusal(args.n_heads, args.kv.n_kv_heads, args.kv.head_dim, args.kv.dtype, p);
-  if (!refusal.empty()) throw Error("attention: " + refusal);
-  std::string why;
+  std::string why = attention_refusal(args.kv.head_dim, args.kv.dtype);
+  if (!why.empty()) throw Error("attention: " + why);
   const ops::QueryGroups groups = ops::query_groups(args.n_heads, args.kv.n_kv_heads, p, &why);
+  if (!why.empty()) throw Error("attention: " + why);
   KernelArgs k{plan.batch, args.q, args.n_heads, args.kv, p.scale_queries ? p.scale : 1.0f, p.scale_queries ? 1.0f : p.scale,
                args.out, groups.group, groups.offset};
   const dim3 grid(unsigned(plan.n_tokens), unsigned(args.n_heads));

@@ -17,8 +17,9 @@ class GpuAttentionPlan final : public AttentionPlan {
   int n_tokens = 0;
 };
 
-// Why attention with these shapes has no kernel here, or empty when it has one.
-std::string attention_refusal(int n_heads, int n_kv_heads, int head_dim, DType kv_dtype, const ops::AttentionParams& params);
+// Why attention over this cache has no kernel here, or empty when it has one
+// (the query grouping is checked by ops::query_groups).
+std::string attention_refusal(int head_dim, DType kv_dtype);
 
 void plan_attention(const AttentionPlanArgs& args);
 void launch_attention(const AttentionArgs& args, cudaStream_t stream);
