@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The checks that need an NVIDIA GPU, in one run, each with its own time
+# limit, logs and a one-line verdict per stage at the end:
+#   tests   the backend parity suite and NCCL tests (tessera_gpu_tests)
+#   models  tests/python/test_accelerator_models.py on cuda:0 (greedy, logits,
+#           perplexity over the whole text, serving) for the models fetched
+#   decode  tests/bench/gpu_decode_bench.py (batch-1 decode, weight GB/s)
+#   serve   tests/bench/gpu_serve_bench.py (throughput at 1/8/32 streams)
+#
+#   scripts/gpu-checks.sh [STAGE ...]        (default: all four)
+#
+# Environment: TESSERA_BIN (build/tessera), TESSERA_GPU_TESTS
+# (build/tests/tessera_gpu_tests), TESSERA_MODEL_DIR (~/.cache/tessera/models),
+# CHECKS_OUT (gpu-checks-out): where logs and JSON reports go.
+set -u
+cd "$(dirname "$0")/.."
+bin=${TESSERA_BIN:-build/tessera}
+gpu_tests=${TESSERA_GPU_TESTS:-build/tests/tessera_gpu_tests}
+models=${TESSERA_MODEL_DIR:-$HOME/.cache/tessera/models}
+out=${CHECKS_OUT:-gpu-checks-out}
+mkdir -p "$out"
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(tests models decode serve)
+peak_gbs=${PEAK_GBS:-3350}
+verdicts=()
+
+stage() {  # name limit_s command...: runs it, logs to $out/name.log
+  local name=$1 limit=$2
+  shift 2
+  local t0=$SECONDS
+  timeout --kill-after=10 "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  verdicts+=("$name: exit $rc in $((SECONDS - t0)) s")
+  tail -n 25 "$out/$name.log"
+}
+
+fetched_models() {
+  local f
+  for f in SmolLM2-135M-Instruct.Q4_1.gguf gemma-3-270m-q4_k_m.gguf qwen2.5-coder-0.5b-instruct-q4_k_m.gguf; do
+    [ -f "$models/$f" ] && echo "$models/$f"
+  done
+}
+
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+"$bin" backends || true
+
+for s in "${stages[@]}"; do
+  case $s in
+    tests)
+      stage tests 300 "$gpu_tests" --gtest_output="xml:$out/gpu_tests.xml" ;;
+    models)
+      TESSERA_BIN=$bin TESSERA_MODEL_DIR=$models TESSERA_ACCEL_REPORT=$out/models.jsonl \
+        TESSERA_ACCEL_PPL_CHUNKS=${TESSERA_ACCEL_PPL_CHUNKS:-0} \
+        stage models 420 python3 -m pytest -q -p no:cacheprovider tests/python/test_accelerator_models.py -k cuda ;;
+    decode)
+      mapfile -t files < <(fetched_models)
+      stage decode 240 python3 tests/bench/gpu_decode_bench.py --tessera "$bin" --device cuda:0 \
+        --peak-gbs "$peak_gbs" "${files[@]}" ;;
+    serve)
+      mapfile -t files < <(fetched_models)
+      stage serve 240 python3 tests/bench/gpu_serve_bench.py "${files[0]}" --tessera "$bin" --device cuda:0 ;;
+    *) echo "unknown stage $s" >&2; exit 2 ;;
+  esac
+done
+printf '%s\n' "${verdicts[@]}"
