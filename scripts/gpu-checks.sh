@@ -47,18 +47,18 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader ||
 for s in "${stages[@]}"; do
   case $s in
     tests)
-      stage tests 300 "$gpu_tests" --gtest_output="xml:$out/gpu_tests.xml" ;;
+      stage tests 240 "$gpu_tests" --gtest_output="xml:$out/gpu_tests.xml" ;;
     models)
       TESSERA_BIN=$bin TESSERA_MODEL_DIR=$models TESSERA_ACCEL_REPORT=$out/models.jsonl \
         TESSERA_ACCEL_PPL_CHUNKS=${TESSERA_ACCEL_PPL_CHUNKS:-0} \
-        stage models 420 python3 -m pytest -q -p no:cacheprovider tests/python/test_accelerator_models.py -k cuda ;;
+        stage models 300 python3 -m pytest -q -p no:cacheprovider tests/python/test_accelerator_models.py -k cuda ;;
     decode)
       mapfile -t files < <(fetched_models)
-      stage decode 240 python3 tests/bench/gpu_decode_bench.py --tessera "$bin" --device cuda:0 \
+      stage decode 120 python3 tests/bench/gpu_decode_bench.py --tessera "$bin" --device cuda:0 \
         --peak-gbs "$peak_gbs" "${files[@]}" ;;
     serve)
       mapfile -t files < <(fetched_models)
-      stage serve 240 python3 tests/bench/gpu_serve_bench.py "${files[0]}" --tessera "$bin" --device cuda:0 ;;
+      stage serve 120 python3 tests/bench/gpu_serve_bench.py "${files[0]}" --tessera "$bin" --device cuda:0 ;;
     *) echo "unknown stage $s" >&2; exit 2 ;;
   esac
 done

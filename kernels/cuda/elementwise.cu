@@ -37,16 +37,29 @@ __global__ void embedding_kernel(const uint8_t* table, uint64_t row_bytes, int64
 }
 
 // One block per row: the sum of squares in double, element after element
-// as the CPU sums it (another order can round the mean otherwise); then
-// each thread scales its own elements (out may be x).
+// as the CPU sums it (another order can round the mean otherwise). The
+// squares are formed by all threads into shared memory, a stage at a time,
+// so that the one thread summing them waits on its additions alone, not on
+// a global load per element; then each thread scales its own elements (out
+// may be x).
+constexpr int kNormStage = 2048;  // squares per stage (8 KiB)
+
 __global__ void rms_norm_kernel(const float* x, const float* weight, float weight_offset, float eps, int64_t dim, float* out) {
+  __shared__ float squares[kNormStage];
   __shared__ float scale_s;
   const float* row = x + int64_t(blockIdx.x) * dim;
-  if (threadIdx.x == 0) {
-    double sum = 0.0;
-    for (int64_t i = 0; i < dim; ++i) sum += double(__fmul_rn(row[i], row[i]));
-    scale_s = 1.0f / sqrtf(float(sum / double(dim)) + eps);
+  double sum = 0.0;  // thread 0's
+  for (int64_t start = 0; start < dim; start += kNormStage) {
+    const int n = int(min(int64_t(kNormStage), dim - start));
+    for (int i = int(threadIdx.x); i < n; i += int(blockDim.x)) squares[i] = __fmul_rn(row[start + i], row[start + i]);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+#pragma unroll 8
+      for (int i = 0; i < n; ++i) sum += double(squares[i]);
+    }
+    __syncthreads();
   }
+  if (threadIdx.x == 0) scale_s = 1.0f / sqrtf(float(sum / double(dim)) + eps);
   __syncthreads();
   const float scale = scale_s;
   float* dst = out + int64_t(blockIdx.x) * dim;

@@ -116,22 +116,43 @@ constexpr int kWarpsPerQ8WarpBlock = 4;
 // Shared words a warp needs per weight block: 8 lane sums and the block's factors.
 constexpr int64_t kWarpSharedWordsPerBlock = kLanesPerRow + sizeof(BlockFactors) / sizeof(int);
 
+// The outputs of one linear call that one launch of the warp kernel covers:
+// weights of one format reading the same input, their rows laid end to end
+// (a layer's q, k and v, or gate and up), so a decode step launches once
+// for them all.
+constexpr int kMaxOutputsPerLaunch = 4;
+struct WarpLaunchOutputs {
+  struct Output {
+    const uint8_t* w;
+    uint64_t row_stride;
+    int64_t rows;
+    const float* bias;  // (rows), or null
+    float* y;           // (n_tokens, rows)
+  };
+  Output outputs[kMaxOutputsPerLaunch];
+  int count = 0;
+  int64_t total_rows = 0;
+};
+
 template <DType T>
-__global__ void __launch_bounds__(kWarpsPerQ8WarpBlock * 32) linear_q8_warp_kernel(const uint8_t* w, uint64_t row_stride,
-                                                                                  int64_t rows, int64_t cols, Q8Rows x,
-                                                                                  int64_t n_tokens, const float* bias,
-                                                                                  float* y) {
+__global__ void __launch_bounds__(kWarpsPerQ8WarpBlock * 32) linear_q8_warp_kernel(WarpLaunchOutputs launch, int64_t cols,
+                                                                                  Q8Rows x, int64_t n_tokens) {
   // Per warp: (blocks, 8) lane sums, then (blocks) factors.
   extern __shared__ int lane_sums[];
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  const int64_t row = int64_t(blockIdx.x) * kWarpsPerQ8WarpBlock + warp;
-  if (row >= rows) return;  // the whole warp
+  int64_t row = int64_t(blockIdx.x) * kWarpsPerQ8WarpBlock + warp;
+  if (row >= launch.total_rows) return;  // the whole warp
+  int k = 0;
+  while (k + 1 < launch.count && row >= launch.outputs[k].rows) row -= launch.outputs[k++].rows;
+  const WarpLaunchOutputs::Output& out = launch.outputs[k];
   const int64_t blocks = cols / elements_per_block<T>(), chunks = cols / kChunk;
   int* sums_of_row = lane_sums + int64_t(warp) * blocks * kWarpSharedWordsPerBlock;
   BlockFactors* factors = reinterpret_cast<BlockFactors*>(sums_of_row + blocks * kLanesPerRow);
-  const uint8_t* w_row = w + uint64_t(row) * row_stride;
+  const uint8_t* w_row = out.w + uint64_t(row) * out.row_stride;
   for (int64_t token = 0; token < n_tokens; ++token) {
     const int8_t* qs = x.qs + token * cols;
+    // Unrolled so that several of each lane's loads are in flight at once.
+#pragma unroll 4
     for (int64_t item = lane; item < blocks * kLanesPerRow; item += 32) {
       sums_of_row[item] = lane_sumi<T>(w_row, item / kLanesPerRow, int(item % kLanesPerRow), qs);
     }
@@ -141,7 +162,7 @@ __global__ void __launch_bounds__(kWarpsPerQ8WarpBlock * 32) linear_q8_warp_kern
     LaneSums sums;
     for (int64_t b = 0; b < blocks; ++b) lane_step<T>(factors[b], l, sums_of_row[b * kLanesPerRow + l], sums);
     const float total = reduce_lanes<T>(sums);
-    if (lane == 0) y[token * rows + row] = bias ? __fadd_rn(total, bias[row]) : total;
+    if (lane == 0) out.y[token * out.rows + row] = out.bias ? __fadd_rn(total, out.bias[row]) : total;
     __syncwarp();
   }
 }
@@ -168,24 +189,38 @@ void launch_rows(const GpuLinear& w, const float* x, int64_t n_tokens, float* y,
                                                                 n_tokens, w.bias(), y);
 }
 
-// One output of a linear call: block weights against the quantized input,
-// float weights against the input itself.
+const GpuLinear& gpu_linear(const LinearOutput& output) { return static_cast<const GpuLinear&>(*output.weight); }
+
+// Outputs first .. first + count - 1 of a call, all of format T: block
+// weights against the quantized input (a few tokens: one launch for them
+// all), float weights against the input itself.
 template <DType T>
-void launch_output(const GpuLinear& w, const float* x, const Q8Rows& quantized, int64_t n_tokens, float* y,
-                   cudaStream_t stream) {
+void launch_outputs(const LinearArgs& args, int first, int count, const Q8Rows& quantized, cudaStream_t stream) {
+  const int64_t cols = args.outputs[first].weight->cols(), n_tokens = args.n_tokens;
   if constexpr (q8_activation_type(T) != DType::kF32) {
-    const size_t shared = warp_kernel_shared_bytes<T>(w.cols());
+    const size_t shared = warp_kernel_shared_bytes<T>(cols);
     if (n_tokens <= kWarpKernelTokens && shared <= kMaxWarpKernelShared) {
-      const unsigned grid = unsigned((w.rows() + kWarpsPerQ8WarpBlock - 1) / kWarpsPerQ8WarpBlock);
-      linear_q8_warp_kernel<T><<<grid, kWarpsPerQ8WarpBlock * 32, shared, stream>>>(
-          w.data(), w.desc().row_stride, w.rows(), w.cols(), quantized, n_tokens, w.bias(), y);
-    } else {
-      launch_q8_rows<T, 8>(w, quantized, n_tokens, y, stream);
+      WarpLaunchOutputs launch;
+      for (int i = first; i < first + count; ++i) {
+        const GpuLinear& w = gpu_linear(args.outputs[i]);
+        launch.outputs[launch.count++] = {w.data(), w.desc().row_stride, w.rows(), w.bias(), args.outputs[i].y};
+        launch.total_rows += w.rows();
+      }
+      const unsigned grid = unsigned((launch.total_rows + kWarpsPerQ8WarpBlock - 1) / kWarpsPerQ8WarpBlock);
+      linear_q8_warp_kernel<T><<<grid, kWarpsPerQ8WarpBlock * 32, shared, stream>>>(launch, cols, quantized, n_tokens);
+      return;
     }
-  } else {
-    // One token reads each row once; more tokens share each decoded chunk.
-    if (n_tokens == 1) launch_rows<T, 1>(w, x, 1, y, stream);
-    else launch_rows<T, 8>(w, x, n_tokens, y, stream);
+  }
+  for (int i = first; i < first + count; ++i) {
+    const GpuLinear& w = gpu_linear(args.outputs[i]);
+    float* y = args.outputs[i].y;
+    if constexpr (q8_activation_type(T) != DType::kF32) {
+      launch_q8_rows<T, 8>(w, quantized, n_tokens, y, stream);
+    } else if (n_tokens == 1) {
+      launch_rows<T, 1>(w, args.x, 1, y, stream);  // one token reads each row once
+    } else {
+      launch_rows<T, 8>(w, args.x, n_tokens, y, stream);  // more tokens share each decoded chunk
+    }
   }
 }
 
@@ -207,18 +242,23 @@ void launch_linear(const LinearArgs& args, cudaStream_t stream, Q8Scratch& scrat
   const int64_t cols = args.outputs[0].weight->cols();
   Q8Rows quantized{};
   DType quantized_as = DType::kF32;  // what `quantized` holds so far
-  for (int i = 0; i < args.n_outputs; ++i) {
-    const auto& w = static_cast<const GpuLinear&>(*args.outputs[i].weight);
-    float* y = args.outputs[i].y;
-    const DType activation = q8_activation_type(w.desc().scheme.storage);
+  for (int first = 0; first < args.n_outputs;) {
+    const DType storage = gpu_linear(args.outputs[first]).desc().scheme.storage;
+    int count = 1;  // the run of outputs in this format
+    while (first + count < args.n_outputs && count < kMaxOutputsPerLaunch &&
+           gpu_linear(args.outputs[first + count]).desc().scheme.storage == storage) {
+      ++count;
+    }
+    const DType activation = q8_activation_type(storage);
     if (activation != DType::kF32 && activation != quantized_as) {
       // The outputs of one call read the same input: quantized once per format.
       quantized = q8_rows_at(scratch.reserve(q8_rows_bytes(args.n_tokens, cols), stream), args.n_tokens, cols);
       launch_quantize_q8(activation, args.x, args.n_tokens, cols, quantized, stream);
       quantized_as = activation;
     }
-    TESSERA_DISPATCH_CHUNK_DTYPE(w.desc().scheme.storage, throw Error("linear: no CUDA kernel for " + w.desc().name),
-                                 launch_output<T>(w, args.x, quantized, args.n_tokens, y, stream))
+    TESSERA_DISPATCH_CHUNK_DTYPE(storage, throw Error("linear: no CUDA kernel for " + gpu_linear(args.outputs[first]).desc().name),
+                                 launch_outputs<T>(args, first, count, quantized, stream))
+    first += count;
   }
   check(cudaGetLastError(), "linear launch");
 }

@@ -2,6 +2,7 @@
 // layer shapes, at decode and prefill token counts: against the CPU backend
 // (block formats to the bit), and against the exact product of the CPU's
 // dequantized weights.
+#include <memory>
 #include <tuple>
 
 #include "engine/error.h"
@@ -74,6 +75,51 @@ TEST_P(LinearParity, EveryFormatOnRealShapes) {
     }
   }
   EXPECT_GT(checked, 100);
+}
+
+// One call with several outputs reading the same input, as a layer's q, k
+// and v or gate and up: runs of one format (one launch each on the GPU at
+// decode, rows of several weights in one work-group), formats changing
+// between runs, a run longer than one launch takes, ragged row counts, and
+// biases on some outputs only. Each output has the CPU's bits.
+TEST_P(LinearParity, SeveralOutputsOfOneCall) {
+  struct Output {
+    DType dtype;
+    int64_t rows;
+    bool bias;
+  };
+  const int64_t cols = 512;
+  // Eight: the most one call may have.
+  const std::vector<Output> outputs = {{DType::kQ5_0, 37, true}, {DType::kQ5_0, 128, true}, {DType::kQ6_K, 66, false},
+                                       {DType::kQ4_K, 5, false}, {DType::kQ4_K, 64, true},  {DType::kQ4_K, 3, false},
+                                       {DType::kQ4_K, 70, false}, {DType::kQ4_K, 9, true}};
+  std::vector<std::vector<uint8_t>> blocks;
+  std::vector<std::vector<float>> biases;
+  std::vector<std::unique_ptr<PreparedLinear>> weights[2];
+  for (const Output& o : outputs) {
+    blocks.push_back(random_blocks(rng_, o.dtype, o.rows * cols));
+    biases.push_back(normal_values(rng_, size_t(o.rows)));
+    QuantizedLinear w = linear_from_tensor("several", o.dtype, blocks.back().data(), o.rows, cols);
+    if (o.bias) w.bias = biases.back().data();
+    weights[0].push_back(cpu_->prepare_linear(w));
+    weights[1].push_back(gpu_->prepare_linear(w));
+  }
+  for (int64_t tokens : {1, 4, 16}) {
+    const auto x = normal_values(rng_, size_t(tokens * cols));
+    std::vector<std::vector<float>> outs[2];
+    for (int b = 0; b < 2; ++b) {
+      Backend& be = b == 0 ? *cpu_ : *gpu_;
+      std::vector<LinearOutput> call;
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        call.push_back({weights[b][i].get(), zeros<float>(be, size_t(tokens * outputs[i].rows))});
+      }
+      be.kernels().linear({upload(be, x), tokens, call.data(), int(call.size())}, be.default_stream());
+      for (size_t i = 0; i < outputs.size(); ++i) outs[b].push_back(download(be, call[i].y, size_t(tokens * outputs[i].rows)));
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      EXPECT_EQ(0u, bit_differences(outs[1][i], outs[0][i])) << "output " << i << " x" << tokens;
+    }
+  }
 }
 
 TEST_P(LinearParity, SeparateScalesAreRefusedAtLoad) {
