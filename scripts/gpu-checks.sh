@@ -4,23 +4,29 @@
 #   tests   the backend parity suite and NCCL tests (tessera_gpu_tests)
 #   models  tests/python/test_accelerator_models.py on cuda:0 (greedy, logits,
 #           perplexity over the whole text, serving) for the models fetched
-#   decode  tests/bench/gpu_decode_bench.py (batch-1 decode, weight GB/s)
+#   decode  tests/bench/gpu_decode_bench.py (batch-1 decode, weight GB/s; with
+#           LLAMA_BENCH set, llama.cpp's CUDA llama-bench on the same models)
 #   serve   tests/bench/gpu_serve_bench.py (throughput at 1/8/32 streams)
+#   kernels tests/bench/gemv_vs_cublas.py and the paged decode attention
+#           benchmark (tessera_accel_bench)
 #
-#   scripts/gpu-checks.sh [STAGE ...]        (default: all four)
+#   scripts/gpu-checks.sh [STAGE ...]        (default: all five)
 #
 # Environment: TESSERA_BIN (build/tessera), TESSERA_GPU_TESTS
-# (build/tests/tessera_gpu_tests), TESSERA_MODEL_DIR (~/.cache/tessera/models),
+# (build/tests/tessera_gpu_tests), TESSERA_ACCEL_BENCH
+# (build/tests/tessera_accel_bench), TESSERA_MODEL_DIR
+# (~/.cache/tessera/models), LLAMA_BENCH (unset: no peer), PEAK_GBS (3350),
 # CHECKS_OUT (gpu-checks-out): where logs and JSON reports go.
 set -u
 cd "$(dirname "$0")/.."
 bin=${TESSERA_BIN:-build/tessera}
 gpu_tests=${TESSERA_GPU_TESTS:-build/tests/tessera_gpu_tests}
+accel_bench=${TESSERA_ACCEL_BENCH:-build/tests/tessera_accel_bench}
 models=${TESSERA_MODEL_DIR:-$HOME/.cache/tessera/models}
 out=${CHECKS_OUT:-gpu-checks-out}
 mkdir -p "$out"
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(tests models decode serve)
+[ ${#stages[@]} -eq 0 ] && stages=(tests models decode serve kernels)
 peak_gbs=${PEAK_GBS:-3350}
 verdicts=()
 
@@ -54,11 +60,16 @@ for s in "${stages[@]}"; do
         stage models 300 python3 -m pytest -q -p no:cacheprovider tests/python/test_accelerator_models.py -k cuda ;;
     decode)
       mapfile -t files < <(fetched_models)
-      stage decode 120 python3 tests/bench/gpu_decode_bench.py --tessera "$bin" --device cuda:0 \
-        --peak-gbs "$peak_gbs" "${files[@]}" ;;
+      peer=()
+      [ -n "${LLAMA_BENCH:-}" ] && peer=(--llama-bench "$LLAMA_BENCH")
+      stage decode 180 python3 tests/bench/gpu_decode_bench.py --tessera "$bin" --device cuda:0 \
+        --peak-gbs "$peak_gbs" "${peer[@]}" "${files[@]}" ;;
     serve)
       mapfile -t files < <(fetched_models)
       stage serve 120 python3 tests/bench/gpu_serve_bench.py "${files[0]}" --tessera "$bin" --device cuda:0 ;;
+    kernels)
+      stage gemv 240 python3 tests/bench/gemv_vs_cublas.py --bench "$accel_bench" --peak-gbs "$peak_gbs" --reps 5
+      stage attention 120 "$accel_bench" --only attention --peak-gbs "$peak_gbs" --reps 5 ;;
     *) echo "unknown stage $s" >&2; exit 2 ;;
   esac
 done

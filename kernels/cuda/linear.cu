@@ -151,12 +151,17 @@ __global__ void __launch_bounds__(kWarpsPerQ8WarpBlock * 32) linear_q8_warp_kern
   const uint8_t* w_row = out.w + uint64_t(row) * out.row_stride;
   for (int64_t token = 0; token < n_tokens; ++token) {
     const int8_t* qs = x.qs + token * cols;
-    // Unrolled so that several of each lane's loads are in flight at once.
+    const float *d = x.d + token * chunks, *s = x.s + token * chunks;
+    // The lane's first block factors and its lane sums (the loop unrolled)
+    // are loaded together, so that the row's loads are in flight at once.
+    BlockFactors first;
+    if (lane < blocks) first = block_factors<T>(w_row, lane, d, s);
 #pragma unroll 4
     for (int64_t item = lane; item < blocks * kLanesPerRow; item += 32) {
       sums_of_row[item] = lane_sumi<T>(w_row, item / kLanesPerRow, int(item % kLanesPerRow), qs);
     }
-    for (int64_t b = lane; b < blocks; b += 32) factors[b] = block_factors<T>(w_row, b, x.d + token * chunks, x.s + token * chunks);
+    if (lane < blocks) factors[lane] = first;
+    for (int64_t b = lane + 32; b < blocks; b += 32) factors[b] = block_factors<T>(w_row, b, d, s);
     __syncwarp();
     const int l = lane % kLanesPerRow;  // lanes 8..31 repeat lanes 0..7
     LaneSums sums;

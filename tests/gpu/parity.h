@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/backend_registry.h"
+#include "tests/gpu/random_weights.h"
 
 namespace tessera::test {
 
@@ -46,12 +47,6 @@ class Parity : public ::testing::TestWithParam<std::string> {
   std::vector<DeviceBuffer> buffers_;
   std::mt19937 rng_{1234};
 };
-
-std::vector<float> normal_values(std::mt19937& rng, size_t n, float stddev = 1.0f);
-
-// Random blocks of `dtype` (any chunk-decodable format) whose scale fields
-// hold small finite halves.
-std::vector<uint8_t> random_blocks(std::mt19937& rng, DType dtype, int64_t n_elems);
 
 // Elements whose bits differ (all of them when the sizes differ).
 size_t bit_differences(const std::vector<float>& got, const std::vector<float>& want);
