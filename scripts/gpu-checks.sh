@@ -68,8 +68,8 @@ for s in "${stages[@]}"; do
       mapfile -t files < <(fetched_models)
       stage serve 120 python3 tests/bench/gpu_serve_bench.py "${files[0]}" --tessera "$bin" --device cuda:0 ;;
     kernels)
-      stage gemv 240 python3 tests/bench/gemv_vs_cublas.py --bench "$accel_bench" --peak-gbs "$peak_gbs" --reps 5
-      stage attention 120 "$accel_bench" --only attention --peak-gbs "$peak_gbs" --reps 5 ;;
+      stage gemv 150 python3 tests/bench/gemv_vs_cublas.py --bench "$accel_bench" --peak-gbs "$peak_gbs" --reps 5
+      stage attention 60 "$accel_bench" --only attention --peak-gbs "$peak_gbs" --reps 5 ;;
     *) echo "unknown stage $s" >&2; exit 2 ;;
   esac
 done
