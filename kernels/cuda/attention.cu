@@ -96,19 +96,52 @@ __device__ inline float block_max(float v, float* scratch) {
   return m;
 }
 
+// Keys (or values) of a tile live in shared memory, row j at word j *
+// row_words: one spare word per row keeps threads reading one column of
+// different rows in different banks.
+constexpr int kTileBytes = 34 * 1024;
+
+// Rows a tile holds: as many as fit, at most one per thread, in whole groups of 16.
+__device__ inline int tile_rows(int row_words) {
+  const int fit = kTileBytes / (row_words * 4);
+  return min(kThreads, fit - fit % kLanes);
+}
+
+// The CPU's 16-lane dot of the query with one cached row, scaled and modified.
+template <typename Element, class Score>
+__device__ inline float row_score(const float* q_s, const Element* row, int D, float score_scale, const Score& score_mod,
+                                  int head, int pos, int k) {
+  float acc[kLanes] = {};
+  for (int i = 0; i < D; i += kLanes) {
+#pragma unroll
+    for (int l = 0; l < kLanes; ++l) acc[l] = fmaf(q_s[i + l], to_float(row[i + l]), acc[l]);
+  }
+  return score_mod(__fmul_rn(__fadd_rn(reduce_16_lanes(acc), 0.0f), score_scale), head, pos, k);
+}
+
+// Lane groups that split a row's 16 value lanes among threads: as many as
+// keep one thread per (dimension, group) within the block.
+__device__ inline int value_lane_groups(int D) {
+  int groups = kLanes;
+  while (groups > 1 && groups * D > kThreads) groups /= 2;
+  return groups;
+}
+
 // One block per (query token, query head), with the CPU's arithmetic
 // (kernels/cpu/flex_attention_impl.h) step for step: each score a 16-lane
 // dot product, then the maximum, the sum of exponentials over 16-key groups
 // aligned to key 0 (in double, group after group), the probabilities
 // (rounded to f16 for an f16 cache), and per dimension the 16 lane sums of
 // probability times value, keys in order, reduced as the CPU reduces them.
-// Each pass recomputes the scores instead of storing them, so any context
-// length fits; the results are the CPU's bits.
+// The keys and values come through shared memory a tile at a time, loaded
+// by the whole block in 16-byte words; each pass recomputes the scores
+// instead of storing them, so any context length fits. The results are the
+// CPU's bits.
 template <typename Element, class Mask, class Score>
 __global__ void __launch_bounds__(kThreads) attention_kernel(KernelArgs a, Mask mask, Score score_mod) {
+  __shared__ uint32_t tile_s[kTileBytes / 4];
   __shared__ float q_s[kMaxDim], p_s[kThreads], partial[kThreads / kLanes], reduce_scratch[kThreads / 32];
   __shared__ float inverse_s;
-  __shared__ int64_t value_rows[kThreads];  // pass 3: where each key of the tile keeps its values
   const int t = blockIdx.x, head = blockIdx.y, tid = threadIdx.x;
   const int D = a.kv.head_dim, kv_head = (head + a.head_offset) / a.group;
   const ops::AttentionBatch& b = a.batch;
@@ -122,38 +155,58 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(KernelArgs a, Mask 
     // An f16 cache meets f16 queries, as in an f16 matrix multiply.
     q_s[d] = f16 ? __half2float(__float2half_rn(value)) : value;
   }
-  __syncthreads();
-  const Element* keys = static_cast<const Element*>(a.kv.k);
-  const Element* values = static_cast<const Element*>(a.kv.v);
   const int32_t* pages = b.page_indices + b.page_indptr[seq];
   auto row_of = [&](int k) {
     const int64_t slot = int64_t(pages[k / a.kv.page_size]) * a.kv.page_size + k % a.kv.page_size;
     return (slot * a.kv.n_kv_heads + kv_head) * D;
   };
-  auto score = [&](int k) {
-    const Element* key = keys + row_of(k);
-    float acc[kLanes] = {};
-    for (int i = 0; i < D; i += kLanes) {
-#pragma unroll
-      for (int l = 0; l < kLanes; ++l) acc[l] = fmaf(q_s[i + l], to_float(key[i + l]), acc[l]);
+  const int row_words = D * int(sizeof(Element)) / 4 + 1;
+  const int tile_n = tile_rows(row_words);
+  const int vectors = D * int(sizeof(Element)) / 16;  // 16-byte words a row
+  // Rows tile .. tile + count - 1 of `cache` into the tile, those before lo
+  // (outside the mask; their pages may be gone) left out.
+  auto stage = [&](const Element* cache, int tile, int count) {
+    for (int e = tid; e < count * vectors; e += kThreads) {
+      const int j = e / vectors, v = e % vectors;
+      if (tile + j < lo) continue;
+      const uint4 x = reinterpret_cast<const uint4*>(cache + row_of(tile + j))[v];
+      uint32_t* dst = tile_s + j * row_words + v * 4;
+      dst[0] = x.x;
+      dst[1] = x.y;
+      dst[2] = x.z;
+      dst[3] = x.w;
     }
-    return score_mod(__fmul_rn(__fadd_rn(reduce_16_lanes(acc), 0.0f), a.score_scale), head, pos, k);
   };
+  auto tile_row = [&](int j) { return reinterpret_cast<const Element*>(tile_s + j * row_words); };
+  auto score_in_tile = [&](int tile, int j) {
+    return row_score(q_s, tile_row(j), D, a.score_scale, score_mod, head, pos, tile + j);
+  };
+  const Element* keys = static_cast<const Element*>(a.kv.k);
+  const Element* values = static_cast<const Element*>(a.kv.v);
+  const int aligned = lo - lo % kLanes;
+  __syncthreads();
 
   float row_max = -INFINITY;
-  for (int k = lo + tid; k <= hi; k += kThreads) row_max = fmaxf(row_max, score(k));
+  for (int tile = aligned; tile <= hi; tile += tile_n) {
+    const int count = min(tile_n, hi - tile + 1);
+    stage(keys, tile, count);
+    __syncthreads();
+    if (tid < count && tile + tid >= lo) row_max = fmaxf(row_max, score_in_tile(tile, tid));
+    __syncthreads();
+  }
   row_max = block_max(row_max, reduce_scratch);
 
   double sum = 0.0;  // thread 0's
-  const int aligned = lo - lo % kLanes;
-  for (int tile = aligned; tile <= hi; tile += kThreads) {
-    const int k = tile + tid;
-    const float w = k >= lo && k <= hi ? vector_expf(__fsub_rn(score(k), row_max)) : 0.0f;
+  for (int tile = aligned; tile <= hi; tile += tile_n) {
+    const int count = min(tile_n, hi - tile + 1);
+    stage(keys, tile, count);
+    __syncthreads();
+    const float w = tid < count && tile + tid >= lo ? vector_expf(__fsub_rn(score_in_tile(tile, tid), row_max)) : 0.0f;
     const float group_sum = reduce_half_warp(w);
     if (tid % kLanes == 0) partial[tid / kLanes] = group_sum;
     __syncthreads();
     if (tid == 0) {
-      for (int g = 0; g < kThreads / kLanes && tile + g * kLanes <= hi; ++g) sum += double(partial[g]);
+      for (int g = 0; g < tile_n / kLanes && tile + g * kLanes <= hi; ++g) sum += double(partial[g]);
     }
     __syncthreads();
   }
@@ -161,30 +214,44 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(KernelArgs a, Mask 
   __syncthreads();
   const float inverse = inverse_s;
 
-  float acc[kLanes] = {};  // thread d's 16 lane sums
-  for (int tile = aligned; tile <= hi; tile += kThreads) {
-    const int k = tile + tid;
+  // Thread (d, group) keeps lanes group * per_group .. + per_group - 1 of
+  // dimension d: key j of a tile (aligned to 16) goes to lane j % 16.
+  const int groups = value_lane_groups(D), per_group = kLanes / groups;
+  const int d = tid % D, group = tid / D;
+  float acc[kLanes] = {};
+  for (int tile = aligned; tile <= hi; tile += tile_n) {
+    const int count = min(tile_n, hi - tile + 1);
+    stage(keys, tile, count);
+    __syncthreads();
     float p = 0.0f;
-    if (k >= lo && k <= hi) {
-      p = __fmul_rn(vector_expf(__fsub_rn(score(k), row_max)), inverse);
+    if (tid < count && tile + tid >= lo) {
+      p = __fmul_rn(vector_expf(__fsub_rn(score_in_tile(tile, tid), row_max)), inverse);
       if (f16) p = __half2float(__float2half_rn(p));
-      value_rows[tid] = row_of(k);
     }
     p_s[tid] = p;
     __syncthreads();
-    if (tid < D) {
-      const int last = min(kThreads, hi - tile + 1);
-      for (int j0 = 0; j0 < last; j0 += kLanes) {
+    stage(values, tile, count);
+    __syncthreads();
+    if (group < groups) {
+      for (int j0 = 0; j0 < count; j0 += kLanes) {
 #pragma unroll
-        for (int l = 0; l < kLanes; ++l) {
-          const int key = tile + j0 + l;
-          if (j0 + l < last && key >= lo) acc[l] = fmaf(to_float(values[value_rows[j0 + l] + tid]), p_s[j0 + l], acc[l]);
+        for (int m = 0; m < kLanes; ++m) {
+          const int j = j0 + group * per_group + m;
+          if (m < per_group && j < count && tile + j >= lo) acc[m] = fmaf(to_float(tile_row(j)[d]), p_s[j], acc[m]);
         }
       }
     }
     __syncthreads();
   }
-  if (tid < D) a.out[(int64_t(t) * a.n_heads + head) * D + tid] = reduce_16_lanes(acc);
+  float* lanes_s = reinterpret_cast<float*>(tile_s);  // (D, 16)
+  if (group < groups) {
+#pragma unroll
+    for (int m = 0; m < kLanes; ++m) {
+      if (m < per_group) lanes_s[d * kLanes + group * per_group + m] = acc[m];
+    }
+  }
+  __syncthreads();
+  if (tid < D) a.out[(int64_t(t) * a.n_heads + head) * D + tid] = reduce_16_lanes(lanes_s + tid * kLanes);
 }
 
 template <typename Element, class Mask>
@@ -239,6 +306,10 @@ void launch_attention(const AttentionArgs& args, cudaStream_t stream) {
   if (!why.empty()) throw Error("attention: " + why);
   const ops::QueryGroups groups = ops::query_groups(args.n_heads, args.kv.n_kv_heads, p, &why);
   if (!why.empty()) throw Error("attention: " + why);
+  // The kernel reads cached rows in 16-byte words.
+  if (reinterpret_cast<uintptr_t>(args.kv.k) % 16 != 0 || reinterpret_cast<uintptr_t>(args.kv.v) % 16 != 0) {
+    throw Error("attention: the KV pages must start on 16-byte boundaries");
+  }
   KernelArgs k{plan.batch, args.q, args.n_heads, args.kv, p.scale_queries ? p.scale : 1.0f, p.scale_queries ? 1.0f : p.scale,
                args.out, groups.group, groups.offset};
   const dim3 grid(unsigned(plan.n_tokens), unsigned(args.n_heads));
