@@ -134,59 +134,41 @@ struct WarpLaunchOutputs {
   int64_t total_rows = 0;
 };
 
-// The block's shared memory: the token's quantized activations (cols bytes,
-// then a scale and a sum a chunk), then per warp (blocks, 8) lane sums and
-// (blocks) factors.
-constexpr int64_t quantized_row_bytes(int64_t cols) { return (cols + 15) / 16 * 16 + 2 * (cols / kChunk) * int64_t(sizeof(float)); }
-
-// Each block first quantizes the token's activations into shared memory as
-// the CPU does (a warp per chunk or super-block), so no separate launch
-// quantizes them; then each warp forms its row's product.
 template <DType T>
 __global__ void __launch_bounds__(kWarpsPerQ8WarpBlock * 32) linear_q8_warp_kernel(WarpLaunchOutputs launch, int64_t cols,
-                                                                                  const float* x, int64_t n_tokens) {
-  extern __shared__ int4 shared_words[];
-  const int64_t blocks = cols / elements_per_block<T>(), chunks = cols / kChunk;
-  int8_t* quantized = reinterpret_cast<int8_t*>(shared_words);
-  float* chunk_scales = reinterpret_cast<float*>(quantized + (cols + 15) / 16 * 16);
-  const Q8Rows xq{quantized, chunk_scales, chunk_scales + chunks};
+                                                                                  Q8Rows x, int64_t n_tokens) {
+  // Per warp: (blocks, 8) lane sums, then (blocks) factors.
+  extern __shared__ int lane_sums[];
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  int* sums_of_row = reinterpret_cast<int*>(xq.s + chunks) + int64_t(warp) * blocks * kWarpSharedWordsPerBlock;
-  BlockFactors* factors = reinterpret_cast<BlockFactors*>(sums_of_row + blocks * kLanesPerRow);
   int64_t row = int64_t(blockIdx.x) * kWarpsPerQ8WarpBlock + warp;
-  const bool active = row < launch.total_rows;  // every warp still quantizes and meets the barriers
+  if (row >= launch.total_rows) return;  // the whole warp
   int k = 0;
-  while (active && k + 1 < launch.count && row >= launch.outputs[k].rows) row -= launch.outputs[k++].rows;
+  while (k + 1 < launch.count && row >= launch.outputs[k].rows) row -= launch.outputs[k++].rows;
   const WarpLaunchOutputs::Output& out = launch.outputs[k];
-  const uint8_t* w_row = out.w + uint64_t(active ? row : 0) * out.row_stride;
+  const int64_t blocks = cols / elements_per_block<T>(), chunks = cols / kChunk;
+  int* sums_of_row = lane_sums + int64_t(warp) * blocks * kWarpSharedWordsPerBlock;
+  BlockFactors* factors = reinterpret_cast<BlockFactors*>(sums_of_row + blocks * kLanesPerRow);
+  const uint8_t* w_row = out.w + uint64_t(row) * out.row_stride;
   for (int64_t token = 0; token < n_tokens; ++token) {
-    const float* x_row = x + token * cols;
-    if constexpr (q8_activation_type(T) == DType::kQ8_K) {
-      for (int64_t sb = warp; sb < cols / 256; sb += kWarpsPerQ8WarpBlock) quantize_super_block_q8_k(x_row, sb, lane, xq);
-    } else {
-      const bool with_sums = q8_activation_type(T) == DType::kQ8_1;
-      for (int64_t c = warp; c < chunks; c += kWarpsPerQ8WarpBlock) quantize_chunk_q8_0(x_row, c, with_sums, lane, xq);
-    }
-    __syncthreads();
-    if (active) {
-      // The lane's first block factors and its lane sums (the loop unrolled)
-      // are loaded together, so that the row's loads are in flight at once.
-      BlockFactors first;
-      if (lane < blocks) first = block_factors<T>(w_row, lane, xq.d, xq.s);
+    const int8_t* qs = x.qs + token * cols;
+    const float *d = x.d + token * chunks, *s = x.s + token * chunks;
+    // The lane's first block factors and its lane sums (the loop unrolled)
+    // are loaded together, so that the row's loads are in flight at once.
+    BlockFactors first;
+    if (lane < blocks) first = block_factors<T>(w_row, lane, d, s);
 #pragma unroll 4
-      for (int64_t item = lane; item < blocks * kLanesPerRow; item += 32) {
-        sums_of_row[item] = lane_sumi<T>(w_row, item / kLanesPerRow, int(item % kLanesPerRow), xq.qs);
-      }
-      if (lane < blocks) factors[lane] = first;
-      for (int64_t b = lane + 32; b < blocks; b += 32) factors[b] = block_factors<T>(w_row, b, xq.d, xq.s);
-      __syncwarp();
-      const int l = lane % kLanesPerRow;  // lanes 8..31 repeat lanes 0..7
-      LaneSums sums;
-      for (int64_t b = 0; b < blocks; ++b) lane_step<T>(factors[b], l, sums_of_row[b * kLanesPerRow + l], sums);
-      const float total = reduce_lanes<T>(sums);
-      if (lane == 0) out.y[token * out.rows + row] = out.bias ? __fadd_rn(total, out.bias[row]) : total;
+    for (int64_t item = lane; item < blocks * kLanesPerRow; item += 32) {
+      sums_of_row[item] = lane_sumi<T>(w_row, item / kLanesPerRow, int(item % kLanesPerRow), qs);
     }
-    __syncthreads();  // the next token's activations replace these
+    if (lane < blocks) factors[lane] = first;
+    for (int64_t b = lane + 32; b < blocks; b += 32) factors[b] = block_factors<T>(w_row, b, d, s);
+    __syncwarp();
+    const int l = lane % kLanesPerRow;  // lanes 8..31 repeat lanes 0..7
+    LaneSums sums;
+    for (int64_t b = 0; b < blocks; ++b) lane_step<T>(factors[b], l, sums_of_row[b * kLanesPerRow + l], sums);
+    const float total = reduce_lanes<T>(sums);
+    if (lane == 0) out.y[token * out.rows + row] = out.bias ? __fadd_rn(total, out.bias[row]) : total;
+    __syncwarp();
   }
 }
 
@@ -195,8 +177,7 @@ constexpr int64_t kWarpKernelTokens = 4;  // beyond this, rows are decoded once 
 
 template <DType T>
 size_t warp_kernel_shared_bytes(int64_t cols) {
-  return size_t(quantized_row_bytes(cols)) +
-         size_t(kWarpsPerQ8WarpBlock) * size_t(cols / elements_per_block<T>()) * kWarpSharedWordsPerBlock * sizeof(int);
+  return size_t(kWarpsPerQ8WarpBlock) * size_t(cols / elements_per_block<T>()) * kWarpSharedWordsPerBlock * sizeof(int);
 }
 
 template <DType T, int NT>
@@ -215,29 +196,11 @@ void launch_rows(const GpuLinear& w, const float* x, int64_t n_tokens, float* y,
 
 const GpuLinear& gpu_linear(const LinearOutput& output) { return static_cast<const GpuLinear&>(*output.weight); }
 
-// The call's input quantized for the activation format of the outputs in
-// hand: the outputs of one call read the same input, quantized once per format.
-struct QuantizedInput {
-  Q8Rows rows{};
-  DType as = DType::kF32;  // what `rows` holds so far
-
-  const Q8Rows& in(DType activation, const LinearArgs& args, Q8Scratch& scratch, cudaStream_t stream) {
-    if (activation != as) {
-      const int64_t cols = args.outputs[0].weight->cols();
-      rows = q8_rows_at(scratch.reserve(q8_rows_bytes(args.n_tokens, cols), stream), args.n_tokens, cols);
-      launch_quantize_q8(activation, args.x, args.n_tokens, cols, rows, stream);
-      as = activation;
-    }
-    return rows;
-  }
-};
-
 // Outputs first .. first + count - 1 of a call, all of format T: block
 // weights against the quantized input (a few tokens: one launch for them
-// all, quantizing as it goes), float weights against the input itself.
+// all), float weights against the input itself.
 template <DType T>
-void launch_outputs(const LinearArgs& args, int first, int count, QuantizedInput& input, Q8Scratch& scratch,
-                    cudaStream_t stream) {
+void launch_outputs(const LinearArgs& args, int first, int count, const Q8Rows& quantized, cudaStream_t stream) {
   const int64_t cols = args.outputs[first].weight->cols(), n_tokens = args.n_tokens;
   if constexpr (q8_activation_type(T) != DType::kF32) {
     const size_t shared = warp_kernel_shared_bytes<T>(cols);
@@ -249,7 +212,7 @@ void launch_outputs(const LinearArgs& args, int first, int count, QuantizedInput
         launch.total_rows += w.rows();
       }
       const unsigned grid = unsigned((launch.total_rows + kWarpsPerQ8WarpBlock - 1) / kWarpsPerQ8WarpBlock);
-      linear_q8_warp_kernel<T><<<grid, kWarpsPerQ8WarpBlock * 32, shared, stream>>>(launch, cols, args.x, n_tokens);
+      linear_q8_warp_kernel<T><<<grid, kWarpsPerQ8WarpBlock * 32, shared, stream>>>(launch, cols, quantized, n_tokens);
       return;
     }
   }
@@ -257,7 +220,7 @@ void launch_outputs(const LinearArgs& args, int first, int count, QuantizedInput
     const GpuLinear& w = gpu_linear(args.outputs[i]);
     float* y = args.outputs[i].y;
     if constexpr (q8_activation_type(T) != DType::kF32) {
-      launch_q8_rows<T, 8>(w, input.in(q8_activation_type(T), args, scratch, stream), n_tokens, y, stream);
+      launch_q8_rows<T, 8>(w, quantized, n_tokens, y, stream);
     } else if (n_tokens == 1) {
       launch_rows<T, 1>(w, args.x, 1, y, stream);  // one token reads each row once
     } else {
@@ -281,7 +244,9 @@ std::string linear_refusal(const QuantizedLinear& weight) {
 void launch_linear(const LinearArgs& args, cudaStream_t stream, Q8Scratch& scratch) {
   if (args.n_tokens <= 0 || args.n_outputs <= 0) return;
   if (args.n_tokens > int64_t(65535) * 8) throw Error("linear: " + std::to_string(args.n_tokens) + " tokens in one call");
-  QuantizedInput input;
+  const int64_t cols = args.outputs[0].weight->cols();
+  Q8Rows quantized{};
+  DType quantized_as = DType::kF32;  // what `quantized` holds so far
   for (int first = 0; first < args.n_outputs;) {
     const DType storage = gpu_linear(args.outputs[first]).desc().scheme.storage;
     int count = 1;  // the run of outputs in this format
@@ -289,8 +254,15 @@ void launch_linear(const LinearArgs& args, cudaStream_t stream, Q8Scratch& scrat
            gpu_linear(args.outputs[first + count]).desc().scheme.storage == storage) {
       ++count;
     }
+    const DType activation = q8_activation_type(storage);
+    if (activation != DType::kF32 && activation != quantized_as) {
+      // The outputs of one call read the same input: quantized once per format.
+      quantized = q8_rows_at(scratch.reserve(q8_rows_bytes(args.n_tokens, cols), stream), args.n_tokens, cols);
+      launch_quantize_q8(activation, args.x, args.n_tokens, cols, quantized, stream);
+      quantized_as = activation;
+    }
     TESSERA_DISPATCH_CHUNK_DTYPE(storage, throw Error("linear: no CUDA kernel for " + gpu_linear(args.outputs[first]).desc().name),
-                                 launch_outputs<T>(args, first, count, input, scratch, stream))
+                                 launch_outputs<T>(args, first, count, quantized, stream))
     first += count;
   }
   check(cudaGetLastError(), "linear launch");
