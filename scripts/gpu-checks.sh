@@ -55,9 +55,15 @@ for s in "${stages[@]}"; do
     tests)
       stage tests 240 "$gpu_tests" --gtest_output="xml:$out/gpu_tests.xml" ;;
     models)
+      # Unbuffered and verbose, so that a stage cut off by its limit still
+      # names the test it was in; with pytest-timeout, a test that hangs
+      # fails alone.
+      per_test=()
+      python3 -c "import pytest_timeout" 2>/dev/null && per_test=(--timeout=150)
       TESSERA_BIN=$bin TESSERA_MODEL_DIR=$models TESSERA_ACCEL_REPORT=$out/models.jsonl \
         TESSERA_ACCEL_PPL_CHUNKS=${TESSERA_ACCEL_PPL_CHUNKS:-0} \
-        stage models 300 python3 -m pytest -q -p no:cacheprovider tests/python/test_accelerator_models.py -k cuda ;;
+        stage models 300 python3 -u -m pytest -v -p no:cacheprovider "${per_test[@]}" \
+        tests/python/test_accelerator_models.py -k cuda ;;
     decode)
       mapfile -t files < <(fetched_models)
       peer=()
