@@ -13,14 +13,12 @@ Usage:
   python load_tests/tensor_parallel.py --model ~/.cache/tessera/models/SmolLM2-135M-Instruct.Q4_1.gguf
 """
 import argparse
-import json
 import pathlib
 import statistics
 import tempfile
 import time
-import urllib.request
 
-from serve_process import start_serve
+from serve_process import start_serve, streamed_completion
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PROMPT = "Write a long story about a lighthouse keeper who finds a map in a bottle."
@@ -36,19 +34,13 @@ models:
 
 
 def decode_speed(base, max_tokens):
-    body = json.dumps({"model": "m", "prompt": PROMPT, "max_tokens": max_tokens, "temperature": 0,
-                       "ignore_eos": True, "stream": True}).encode()
-    req = urllib.request.Request(base + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+    body = {"model": "m", "prompt": PROMPT, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
+            "stream": True}
     stamps, text = [], []
-    with urllib.request.urlopen(req, timeout=600) as r:
-        for line in r:
-            line = line.decode().strip()
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            event = json.loads(line[6:])
-            if event.get("choices") and event["choices"][0].get("text"):
-                stamps.append(time.perf_counter())
-                text.append(event["choices"][0]["text"])
+    for event in streamed_completion(base, body):
+        if event.get("choices") and event["choices"][0].get("text"):
+            stamps.append(time.perf_counter())
+            text.append(event["choices"][0]["text"])
     if len(stamps) < 2:
         raise RuntimeError("too few tokens streamed")
     return (len(stamps) - 1) / (stamps[-1] - stamps[0]), "".join(text)

@@ -193,7 +193,8 @@ Options parse(int argc, char** argv) {
     if (arg == "--device") o.device = value;
     else if (arg == "--reps") o.reps = std::max(1, std::stoi(value));
     else if (arg == "--peak-gbs") o.peak_gbs = std::stod(value);
-    else if (arg == "--only") o.only = value;
+    else if (arg == "--only" && (value == "linear" || value == "attention")) o.only = value;
+    else if (arg == "--only") throw std::invalid_argument("--only takes linear or attention, not " + value);
     else throw std::invalid_argument("unknown option " + arg);
   }
   return o;

@@ -23,26 +23,19 @@ import time
 import urllib.request
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "load_tests"))
-from serve_process import start_serve  # noqa: E402
+from serve_process import start_serve, streamed_completion  # noqa: E402
 
 
 def one_request(url, prompt, max_tokens):
     body = {"model": "m", "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
             "stream": True, "stream_options": {"include_usage": True}}
-    req = urllib.request.Request(url + "/v1/completions", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"}, method="POST")
     t0 = time.perf_counter()
     first, generated = None, None
-    with urllib.request.urlopen(req, timeout=600) as r:
-        for raw in r:
-            line = raw.decode().strip()
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            chunk = json.loads(line[6:])
-            if chunk.get("choices") and chunk["choices"][0].get("text") and first is None:
-                first = time.perf_counter() - t0
-            if chunk.get("usage"):
-                generated = chunk["usage"]["completion_tokens"]
+    for chunk in streamed_completion(url, body):
+        if chunk.get("choices") and chunk["choices"][0].get("text") and first is None:
+            first = time.perf_counter() - t0
+        if chunk.get("usage"):
+            generated = chunk["usage"]["completion_tokens"]
     if generated != max_tokens:
         raise RuntimeError(f"a request generated {generated} tokens instead of {max_tokens}")
     return first or 0.0, time.perf_counter() - t0
