@@ -83,6 +83,7 @@ ScalingPlan plan_activation_scaling(const DecoderSpec& spec, const WeightNames& 
   }
   ScalingPlan plan;
   for (int l = 0; l < spec.n_layers; ++l) {
+    const quant::IntQuantConfig& weights_config = l == spec.n_layers - 1 ? scheme.final_layer : scheme.layers;
     for (const InputGroup& g : layer_groups(spec, names, l)) {
       const std::string key = std::string(g.point) + "/" + std::to_string(l);
       const auto stats = calibration.inputs.find(key);
@@ -99,14 +100,14 @@ ScalingPlan plan_activation_scaling(const DecoderSpec& spec, const WeightNames& 
       quant::InputOptions options;
       for (const std::string& name : g.weights) {
         options.activations.push_back(name == layer_name(names.v, l) ? scheme.value.activation
-                                                                     : scheme.layers.activation);
+                                                                     : weights_config.activation);
       }
       const std::optional<quant::GatedPair> gated =
           g.down.empty() ? std::nullopt : std::optional(gated_pair(spec, source, g.down, calibration));
       options.gated = gated ? &*gated : nullptr;
       if (g.shares_value_rows) options.shared_scale = value_row_of_column(spec);
       const quant::ScaleSearch found =
-          quant::search_input_scales(weights, stats->second, scheme.layers, calibration.matmul, options);
+          quant::search_input_scales(weights, stats->second, weights_config, calibration.matmul, options);
       plan.reports.push_back({key, found.alpha, found.error, found.plain_error});
       for (size_t i = 0; i < g.weights.size(); ++i) {
         plan.clips[g.weights[i]] = found.clips[i];

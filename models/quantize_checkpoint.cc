@@ -21,13 +21,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The decoder's linear weights by name; the output head is handled apart.
-std::set<std::string> linear_names(const WeightNames& names, int n_layers) {
+// The linear weights of decoder layers [first, end) by name; the output
+// head is handled apart.
+std::set<std::string> linear_names(const WeightNames& names, int first, int end) {
   std::set<std::string> out;
   for (const std::string* pattern :
        {&names.q, &names.k, &names.v, &names.o, &names.qkv, &names.gate, &names.up, &names.down, &names.gate_up}) {
     if (pattern->empty()) continue;
-    for (int l = 0; l < n_layers; ++l) out.insert(layer_name(*pattern, l));
+    for (int l = first; l < end; ++l) out.insert(layer_name(*pattern, l));
   }
   return out;
 }
@@ -82,7 +83,8 @@ class CheckpointQuantizer {
     const Architecture& arch = find_architecture_for_hf(config_.value("model_type", ""));
     DecoderSpec spec;
     arch.spec_from_hf(config_, &spec);
-    const std::set<std::string> linears = linear_names(arch.hf_names, spec.n_layers);
+    const std::set<std::string> linears = linear_names(arch.hf_names, 0, spec.n_layers - 1);
+    const std::set<std::string> final_linears = linear_names(arch.hf_names, spec.n_layers - 1, spec.n_layers);
     if (job_.calibration) {
       plan_ = plan_activation_scaling(spec, arch.hf_names, *source_, job_.scheme, *job_.calibration);
       if (job_.scaled_inputs) *job_.scaled_inputs = plan_.reports;
@@ -96,6 +98,8 @@ class CheckpointQuantizer {
       const SourceTensor t = *source_->find(name);
       if (linears.count(name))
         add_quantized(name, t, job_.scheme.layers);
+      else if (final_linears.count(name))
+        add_quantized(name, t, job_.scheme.final_layer);
       else if (name == arch.hf_names.output)
         add_quantized(name, t, job_.scheme.output_head);
       else if (plan_.norm_divisors.count(name) || plan_.row_divisors.count(name))

@@ -1,5 +1,6 @@
 #include "quant/schemes.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "engine/error.h"
@@ -8,6 +9,7 @@ namespace tessera::quant {
 namespace {
 
 constexpr int64_t kDefaultA16W4Group = 128;
+constexpr int64_t kA16W4FinalLayerGroup = 32;  // quant/schemes.h: why the last layer's groups are finer
 
 nlohmann::json weights_json(const IntQuantConfig& c) {
   return {{"bits", c.bits}, {"group_size", c.group_size}, {"symmetric", c.symmetric}};
@@ -69,7 +71,7 @@ SchemeChoice read_published_config(const nlohmann::json& q, const std::string& p
     s.gptq_zero_offset = format == "gptq";
   }
   s.layers = {4, group == -1 ? 0 : group, symmetric, ActivationPolicy::kNone};
-  s.output_head = s.value = s.layers;
+  s.output_head = s.value = s.final_layer = s.layers;
   return s;
 }
 
@@ -84,7 +86,7 @@ SchemeChoice scheme_choice(std::string_view name, int64_t group_size) {
     s.layers = per_channel;
     s.value = s.layers;
     if (name == "da8w8") s.layers.activation = ActivationPolicy::kDynamicInt8Token;
-    s.output_head = s.layers;
+    s.output_head = s.final_layer = s.layers;
     return s;
   }
   if (name == "a16w4") {
@@ -92,7 +94,8 @@ SchemeChoice scheme_choice(std::string_view name, int64_t group_size) {
     if (g != 32 && g != 64 && g != 128) throw Error("scheme a16w4: group size must be 32, 64 or 128");
     s.layers = {4, g, false, ActivationPolicy::kNone};
     s.output_head = per_channel;
-    s.value = s.layers;
+    s.value = s.final_layer = s.layers;
+    s.final_layer.group_size = std::min(g, kA16W4FinalLayerGroup);
     return s;
   }
   throw Error("unknown quantization scheme '" + s.name + "' (a16w8, a16w4, da8w8)");
@@ -105,6 +108,7 @@ nlohmann::json quantization_config_json(const SchemeChoice& c) {
           {"method", c.method},
           {"weights", weights_json(c.layers)},
           {"lm_head", weights_json(c.output_head)},
+          {"final_layer", weights_json(c.final_layer)},
           {"activations", int8_acts ? "int8_per_token" : "16bit"},
           {"v_proj_activations", c.value.activation == ActivationPolicy::kDynamicInt8Token ? "int8_per_token" : "16bit"}};
 }
@@ -134,11 +138,15 @@ std::optional<SchemeChoice> read_quantization_config(const nlohmann::json& confi
   const ActivationPolicy policy = policy_of("activations");
   s.layers = weights_from_json(q.value("weights", nlohmann::json()), p + ".weights", policy);
   s.output_head = weights_from_json(q.value("lm_head", nlohmann::json()), p + ".lm_head", policy);
-  // Checkpoints written before v_proj_activations existed quantize v's activations like the rest.
+  // Checkpoints written before v_proj_activations or final_layer existed
+  // quantize v's activations and the last layer like the rest.
   s.value = s.layers;
   if (q.contains("v_proj_activations")) s.value.activation = policy_of("v_proj_activations");
-  if (policy == ActivationPolicy::kDynamicInt8Token && (s.layers.bits != 8 || s.layers.group_size != 0)) {
-    throw Error(p + ": int8 activations need 8-bit weights scaled per channel");
+  s.final_layer = q.contains("final_layer") ? weights_from_json(q["final_layer"], p + ".final_layer", policy) : s.layers;
+  for (const IntQuantConfig* c : {&s.layers, &s.final_layer}) {
+    if (policy == ActivationPolicy::kDynamicInt8Token && (c->bits != 8 || c->group_size != 0)) {
+      throw Error(p + ": int8 activations need 8-bit weights scaled per channel");
+    }
   }
   return s;
 }

@@ -58,9 +58,11 @@ def logits(tessera_bin, model_dir, ids, out, *extra):
     return np.fromfile(out, dtype=np.float32).reshape(len(ids), -1)
 
 
-@pytest.mark.parametrize("scheme,bits,group", [("a16w8", 8, 0), ("a16w4", 4, 32), ("da8w8", 8, 0)])
+@pytest.mark.parametrize("scheme,bits,group", [("a16w8", 8, 0), ("a16w4", 4, 32), ("a16w4", 4, 64), ("da8w8", 8, 0)])
 def test_quantized_checkpoint_round_trips(tessera_bin, tmp_path, scheme, bits, group):
     source = DATA / "hf-tiny" / "llama"
+    last_layer = json.loads((source / "config.json").read_text())["num_hidden_layers"] - 1
+    final_group = 32 if scheme == "a16w4" else group  # a16w4's last layer: groups of 32 (quant/schemes.h)
     out = tmp_path / scheme
     extra = ["--group", str(group)] if scheme == "a16w4" else []
     result = quantize(tessera_bin, source, out, scheme, *extra, "--report")
@@ -70,16 +72,19 @@ def test_quantized_checkpoint_round_trips(tessera_bin, tmp_path, scheme, bits, g
     q = config["quantization_config"]
     assert q["quant_method"] == "tessera" and q["scheme"] == scheme
     assert q["weights"] == {"bits": bits, "group_size": group, "symmetric": bits == 8}
+    assert q["final_layer"] == {"bits": bits, "group_size": final_group, "symmetric": bits == 8}
     assert (out / "tokenizer.json").read_bytes() == (source / "tokenizer.json").read_bytes()
 
     original = load_file(source / "model.safetensors")
     written = load_file(out / "model.safetensors")
     for name, w in original.items():
         if any(f"{p}.weight" in name for p in LINEAR):
-            back, steps = dequantize(written, name, bits, group)
+            g = final_group if f"layers.{last_layer}." in name else group
+            assert written[name + "_scale"].shape[1] == (1 if g == 0 else w.shape[1] // g), name
+            back, steps = dequantize(written, name, bits, g)
             # 4-bit groups may fit a grid that ends inside their range
             # (quant/int_weights.h, RangeFit): values beyond take its end.
-            nearest = np.clip(w, *grid_ends(written, name, bits, group))
+            nearest = np.clip(w, *grid_ends(written, name, bits, g))
             assert np.all(np.abs(back - nearest) <= 0.5 * steps * 1.0001 + 1e-7), name
         elif name != "lm_head.weight":
             assert np.array_equal(written[name], w), name
