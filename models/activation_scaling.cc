@@ -83,7 +83,7 @@ ScalingPlan plan_activation_scaling(const DecoderSpec& spec, const WeightNames& 
   }
   ScalingPlan plan;
   for (int l = 0; l < spec.n_layers; ++l) {
-    const quant::IntQuantConfig& weights_config = l == spec.n_layers - 1 ? scheme.final_layer : scheme.layers;
+    const quant::IntQuantConfig& weights_config = scheme.layer_weights(l, spec.n_layers);
     for (const InputGroup& g : layer_groups(spec, names, l)) {
       const std::string key = std::string(g.point) + "/" + std::to_string(l);
       const auto stats = calibration.inputs.find(key);

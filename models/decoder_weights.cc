@@ -20,11 +20,11 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 // Which of a scheme's configurations a linear takes.
 enum class LinearRole : uint8_t { kLayer, kValue, kHead };
 
-// The last decoder layer's weights may differ (a16w4's finer groups); v
-// there keeps value's activation policy.
-quant::IntQuantConfig config_for(const quant::SchemeChoice& s, LinearRole role, bool final_layer) {
+// Layer `layer` of `n_layers` (a16w4's last one has finer groups); v keeps
+// value's activation policy.
+quant::IntQuantConfig config_for(const quant::SchemeChoice& s, LinearRole role, int layer, int n_layers) {
   if (role == LinearRole::kHead) return s.output_head;
-  quant::IntQuantConfig c = final_layer ? s.final_layer : s.layers;
+  quant::IntQuantConfig c = s.layer_weights(layer, n_layers);
   c.activation = role == LinearRole::kValue ? s.value.activation : c.activation;
   return c;
 }
@@ -47,8 +47,8 @@ class Binder {
   }
 
   void mark_used(const std::string& name) { used_.insert(name); }
-  // Whether the linears bound next belong to the last decoder layer.
-  void set_final_layer(bool final_layer) { in_final_layer_ = final_layer; }
+  // The decoder layer, of n_layers, whose linears are bound next.
+  void set_layer(int layer, int n_layers) { layer_ = layer, n_layers_ = n_layers; }
   bool stored_quantization() const { return quantization_.stored.has_value(); }
   const std::string& source_name() const { return source_.name(); }
   bool used(const std::string& name) const { return used_.count(name) != 0; }
@@ -75,14 +75,14 @@ class Binder {
     if (quantization_.stored && quantization_.stored->format != quant::CheckpointFormat::kTessera) {
       if (auto stored = published_int_linear(name, rows, cols)) return *stored;
     } else if (quantization_.stored) {
-      if (auto stored = stored_int_linear(name, rows, cols, config_for(*quantization_.stored, role, in_final_layer_))) {
+      if (auto stored = stored_int_linear(name, rows, cols, config_for(*quantization_.stored, role, layer_, n_layers_))) {
         return *stored;
       }
     }
     const SourceTensor t = require(name, {rows, cols});
     if (quantization_.at_load) {
       const quant::SchemeChoice& s = *quantization_.at_load;
-      return quantize_now(name, t, rows, cols, config_for(s, role, in_final_layer_));
+      return quantize_now(name, t, rows, cols, config_for(s, role, layer_, n_layers_));
     }
     if (backend_.supports(Op::kLinear, t.dtype)) return linear_from_tensor(name, t.dtype, t.data, rows, cols);
     return linear_from_tensor(name, DType::kF32, converted(name, t), rows, cols);
@@ -262,7 +262,7 @@ class Binder {
   DecoderWeights& out_;
   const LinearQuantization& quantization_;
   std::set<std::string> used_;
-  bool in_final_layer_ = false;
+  int layer_ = 0, n_layers_ = 0;  // set_layer; before it (the head) no layer is the last
 };
 
 // O or down: this rank's output rows (exact layout), or its input columns
@@ -408,7 +408,7 @@ std::unique_ptr<DecoderWeights> bind_weights(const DecoderSpec& spec, const Weig
   bind_output(spec, names, shard, embedding, b, *weights);
   weights->layers.resize(size_t(spec.n_layers));
   for (int l = 0; l < spec.n_layers; ++l) {
-    b.set_final_layer(l == spec.n_layers - 1);
+    b.set_layer(l, spec.n_layers);
     bind_attention(spec, names, shard, l, b, weights->layers[size_t(l)]);
     bind_ffn(spec, names, shard, l, b, weights->layers[size_t(l)]);
   }

@@ -1,6 +1,5 @@
 #include "quant/schemes.h"
 
-#include <algorithm>
 #include <cstdint>
 
 #include "engine/error.h"
@@ -95,7 +94,7 @@ SchemeChoice scheme_choice(std::string_view name, int64_t group_size) {
     s.layers = {4, g, false, ActivationPolicy::kNone};
     s.output_head = per_channel;
     s.value = s.final_layer = s.layers;
-    s.final_layer.group_size = std::min(g, kA16W4FinalLayerGroup);
+    s.final_layer.group_size = kA16W4FinalLayerGroup;
     return s;
   }
   throw Error("unknown quantization scheme '" + s.name + "' (a16w8, a16w4, da8w8)");

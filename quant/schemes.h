@@ -46,6 +46,9 @@ struct SchemeChoice {
   std::string method = "rtn";  // rtn or awq
   CheckpointFormat format = CheckpointFormat::kTessera;
   bool gptq_zero_offset = true;  // GPTQ checkpoint_format "gptq" stores each zero point minus one ("gptq_v2" does not)
+
+  // The weights of decoder layer `layer` of `n_layers`: final_layer for the last one.
+  const IntQuantConfig& layer_weights(int layer, int n_layers) const { return layer == n_layers - 1 ? final_layer : layers; }
 };
 
 // Throws tessera::Error listing the schemes for an unknown name, or when the
