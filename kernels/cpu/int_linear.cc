@@ -281,11 +281,17 @@ void split_int16(IntActivations& x) {
   x.split = true;
   x.x_hi.resize(x.x16.size());
   x.x_lo.resize(x.x16.size());
-  for (size_t i = 0; i < x.x16.size(); ++i) {
-    const int v = x.x16[i];
-    x.x_lo[i] = uint8_t(v & 0xFF);
-    x.x_hi[i] = uint8_t((v >> 8) + 128);
+  const size_t real = size_t(x.n_tokens * x.padded_cols);
+  const int16_t* in = x.x16.data();
+  uint8_t* hi = x.x_hi.data();
+  uint8_t* lo = x.x_lo.data();
+  for (size_t i = 0; i < real; ++i) {
+    lo[i] = uint8_t(uint16_t(in[i]) & 0xFF);
+    hi[i] = uint8_t((uint16_t(in[i]) >> 8) ^ 0x80);  // (v >> 8) + 128 as a byte
   }
+  // Padding tokens are zeros: h + 128 = 128 and l = 0.
+  std::memset(hi + real, 128, x.x_hi.size() - real);
+  std::memset(lo + real, 0, x.x_lo.size() - real);
 }
 
 void group_matmul(const IntLinear& w, IntActivations& x, int64_t n_tokens, float* y, ThreadPool& pool) {
@@ -353,17 +359,16 @@ void int_matmul_in_order(const IntLinear& w, IntActivations& x, int64_t n_tokens
   // Rows in blocks small enough that a block's weights stay in L1/L2 while
   // every tile of tokens passes over them.
   constexpr int64_t kRowBlock = 16;
-  // With one or two tokens the product streams the weights from memory: one
-  // row at a time keeps the reads sequential, which the prefetchers follow;
-  // interleaving rows pays only where the arithmetic is the limit.
-  const int row_tile = n_tokens <= 2 ? 1 : kIntRowTile;
+  // Tiles of kIntRowTile rows at every batch size: their independent sums
+  // keep the multipliers busy, and the kernels prefetch ahead of the tile's
+  // reads (weight_prefetch.h), which one row at a time no longer needs.
   pool.parallel_for(rows, kRowBlock, [&](int, int64_t begin, int64_t end) {
     for (int64_t r0 = begin; r0 < end; r0 += kRowBlock) {
       const int64_t r1 = std::min(end, r0 + kRowBlock);
       for (int64_t t0 = 0; t0 < n_tokens; t0 += kIntTokenTile) {
         const int tile = int(std::min<int64_t>(kIntTokenTile, n_tokens - t0));
-        for (int64_t r = r0; r < r1; r += row_tile) {
-          IntRowTask task = w.row_task(r, int(std::min<int64_t>(row_tile, r1 - r)));
+        for (int64_t r = r0; r < r1; r += kIntRowTile) {
+          IntRowTask task = w.row_task(r, int(std::min<int64_t>(kIntRowTile, r1 - r)));
           task.x = a8 ? static_cast<const void*>(static_cast<const int8_t*>(xs) + t0 * padded)
                       : static_cast<const void*>(static_cast<const int16_t*>(xs) + t0 * padded);
           task.x_stride = padded;

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/int_linear.h"
+#include "kernels/cpu/weight_prefetch.h"
 
 namespace tessera::cpu {
 namespace {
@@ -48,6 +49,7 @@ void a16_w8_tile(const IntRowLayout& l, const IntRowTask& t, int r) {
   const auto* x = static_cast<const int16_t*>(t.x);
   a16_frame<T>(l, t, r, [&](int64_t begin, int64_t end, int64_t, __m256i (&acci)[T]) {
     for (int64_t c = begin; c < end; c += 16) {
+      if (c % 64 == 0) prefetch_weights_ahead(w + c);
       const __m256i wv = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + c)));
       for (int k = 0; k < T; ++k) acci[k] = _mm256_add_epi32(acci[k], _mm256_madd_epi16(wv, load(x + k * t.x_stride + c)));
     }
@@ -66,6 +68,7 @@ void a16_w4_tile(const IntRowLayout& l, const IntRowTask& t, int r) {
     for (int64_t c = begin; c < end; c += 32) {
       const bool high = (c % 64) != 0;
       const uint8_t* bytes = w + (c / 64) * 32;
+      if (c % 128 == 0) prefetch_weights_ahead(bytes);
       for (int half = 0; half < 2; ++half) {
         const __m256i raw = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 16 * half)));
         const __m256i u = high ? _mm256_srli_epi16(raw, 4) : _mm256_and_si256(raw, low_mask);
@@ -90,6 +93,7 @@ void a8_w8_tile(const IntRowLayout& l, const IntRowTask& t, int r) {
   __m256i acc[T];
   for (int k = 0; k < T; ++k) acc[k] = _mm256_setzero_si256();
   for (int64_t c = 0; c < l.padded_cols; c += 32) {
+    if (c % 64 == 0) prefetch_weights_ahead(w + c);
     const __m256i wv = load(w + c);
     const __m256i w_abs = _mm256_sign_epi8(wv, wv);
     for (int k = 0; k < T; ++k) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/int_linear.h"
+#include "kernels/cpu/weight_prefetch.h"
 
 namespace tessera::cpu {
 namespace {
@@ -32,6 +33,14 @@ int32_t reduce_add(__m512i v) {
 __m512i load_bytes_as_words(const uint8_t* p, bool sign) {
   const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   return sign ? _mm512_cvtepi8_epi16(bytes) : _mm512_cvtepu8_epi16(bytes);
+}
+
+// The tile's rows lie one after another, so its reads advance through
+// [w, w + R * w_stride) about R bytes for each byte along a row: `done` bytes
+// along the rows, the lines ahead of the tile's `step` new bytes are asked for.
+template <int R>
+void prefetch_tile_ahead(const IntRowTask& t, int64_t done, int64_t step) {
+  for (int64_t b = 0; b < R * step; b += 64) prefetch_weights_ahead(t.w + done * R + b);
 }
 
 // Span ends: each accumulator's int32 sum joins its f32 sum with the row's scale.
@@ -72,6 +81,7 @@ void a16_w8_tile(const IntRowLayout& l, const IntRowTask& t) {
     __m512i acci[R][T];
     for (auto& row : acci) for (auto& a : row) a = _mm512_setzero_si512();
     for (int64_t c = begin; c < end; c += 32) {
+      if (c % 64 == 0) prefetch_tile_ahead<R>(t, c, 64);
       __m512i w[R];
       for (int r = 0; r < R; ++r) w[r] = load_bytes_as_words(t.w + size_t(r) * t.w_stride + c, true);
       for (int k = 0; k < T; ++k) {
@@ -99,6 +109,7 @@ void a16_w4_tile(const IntRowLayout& l, const IntRowTask& t) {
     for (auto& row : acci) for (auto& a : row) a = _mm512_setzero_si512();
     if (whole_chunks) {
       for (int64_t c = begin; c < end; c += 64) {
+        prefetch_tile_ahead<R>(t, c / 2, 32);
         __m512i lo[R], hi[R];
         for (int r = 0; r < R; ++r) {
           const __m512i raw = load_bytes_as_words(t.w + size_t(r) * t.w_stride + c / 2, false);
@@ -116,6 +127,7 @@ void a16_w4_tile(const IntRowLayout& l, const IntRowTask& t) {
       }
     } else {
       for (int64_t c = begin; c < end; c += 32) {
+        if (c % 64 == 0) prefetch_tile_ahead<R>(t, c / 2, 32);
         __m512i w[R];
         for (int r = 0; r < R; ++r) {
           const __m512i raw = load_bytes_as_words(t.w + size_t(r) * t.w_stride + (c / 64) * 32, false);
@@ -141,6 +153,7 @@ void a8_w8_tile(const IntRowLayout& l, const IntRowTask& t) {
   __m512i acc[R][T];
   for (auto& row : acc) for (auto& a : row) a = _mm512_setzero_si512();
   for (int64_t c = 0; c < l.padded_cols; c += 64) {
+    prefetch_tile_ahead<R>(t, c, 64);
     __m512i w[R];
     for (int r = 0; r < R; ++r) w[r] = _mm512_loadu_si512(t.w + size_t(r) * t.w_stride + c);
     for (int k = 0; k < T; ++k) {

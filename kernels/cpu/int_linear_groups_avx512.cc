@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/int_linear_groups.h"
 #include "kernels/cpu/int_linear_groups_epilogue.h"
+#include "kernels/cpu/weight_prefetch.h"
 
 namespace tessera::cpu {
 namespace {
@@ -40,6 +41,7 @@ void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_
       const uint8_t* block = group + size_t(c) * l.block_bytes;
       if constexpr (Bits == 8) {
         for (int q = 0; q < 16; ++q) {
+          prefetch_weights_ahead(block + q * 64);
           const __m512i w = _mm512_load_si512(block + q * 64);
           for (int k = 0; k < T; ++k) {
             const int64_t at = (t0 + k) * l.padded_cols + c * kGroupChunk + 4 * q;
@@ -49,6 +51,7 @@ void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_
         }
       } else {
         for (int q = 0; q < 8; ++q) {
+          prefetch_weights_ahead(block + q * 64);
           const __m512i line = _mm512_load_si512(block + q * 64);
           const __m512i w0 = _mm512_and_si512(line, nibble);
           const __m512i w1 = _mm512_and_si512(_mm512_srli_epi16(line, 4), nibble);
@@ -83,6 +86,7 @@ void a8_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t
   for (int64_t c = 0; c < l.chunks; ++c) {
     const uint8_t* block = group + size_t(c) * l.block_bytes;
     for (int q = 0; q < 16; ++q) {
+      prefetch_weights_ahead(block + q * 64);
       const __m512i w = _mm512_load_si512(block + q * 64);
       for (int k = 0; k < T; ++k) {
         const uint8_t* x = t.x8 + (t0 + k) * l.padded_cols + c * kGroupChunk + 4 * q;

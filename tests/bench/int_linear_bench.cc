@@ -3,6 +3,7 @@
 // BM_ReadBandwidth) and multiply-accumulates per second at 512 (prefill).
 #include <benchmark/benchmark.h>
 
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -66,6 +67,67 @@ void shapes(benchmark::internal::Benchmark* b, int64_t tokens) {
 }
 BENCHMARK(BM_IntMatmul)->Apply([](benchmark::internal::Benchmark* b) { shapes(b, 1); })->UseRealTime();
 BENCHMARK(BM_IntMatmul)->Apply([](benchmark::internal::Benchmark* b) { shapes(b, 512); })->UseRealTime()->Unit(benchmark::kMillisecond);
+
+
+// One decoder layer's integer linears at one token, as a decode step calls
+// them (q/k/v on one input, the output projection, gate/up on one input, down),
+// over copies of the layer cycled through 256 MB so every weight comes from
+// memory. Bytes are the layer's weights, scales and zero points.
+// args: scheme, hidden, q rows, kv rows, ffn, layout (0 rows, 1 auto, 2 row groups)
+void BM_IntLayerFromMemory(benchmark::State& state) {
+  const int64_t hidden = state.range(1), q_rows = state.range(2), kv_rows = state.range(3), ffn = state.range(4);
+  const IntLayout layout = state.range(5) == 0 ? IntLayout::kRows : state.range(5) == 1 ? IntLayout::kAuto : IntLayout::kRowGroups;
+  const IsaFeatures isa = detect_isa();
+  if (layout == IntLayout::kRowGroups && !isa.avx512_vnni) return state.SkipWithError("no AVX-512 VNNI");
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{q_rows, hidden}, {kv_rows, hidden}, {kv_rows, hidden},
+                                                           {hidden, q_rows}, {ffn, hidden}, {ffn, hidden}, {hidden, ffn}};
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist;
+  std::vector<quant::IntMatrix> matrices;
+  size_t layer_bytes = 0;
+  for (const auto& [rows, cols] : shapes) {
+    std::vector<float> w(size_t(rows * cols));
+    for (float& v : w) v = dist(rng);
+    matrices.push_back(quant::quantize_rtn("bench", w.data(), rows, cols, scheme(state.range(0))));
+    const quant::IntMatrix& m = matrices.back();
+    layer_bytes += m.data.size() + m.scales.size() * sizeof(float) + m.zeros.size();
+  }
+  const size_t copies = std::max<size_t>(2, (size_t(256) << 20) / layer_bytes);
+  std::vector<std::vector<std::unique_ptr<IntLinear>>> layers(copies);
+  for (auto& layer : layers) {
+    for (const quant::IntMatrix& m : matrices) layer.push_back(std::make_unique<IntLinear>(m.view("bench"), isa, layout));
+  }
+  std::vector<float> x(size_t(std::max(hidden, std::max(q_rows, ffn)))), y(size_t(3 * ffn));
+  for (float& v : x) v = dist(rng);
+  IntActivations acts;
+  ThreadPool pool(kThreads);
+  // Calls of one input: q/k/v, the output projection, gate/up, down.
+  const std::vector<std::pair<size_t, size_t>> calls = {{0, 3}, {3, 4}, {4, 6}, {6, 7}};
+  size_t next = 0;
+  for (auto _ : state) {
+    const auto& layer = layers[next];
+    for (const auto& [first, end] : calls) {
+      std::vector<const IntLinear*> weights;
+      for (size_t i = first; i < end; ++i) weights.push_back(layer[i].get());
+      quantize_int_activations(weights, x.data(), 1, acts);
+      float* out = y.data();
+      for (const IntLinear* w : weights) {
+        int_matmul(*w, acts, 1, out, pool);
+        out += w->rows();
+      }
+    }
+    next = (next + 1) % copies;
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(layer_bytes));
+  state.SetLabel(std::string(scheme_name(state.range(0))) + (layout == IntLayout::kRows ? " rows" : layout == IntLayout::kAuto ? " auto" : " row groups"));
+}
+// SmolLM2-135M's and Qwen2.5-0.5B's layers.
+BENCHMARK(BM_IntLayerFromMemory)->Apply([](benchmark::internal::Benchmark* b) {
+  for (int64_t s = 0; s < 3; ++s) {
+    for (int64_t layout : {0, 1, 2}) b->Args({s, 576, 576, 192, 1536, layout})->Args({s, 896, 896, 128, 4864, layout});
+  }
+})->UseRealTime();
 
 }  // namespace
 }  // namespace tessera::cpu
