@@ -60,7 +60,7 @@ void linear_op(const LinearArgs& a, Stream& s) {
   }
   if (n_block) matmul_shared_input({outputs.data(), n_block}, a.x, a.n_tokens, cs.matmul_scratch(), cs.pool());
   if (n_int) {
-    quantize_int_activations({int_weights.data(), n_int}, a.x, a.n_tokens, cs.int_activations());
+    quantize_int_activations({int_weights.data(), n_int}, a.x, a.n_tokens, cs.int_activations(), &cs.pool());
     for (size_t i = 0; i < n_int; ++i) int_matmul(*int_weights[i], cs.int_activations(), a.n_tokens, int_outputs[i], cs.pool());
   }
   for (int i = 0; i < a.n_outputs; ++i) {

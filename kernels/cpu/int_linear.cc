@@ -17,6 +17,9 @@ constexpr int64_t kMaxSpan = 4096;
 // Row groups' spans: short enough that a span's exact sum fits in int32
 // (32767 * 128 * 512 < 2^31).
 constexpr int64_t kGroupMaxSpan = 512;
+// Tokens a thread takes at least when activations are prepared in parallel:
+// below this a call's few rows are not worth waking the pool.
+constexpr int64_t kParallelTokens = 32;
 // From this many tokens the row groups go through AMX tiles (a partial tile
 // of tokens costs as much as a full one).
 constexpr int64_t kAmxMinTokens = 8;
@@ -224,7 +227,7 @@ void quantize_int_row(const IntRowQuantizeArgs& a) {
 }  // namespace
 
 void quantize_int_activations(std::span<const IntLinear* const> weights, const float* x, int64_t n_tokens,
-                              IntActivations& out) {
+                              IntActivations& out, ThreadPool* pool) {
   bool need16 = false, need8 = false, offset = false;
   int64_t cols = 0, padded = 0;
   for (const IntLinear* w : weights) {
@@ -237,58 +240,81 @@ void quantize_int_activations(std::span<const IntLinear* const> weights, const f
   out.n_tokens = n_tokens;
   out.sum_span = 0;
   out.split = false;
-  const size_t n = size_t(round_up(n_tokens, kTokenBlock) * padded);
+  // Rows are written below up to `cols`; the columns after them and the
+  // padding rows hold zeros (int8 offset: -128, the code of zero).
+  const size_t n = size_t(round_up(n_tokens, kTokenBlock) * padded), real = size_t(n_tokens * padded);
+  const int8_t zero8 = int8_t(offset ? -128 : 0);
   if (need16) {
-    out.x16.assign(n, 0);
+    out.x16.resize(n);
+    std::fill(out.x16.begin() + std::ptrdiff_t(real), out.x16.end(), int16_t(0));
     out.scales16.resize(size_t(n_tokens));
   }
   if (need8) {
-    out.x8.assign(n, int8_t(offset ? -128 : 0));
+    out.x8.resize(n);
+    std::fill(out.x8.begin() + std::ptrdiff_t(real), out.x8.end(), zero8);
     out.scales8.resize(size_t(n_tokens));
   }
   IntQuantizeRowFn quantize_row = quantize_int_row;
   for (const IntLinear* w : weights) {
     if (w->kernels().quantize_row) quantize_row = w->kernels().quantize_row;
   }
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    quantize_row({x + t * cols, cols, need16 ? out.x16.data() + t * padded : nullptr,
-                  need8 ? out.x8.data() + t * padded : nullptr, offset, need16 ? out.scales16.data() + t : nullptr,
-                  need8 ? out.scales8.data() + t : nullptr});
-  }
+  auto quantize_tokens = [&](int, int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      int16_t* q16 = need16 ? out.x16.data() + t * padded : nullptr;
+      int8_t* q8 = need8 ? out.x8.data() + t * padded : nullptr;
+      quantize_row({x + t * cols, cols, q16, q8, offset, need16 ? out.scales16.data() + t : nullptr,
+                    need8 ? out.scales8.data() + t : nullptr});
+      if (q16) std::fill(q16 + cols, q16 + padded, int16_t(0));
+      if (q8) std::fill(q8 + cols, q8 + padded, zero8);
+    }
+  };
+  if (pool) pool->parallel_for(n_tokens, kParallelTokens, quantize_tokens);
+  else quantize_tokens(0, 0, n_tokens);
 }
 
 namespace {
 
-void compute_span_sums(IntActivations& x, int64_t span, int64_t n_spans) {
+void compute_span_sums(IntActivations& x, int64_t span, int64_t n_spans, ThreadPool& pool) {
   if (x.sum_span == span) return;
   x.sum_span = span;
-  x.span_sums.assign(size_t(x.n_tokens * n_spans), 0);
-  for (int64_t t = 0; t < x.n_tokens; ++t) {
-    const int16_t* row = x.x16.data() + t * x.padded_cols;
-    for (int64_t s = 0; s < n_spans; ++s) {
-      const int64_t begin = s * span, end = s + 1 == n_spans ? x.padded_cols : begin + span;
-      int32_t sum = 0;
-      for (int64_t c = begin; c < end; ++c) sum += row[c];
-      x.span_sums[size_t(t * n_spans + s)] = sum;
+  x.span_sums.resize(size_t(x.n_tokens * n_spans));
+  const int16_t* x16 = x.x16.data();
+  int32_t* sums = x.span_sums.data();
+  const int64_t padded = x.padded_cols;
+  pool.parallel_for(x.n_tokens, kParallelTokens, [=](int, int64_t first, int64_t last) {
+    for (int64_t t = first; t < last; ++t) {
+      const int16_t* row = x16 + t * padded;
+      for (int64_t s = 0; s < n_spans; ++s) {
+        const int64_t begin = s * span, end = s + 1 == n_spans ? padded : begin + span;
+        int32_t sum = 0;
+        for (int64_t c = begin; c < end; ++c) sum += row[c];
+        sums[t * n_spans + s] = sum;
+      }
     }
+  });
+}
+
+void split_bytes(const int16_t* __restrict in, size_t n, uint8_t* __restrict hi, uint8_t* __restrict lo) {
+  for (size_t i = 0; i < n; ++i) {
+    lo[i] = uint8_t(uint16_t(in[i]) & 0xFF);
+    hi[i] = uint8_t((uint16_t(in[i]) >> 8) ^ 0x80);  // (v >> 8) + 128 as a byte
   }
 }
 
 // x16 as the bytes the row-group kernels multiply: x = 256 h + l, stored as
 // h + 128 and l (padding rows included, so tiles of 16 tokens can load).
-void split_int16(IntActivations& x) {
+void split_int16(IntActivations& x, ThreadPool& pool) {
   if (x.split) return;
   x.split = true;
   x.x_hi.resize(x.x16.size());
   x.x_lo.resize(x.x16.size());
-  const size_t real = size_t(x.n_tokens * x.padded_cols);
+  const size_t real = size_t(x.n_tokens * x.padded_cols), row = size_t(x.padded_cols);
   const int16_t* in = x.x16.data();
   uint8_t* hi = x.x_hi.data();
   uint8_t* lo = x.x_lo.data();
-  for (size_t i = 0; i < real; ++i) {
-    lo[i] = uint8_t(uint16_t(in[i]) & 0xFF);
-    hi[i] = uint8_t((uint16_t(in[i]) >> 8) ^ 0x80);  // (v >> 8) + 128 as a byte
-  }
+  pool.parallel_for(x.n_tokens, kParallelTokens, [=](int, int64_t first, int64_t last) {
+    split_bytes(in + size_t(first) * row, size_t(last - first) * row, hi + size_t(first) * row, lo + size_t(first) * row);
+  });
   // Padding tokens are zeros: h + 128 = 128 and l = 0.
   std::memset(hi + real, 128, x.x_hi.size() - real);
   std::memset(lo + real, 0, x.x_lo.size() - real);
@@ -297,12 +323,14 @@ void split_int16(IntActivations& x) {
 void group_matmul(const IntLinear& w, IntActivations& x, int64_t n_tokens, float* y, ThreadPool& pool) {
   const IntGroupLayout& l = w.group_layout();
   const IntGroupKernels& k = w.group_kernels();
-  if (!l.int8_activations) {
-    split_int16(x);
-    if (l.bits == 4) compute_span_sums(x, l.span, l.n_spans);
-  }
   const IntGroupFn amx = l.int8_activations ? k.amx_a8 : k.amx_a16;
-  const IntGroupFn fn = amx && n_tokens >= kAmxMinTokens ? amx : l.int8_activations ? k.a8 : k.a16;
+  const bool tiles = amx && n_tokens >= kAmxMinTokens;
+  const IntGroupFn fn = tiles ? amx : l.int8_activations ? k.a8 : k.a16;
+  if (!l.int8_activations) {
+    split_int16(x, pool);
+    // AMX tiles take the zero points off the weights instead.
+    if (l.bits == 4 && !tiles) compute_span_sums(x, l.span, l.n_spans, pool);
+  }
   const int64_t groups = (w.rows() + kRowGroup - 1) / kRowGroup;
   pool.parallel_for(groups, 2, [&](int, int64_t begin, int64_t end) {
     IntGroupTask t = w.group_task(begin, end - begin);
@@ -310,7 +338,7 @@ void group_matmul(const IntLinear& w, IntActivations& x, int64_t n_tokens, float
     t.x_lo = x.x_lo.data();
     t.x8 = reinterpret_cast<const uint8_t*>(x.x8.data());
     t.x_scales = l.int8_activations ? x.scales8.data() : x.scales16.data();
-    t.x_span_sums = l.bits == 4 ? x.span_sums.data() : nullptr;
+    t.x_span_sums = l.bits == 4 && !tiles ? x.span_sums.data() : nullptr;
     t.n_tokens = n_tokens;
     t.y = y + begin * kRowGroup;
     t.y_stride = w.rows();
@@ -350,7 +378,7 @@ namespace {
 
 void int_matmul_in_order(const IntLinear& w, IntActivations& x, int64_t n_tokens, float* y, ThreadPool& pool) {
   if (w.row_groups()) return group_matmul(w, x, n_tokens, y, pool);
-  if (w.bits() == 4) compute_span_sums(x, w.layout().span, w.layout().n_spans);
+  if (w.bits() == 4) compute_span_sums(x, w.layout().span, w.layout().n_spans, pool);
   const bool a8 = w.int8_activations();
   const IntRowFn fn = a8 ? w.kernels().a8_w8 : w.bits() == 8 ? w.kernels().a16_w8 : w.kernels().a16_w4;
   const void* xs = a8 ? static_cast<const void*>(x.x8.data()) : static_cast<const void*>(x.x16.data());

@@ -166,9 +166,10 @@ struct IntActivations {
 
 // Quantizes x (n_tokens, cols) for every weight in `weights` (all of the
 // same cols): int16 rows when one of them has 16-bit activations, int8 rows
-// when one has int8 activations.
+// when one has int8 activations. With a pool, a prompt's tokens are shared
+// among its threads (each row is quantized alone, so the result is the same).
 void quantize_int_activations(std::span<const IntLinear* const> weights, const float* x, int64_t n_tokens,
-                              IntActivations& out);
+                              IntActivations& out, ThreadPool* pool = nullptr);
 
 // y[t][r] = x[t] · W[r] for t < n_tokens, from activations quantized above
 // (which gain the span sums a 4-bit weight needs).

@@ -4,8 +4,9 @@
 // rows. Eight tiles: four int32 accumulators, two activation tiles and two
 // weight tiles, so each loaded tile serves two products.
 // - A16: the accumulators are (h, l) x (two row groups); each span's tiles
-//   are stored and closed with the same epilogue as the VNNI kernels, and the
-//   running sums live in y between spans.
+//   are stored and closed from the same exact integer as in the VNNI
+//   kernels, rounded the same way (4-bit tiles carry the weights less their
+//   zero points, see SpanClose), and the running sums live in y between spans.
 // - DA8: the accumulators are (two token blocks) x (two row groups) over the
 //   whole row.
 #include <immintrin.h>
@@ -53,41 +54,67 @@ void configure_tiles() {
   _tile_loadconfig(&c);
 }
 
-// A 4-bit block (eight lines of paired nibbles) as the 1 KiB int8 B tile.
-void unpack_block(const uint8_t* block, uint8_t* tile) {
+// One group's span as the AMX path closes it. 4-bit tiles hold the weights
+// less their zero points (nibble - zero, within int8), so each token's exact
+// sum needs no term of its own activations: with L columns in the span,
+//   S = 256 * sum((h+128)(w-z)) + sum(l (w-z)) - 32768 * (sum(w) - z L),
+// the same integer the VNNI kernels form as their S (int_linear_groups.h).
+struct SpanClose {
+  __m512i offsets;  // per row: 32768 * sum(w - z) over the span, wrapping
+  __m512 scales;
+  __m512i zero_bytes;  // 4 bits: each row's zero point in its four bytes of a tile line
+};
+
+SpanClose span_close(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t s, int64_t columns) {
+  const size_t at = size_t((g * l.n_spans + s) * kRowGroup);
+  SpanClose c{_mm512_loadu_si512(t.offsets + at), _mm512_loadu_ps(t.scales + at), _mm512_setzero_si512()};
+  if (t.zeros) {
+    const __m512i zeros = _mm512_loadu_si512(t.zeros + at);
+    c.offsets = _mm512_sub_epi32(c.offsets, _mm512_mullo_epi32(zeros, _mm512_set1_epi32(int32_t(32768 * columns))));
+    c.zero_bytes = _mm512_mullo_epi32(zeros, _mm512_set1_epi32(0x01010101));
+  }
+  return c;
+}
+
+// A 4-bit block (eight lines of paired nibbles) as the 1 KiB int8 B tile of
+// the nibbles less each row's zero point.
+void unpack_block(const uint8_t* block, __m512i zero_bytes, uint8_t* tile) {
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   for (int q = 0; q < 8; ++q) {
     const __m512i line = _mm512_load_si512(block + q * 64);
-    _mm512_store_si512(tile + q * 64, _mm512_and_si512(line, nibble));
-    _mm512_store_si512(tile + (q + 8) * 64, _mm512_and_si512(_mm512_srli_epi16(line, 4), nibble));
+    _mm512_store_si512(tile + q * 64, _mm512_sub_epi8(_mm512_and_si512(line, nibble), zero_bytes));
+    _mm512_store_si512(tile + (q + 8) * 64, _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(line, 4), nibble), zero_bytes));
   }
 }
 
 // The B tiles of one group's span: the blocks themselves (8 bits) or their
 // unpacked copies in `scratch`.
 const uint8_t* span_tiles(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t c0, int64_t n,
-                          uint8_t* scratch) {
+                          __m512i zero_bytes, uint8_t* scratch) {
   const uint8_t* first = t.w + (size_t(g) * size_t(l.chunks) + size_t(c0)) * l.block_bytes;
   if (l.bits == 8) return first;
-  for (int64_t j = 0; j < n; ++j) unpack_block(first + size_t(j) * l.block_bytes, scratch + size_t(j) * kTileBytes);
+  for (int64_t j = 0; j < n; ++j) {
+    unpack_block(first + size_t(j) * l.block_bytes, zero_bytes, scratch + size_t(j) * kTileBytes);
+  }
   return scratch;
 }
 
 // Closes span s of groups [g, g + ng) for tokens [tb, tb + 16) from the
-// stored accumulators c[2 gi] (h) and c[2 gi + 1] (l).
-void close_a16_span(const IntGroupLayout& l, const IntGroupTask& t, const int32_t (*c)[256], int64_t g, int ng,
-                    int64_t s, int64_t tb) {
+// stored accumulators c[2 gi] (h) and c[2 gi + 1] (l): the VNNI kernels'
+// rounding (a16_span_close) from the same integer S.
+void close_a16_span(const IntGroupLayout& l, const IntGroupTask& t, const int32_t (*c)[256], const SpanClose* close,
+                    int64_t g, int ng, int64_t s, int64_t tb) {
   const int64_t tokens = std::min<int64_t>(kTokenBlock, t.n_tokens - tb);
+  const bool last = s + 1 == l.n_spans;
   for (int gi = 0; gi < ng; ++gi) {
     const __mmask16 valid = row_mask(t.rows - (g + gi) * kRowGroup);
-    const size_t at = size_t(((g + gi) * l.n_spans + s) * kRowGroup);
     for (int64_t k = 0; k < tokens; ++k) {
       float* y = t.y + (tb + k) * t.y_stride + (g + gi) * kRowGroup;
       const __m512 prev = s == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(valid, y);
-      const int32_t x_sum = t.zeros ? t.x_span_sums[(tb + k) * l.n_spans + s] : 0;
-      __m512 acc = a16_span_close(_mm512_load_si512(c[2 * gi] + k * 16), _mm512_load_si512(c[2 * gi + 1] + k * 16), t,
-                                  at, x_sum, prev);
-      if (s + 1 == l.n_spans) acc = _mm512_mul_ps(acc, _mm512_set1_ps(t.x_scales[tb + k]));
+      const __m512i hi = _mm512_load_si512(c[2 * gi] + k * 16), lo = _mm512_load_si512(c[2 * gi + 1] + k * 16);
+      const __m512i sum = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi, 8), lo), close[gi].offsets);
+      __m512 acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), close[gi].scales, prev);
+      if (last) acc = _mm512_mul_ps(acc, _mm512_set1_ps(t.x_scales[tb + k]));
       _mm512_mask_storeu_ps(y, valid, acc);
     }
   }
@@ -99,8 +126,10 @@ void a16_span_pass(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, in
   alignas(64) int32_t c[4][256];
   const int64_t stride = l.padded_cols, span_chunks = l.span / kGroupChunk;
   const int64_t c0 = s * span_chunks, n = std::min(l.chunks, c0 + span_chunks) - c0;
-  const uint8_t* b0 = span_tiles(l, t, g, c0, n, scratch[0]);
-  const uint8_t* b1 = ng == 2 ? span_tiles(l, t, g + 1, c0, n, scratch[1]) : nullptr;
+  SpanClose close[2];
+  for (int gi = 0; gi < ng; ++gi) close[gi] = span_close(l, t, g + gi, s, n * kGroupChunk);
+  const uint8_t* b0 = span_tiles(l, t, g, c0, n, close[0].zero_bytes, scratch[0]);
+  const uint8_t* b1 = ng == 2 ? span_tiles(l, t, g + 1, c0, n, close[1].zero_bytes, scratch[1]) : nullptr;
   for (int64_t tb = t0; tb < t1; tb += kTokenBlock) {
     _tile_zero(0);
     _tile_zero(1);
@@ -125,7 +154,7 @@ void a16_span_pass(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, in
       _tile_stored(2, c[2], 64);
       _tile_stored(3, c[3], 64);
     }
-    close_a16_span(l, t, c, g, ng, s, tb);
+    close_a16_span(l, t, c, close, g, ng, s, tb);
   }
 }
 

@@ -57,7 +57,7 @@ struct IntGroupTask {
   const uint8_t* x_lo;      // A16: (tokens, padded_cols) l
   const uint8_t* x8;        // DA8: (tokens, padded_cols) x + 128
   const float* x_scales;    // (tokens)
-  const int32_t* x_span_sums;  // 4 bits: (tokens, n_spans)
+  const int32_t* x_span_sums;  // 4 bits, VNNI: (tokens, n_spans)
   int64_t n_tokens;
   float* y;                 // y[t * y_stride + r], r counted from the first group's first row
   int64_t y_stride;
