@@ -33,7 +33,9 @@ void run_attention_items(const std::vector<AttentionWorkItem>& items, const floa
   if (params.score == ScoreMod::kSoftcap && !(params.softcap > 0.0f)) throw Error("attention: softcap must be positive");
   if (params.mask == MaskMod::kSlidingWindow && params.window <= 0) throw Error("attention: sliding window must be positive");
   if (scratch.size() < size_t(pool.size())) throw Error("attention: scratch for fewer threads than the pool has");
-  if (isa.avx2 && isa.fma && isa.f16c) {
+  if (isa.avx2 && isa.fma && isa.f16c && isa.avx512f) {
+    flex_attention_avx512(items, q, n_heads, kv, batch, params, out, pool, scratch.data());
+  } else if (isa.avx2 && isa.fma && isa.f16c) {
     flex_attention_avx2(items, q, n_heads, kv, batch, params, out, pool, scratch.data());
   } else {
     flex_attention_generic(items, q, n_heads, kv, batch, params, out, pool, scratch.data());

@@ -223,17 +223,74 @@ inline void add_four_keys(const float* const v[4], const float (*p)[4], int rows
   }
 }
 
+// The 16-lane reduction tree of weighted_values, applied to every d at once:
+// o[i][d0 + d] from lanes [row][lane][kValueChunk].
+template <int kRows>
+void reduce_value_lanes(float* lanes, int dn, float* const* o, int d0) {
+  auto lane = [&](int i, int l) { return lanes + (size_t(i) * kLanes + size_t(l)) * kValueChunk; };
+  for (int i = 0; i < kRows; ++i) {
+    for (int h = 0; h < 8; ++h) {
+      for (int d = 0; d < dn; ++d) lane(i, h)[d] = lane(i, h + 8)[d] + lane(i, h)[d];
+    }
+    for (int h = 0; h < 4; ++h) {
+      for (int d = 0; d < dn; ++d) lane(i, h)[d] = lane(i, h + 4)[d] + lane(i, h)[d];
+    }
+    float* out = o[i] + d0;
+    for (int d = 0; d < dn; ++d) out[d] = (lane(i, 0)[d] + lane(i, 2)[d]) + (lane(i, 1)[d] + lane(i, 3)[d]);
+  }
+}
+
 // o[i][d] = sum over keys k in [lo, hi] of row i's probability times
 // value[d], key k summed into lane k % 16 in increasing order, then the lanes
 // reduced: the arithmetic of a 16-wide multiply over keys. Row i's
 // probability of key k is w[i][k - first]; the value row of key k is
 // v + (k - first) * dim. acc: kValueRows * 16 * kValueChunk floats.
+#if defined(__AVX512F__)
+// Lane l's sums for kRows rows and kVectors * 16 elements of d, kept in
+// registers over all its keys (k = l mod 16, in increasing order, from
+// zero): the same multiply-adds in the same order as the pass above, each
+// lane stored once. lanes: acc's [row][lane][kValueChunk] layout.
+template <int kRows, int kVectors>
+void lane_values_in_registers(const float* const* w, const float* v, int first, int lo, int hi, int dim, int d0, float* lanes) {
+  for (int l = 0; l < kLanes; ++l) {
+    __m512 a[kRows][kVectors];
+    for (auto& row : a) for (auto& x : row) x = _mm512_setzero_ps();
+    int k = lo + ((l - lo % kLanes) % kLanes + kLanes) % kLanes;  // the first key of this lane
+    for (; k <= hi; k += kLanes) {
+      const float* vk = v + size_t(k - first) * size_t(dim) + size_t(d0);
+      __m512 vv[kVectors];
+      for (int j = 0; j < kVectors; ++j) vv[j] = _mm512_loadu_ps(vk + 16 * j);
+      for (int i = 0; i < kRows; ++i) {
+        const __m512 p = _mm512_set1_ps(w[i][k - first]);
+        for (int j = 0; j < kVectors; ++j) a[i][j] = _mm512_fmadd_ps(vv[j], p, a[i][j]);
+      }
+    }
+    for (int i = 0; i < kRows; ++i) {
+      float* out = lanes + (size_t(i) * kLanes + size_t(l)) * kValueChunk;
+      for (int j = 0; j < kVectors; ++j) _mm512_storeu_ps(out + 16 * j, a[i][j]);
+    }
+  }
+}
+#endif
+
 template <int kRows>
 void weighted_values(const float* const* w, const float* v, int first, int lo, int hi, int dim, float* acc, float* const* o) {
   for (int d0 = 0; d0 < dim; d0 += kValueChunk) {
     const int dn = std::min(kValueChunk, dim - d0);
-    std::fill(acc, acc + size_t(kRows) * kLanes * kValueChunk, 0.0f);
     auto lane = [&](int i, int l) { return acc + (size_t(i) * kLanes + size_t(l)) * kValueChunk; };
+#if defined(__AVX512F__)
+    if (dn % 16 == 0) {
+      switch (dn / 16) {
+        case 1: lane_values_in_registers<kRows, 1>(w, v, first, lo, hi, dim, d0, acc); break;
+        case 2: lane_values_in_registers<kRows, 2>(w, v, first, lo, hi, dim, d0, acc); break;
+        case 3: lane_values_in_registers<kRows, 3>(w, v, first, lo, hi, dim, d0, acc); break;
+        default: lane_values_in_registers<kRows, 4>(w, v, first, lo, hi, dim, d0, acc); break;
+      }
+      reduce_value_lanes<kRows>(acc, dn, o, d0);
+      continue;
+    }
+#endif
+    std::fill(acc, acc + size_t(kRows) * kLanes * kValueChunk, 0.0f);
     auto value = [&](int k) { return v + size_t(k - first) * size_t(dim) + size_t(d0); };
     auto add_key = [&](int k) {
       const float* __restrict vk = value(k);
@@ -262,17 +319,7 @@ void weighted_values(const float* const* w, const float* v, int first, int lo, i
       }
     }
     for (; k <= hi; ++k) add_key(k);
-    // The 16-lane reduction tree, applied to every d at once.
-    for (int i = 0; i < kRows; ++i) {
-      for (int h = 0; h < 8; ++h) {
-        for (int d = 0; d < dn; ++d) lane(i, h)[d] = lane(i, h + 8)[d] + lane(i, h)[d];
-      }
-      for (int h = 0; h < 4; ++h) {
-        for (int d = 0; d < dn; ++d) lane(i, h)[d] = lane(i, h + 4)[d] + lane(i, h)[d];
-      }
-      float* out = o[i] + d0;
-      for (int d = 0; d < dn; ++d) out[d] = (lane(i, 0)[d] + lane(i, 2)[d]) + (lane(i, 1)[d] + lane(i, 3)[d]);
-    }
+    reduce_value_lanes<kRows>(acc, dn, o, d0);
   }
 }
 

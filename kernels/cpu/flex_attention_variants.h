@@ -13,5 +13,8 @@ void flex_attention_generic(const std::vector<AttentionWorkItem>& items, const f
 void flex_attention_avx2(const std::vector<AttentionWorkItem>& items, const float* q, int n_heads, const PagedKv& kv,
                          const AttentionBatch& batch, const AttentionParams& params, float* out, ThreadPool& pool,
                          AttentionScratch* scratch);
+void flex_attention_avx512(const std::vector<AttentionWorkItem>& items, const float* q, int n_heads, const PagedKv& kv,
+                           const AttentionBatch& batch, const AttentionParams& params, float* out, ThreadPool& pool,
+                           AttentionScratch* scratch);
 
 }  // namespace tessera::cpu

@@ -52,6 +52,12 @@ static inline __m256 load8_as_f32(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 #endif
+#if defined(__AVX512F__)
+static inline __m512 load16_as_f32(const float* p) { return _mm512_loadu_ps(p); }
+static inline __m512 load16_as_f32(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+#endif
 #endif
 
 // lane16_dot of x with eight vectors y + i * stride at once, the same bits
@@ -63,6 +69,18 @@ template <class Y>
 static inline void lane16_dot8(const float* x, const Y* y, size_t stride, int n, float* out) {
 #if defined(__AVX2__) && defined(__FMA__)
   __m256 folded[8];  // folded[v] lane i: acc[i + 8] + acc[i] of vector v
+#if defined(__AVX512F__)
+  // One 16-lane accumulator a vector, eight independent chains.
+  __m512 acc[8];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  for (int i = 0; i < n; i += kLanes) {
+    const __m512 xv = _mm512_loadu_ps(x + i);
+    for (int v = 0; v < 8; ++v) acc[v] = _mm512_fmadd_ps(xv, load16_as_f32(y + size_t(v) * stride + i), acc[v]);
+  }
+  for (int v = 0; v < 8; ++v) {
+    folded[v] = _mm256_add_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[v]), 1)), _mm512_castps512_ps256(acc[v]));
+  }
+#else
   // Four vectors side by side: eight independent chains of multiply-adds
   // keep both FMA units busy where one vector's two chains would wait on
   // their own latency.
@@ -82,6 +100,7 @@ static inline void lane16_dot8(const float* x, const Y* y, size_t stride, int n,
     }
     for (int v = 0; v < 4; ++v) folded[v0 + v] = _mm256_add_ps(hi[v], lo[v]);
   }
+#endif
   // Transpose 8x8: lanes[i] holds lane i of every vector.
   const __m256 a0 = _mm256_unpacklo_ps(folded[0], folded[1]), a1 = _mm256_unpackhi_ps(folded[0], folded[1]);
   const __m256 a2 = _mm256_unpacklo_ps(folded[2], folded[3]), a3 = _mm256_unpackhi_ps(folded[2], folded[3]);
