@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
+
+#include "engine/error.h"
 
 namespace tessera::cpu {
 namespace {
@@ -70,7 +73,20 @@ IsaFeatures detect_isa() {
   f.amx_bf16 = amx && bit(leaf7.edx, 22);
   f.amx_tile = amx;
   f.amx_int8 = amx && bit(leaf7.edx, 25);
-  return f;
+  const char* cap = std::getenv("TESSERA_MAX_CPU_ISA");
+  return cap && *cap ? cap_isa(f, cap) : f;
+}
+
+IsaFeatures cap_isa(IsaFeatures isa, const std::string& level) {
+  if (level == "amx") return isa;
+  if (level != "avx512" && level != "avx2" && level != "scalar") {
+    throw Error("TESSERA_MAX_CPU_ISA: unknown level '" + level + "' (amx, avx512, avx2 or scalar)");
+  }
+  isa.amx_tile = isa.amx_int8 = isa.amx_bf16 = false;
+  if (level == "avx512") return isa;
+  isa.avx512f = isa.avx512bw = isa.avx512vl = isa.avx512_vnni = isa.avx512_bf16 = false;
+  if (level == "avx2") return isa;
+  return IsaFeatures{};
 }
 
 std::string IsaFeatures::best_level() const {

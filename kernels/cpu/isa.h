@@ -24,8 +24,16 @@ struct IsaFeatures {
   std::string to_string() const;
 };
 
-// Reads CPUID and XGETBV: a feature counts only when the OS saves its registers.
+// Reads CPUID and XGETBV: a feature counts only when the OS saves its
+// registers. The environment variable TESSERA_MAX_CPU_ISA, where set, caps
+// the result (cap_isa), as oneDNN's ONEDNN_MAX_CPU_ISA does: to compare the
+// kernel families on one machine, or to keep off one a host runs badly.
 IsaFeatures detect_isa();
+
+// `isa` without the features above `level`: "amx" (all), "avx512" (no AMX
+// tiles), "avx2" (no AVX-512 either) or "scalar" (the portable kernels).
+// Throws tessera::Error naming the accepted levels for any other value.
+IsaFeatures cap_isa(IsaFeatures isa, const std::string& level);
 
 // Asks Linux for the AMX tile-data state (arch_prctl ARCH_REQ_XCOMP_PERM)
 // and reads back whether this process holds it. False where the kernel,
