@@ -64,7 +64,7 @@ IntLinear::IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa, IntLay
   if (layout == IntLayout::kRowGroups && !groups_fit) {
     throw Error("weight '" + desc.name + "': row groups need AVX-512 VNNI and groups of a multiple of 64 columns");
   }
-  row_groups_ = groups_fit && (layout == IntLayout::kRowGroups || (layout == IntLayout::kAuto && isa.amx_int8));
+  row_groups_ = groups_fit && layout != IntLayout::kRows;
   if (!row_groups_) {
     pack_rows(desc);
     return;

@@ -101,7 +101,8 @@ enum class IntLayout { kAuto, kRows, kRowGroups };
 class IntLinear {
  public:
   // Throws tessera::Error naming the weight if `desc` is malformed. kAuto
-  // takes row groups where AMX tiles are granted and the groups allow them.
+  // takes row groups wherever AVX-512 VNNI runs and the groups allow them
+  // (their kernels beat the rows' at every batch size, AMX tiles or not).
   IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa, IntLayout layout = IntLayout::kAuto);
 
   int64_t rows() const { return rows_; }
