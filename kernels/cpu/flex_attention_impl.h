@@ -240,22 +240,17 @@ void reduce_value_lanes(float* lanes, int dn, float* const* o, int d0) {
   }
 }
 
-// o[i][d] = sum over keys k in [lo, hi] of row i's probability times
-// value[d], key k summed into lane k % 16 in increasing order, then the lanes
-// reduced: the arithmetic of a 16-wide multiply over keys. Row i's
-// probability of key k is w[i][k - first]; the value row of key k is
-// v + (k - first) * dim. acc: kValueRows * 16 * kValueChunk floats.
 #if defined(__AVX512F__)
 // Lane l's sums for kRows rows and kVectors * 16 elements of d, kept in
 // registers over all its keys (k = l mod 16, in increasing order, from
-// zero): the same multiply-adds in the same order as the pass above, each
-// lane stored once. lanes: acc's [row][lane][kValueChunk] layout.
+// zero): the same multiply-adds in the same order as weighted_values'
+// general pass, each lane stored once. lanes: acc's [row][lane][kValueChunk] layout.
 template <int kRows, int kVectors>
 void lane_values_in_registers(const float* const* w, const float* v, int first, int lo, int hi, int dim, int d0, float* lanes) {
   for (int l = 0; l < kLanes; ++l) {
     __m512 a[kRows][kVectors];
     for (auto& row : a) for (auto& x : row) x = _mm512_setzero_ps();
-    int k = lo + ((l - lo % kLanes) % kLanes + kLanes) % kLanes;  // the first key of this lane
+    int k = lo + (l - lo % kLanes + kLanes) % kLanes;  // the first key of this lane
     for (; k <= hi; k += kLanes) {
       const float* vk = v + size_t(k - first) * size_t(dim) + size_t(d0);
       __m512 vv[kVectors];
@@ -273,11 +268,15 @@ void lane_values_in_registers(const float* const* w, const float* v, int first, 
 }
 #endif
 
+// o[i][d] = sum over keys k in [lo, hi] of row i's probability times
+// value[d], key k summed into lane k % 16 in increasing order, then the lanes
+// reduced: the arithmetic of a 16-wide multiply over keys. Row i's
+// probability of key k is w[i][k - first]; the value row of key k is
+// v + (k - first) * dim. acc: kValueRows * 16 * kValueChunk floats.
 template <int kRows>
 void weighted_values(const float* const* w, const float* v, int first, int lo, int hi, int dim, float* acc, float* const* o) {
   for (int d0 = 0; d0 < dim; d0 += kValueChunk) {
     const int dn = std::min(kValueChunk, dim - d0);
-    auto lane = [&](int i, int l) { return acc + (size_t(i) * kLanes + size_t(l)) * kValueChunk; };
 #if defined(__AVX512F__)
     if (dn % 16 == 0) {
       switch (dn / 16) {
@@ -291,6 +290,7 @@ void weighted_values(const float* const* w, const float* v, int first, int lo, i
     }
 #endif
     std::fill(acc, acc + size_t(kRows) * kLanes * kValueChunk, 0.0f);
+    auto lane = [&](int i, int l) { return acc + (size_t(i) * kLanes + size_t(l)) * kValueChunk; };
     auto value = [&](int k) { return v + size_t(k - first) * size_t(dim) + size_t(d0); };
     auto add_key = [&](int k) {
       const float* __restrict vk = value(k);

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "kernels/cpu/int_linear.h"
@@ -107,11 +108,12 @@ void BM_IntLayerFromMemory(benchmark::State& state) {
   for (auto _ : state) {
     const auto& layer = layers[next];
     for (const auto& [first, end] : calls) {
-      std::vector<const IntLinear*> weights;
-      for (size_t i = first; i < end; ++i) weights.push_back(layer[i].get());
-      quantize_int_activations(weights, x.data(), 1, acts);
+      const IntLinear* weights[3];
+      for (size_t i = first; i < end; ++i) weights[i - first] = layer[i].get();
+      const std::span<const IntLinear* const> call(weights, end - first);
+      quantize_int_activations(call, x.data(), 1, acts);
       float* out = y.data();
-      for (const IntLinear* w : weights) {
+      for (const IntLinear* w : call) {
         int_matmul(*w, acts, 1, out, pool);
         out += w->rows();
       }
