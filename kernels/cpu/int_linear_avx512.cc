@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/int_linear.h"
+#include "kernels/cpu/vnni_accumulate.h"
 #include "kernels/cpu/weight_prefetch.h"
 
 namespace tessera::cpu {
@@ -86,7 +87,7 @@ void a16_w8_tile(const IntRowLayout& l, const IntRowTask& t) {
       for (int r = 0; r < R; ++r) w[r] = load_bytes_as_words(t.w + size_t(r) * t.w_stride + c, true);
       for (int k = 0; k < T; ++k) {
         const __m512i xv = _mm512_loadu_si512(x + k * t.x_stride + c);
-        for (int r = 0; r < R; ++r) acci[r][k] = _mm512_dpwssd_epi32(acci[r][k], w[r], xv);
+        for (int r = 0; r < R; ++r) dpwssd_into<true>(acci[r][k], w[r], xv);
       }
     }
     close_span(acci, accf, l, t, s);
@@ -120,8 +121,8 @@ void a16_w4_tile(const IntRowLayout& l, const IntRowTask& t) {
           const __m512i xlo = _mm512_loadu_si512(x + k * t.x_stride + c);
           const __m512i xhi = _mm512_loadu_si512(x + k * t.x_stride + c + 32);
           for (int r = 0; r < R; ++r) {
-            acci[r][k] = _mm512_dpwssd_epi32(acci[r][k], lo[r], xlo);
-            acci[r][k] = _mm512_dpwssd_epi32(acci[r][k], hi[r], xhi);
+            dpwssd_into<true>(acci[r][k], lo[r], xlo);
+            dpwssd_into<true>(acci[r][k], hi[r], xhi);
           }
         }
       }
@@ -135,7 +136,7 @@ void a16_w4_tile(const IntRowLayout& l, const IntRowTask& t) {
         }
         for (int k = 0; k < T; ++k) {
           const __m512i xv = _mm512_loadu_si512(x + k * t.x_stride + c);
-          for (int r = 0; r < R; ++r) acci[r][k] = _mm512_dpwssd_epi32(acci[r][k], w[r], xv);
+          for (int r = 0; r < R; ++r) dpwssd_into<true>(acci[r][k], w[r], xv);
         }
       }
     }
@@ -158,7 +159,7 @@ void a8_w8_tile(const IntRowLayout& l, const IntRowTask& t) {
     for (int r = 0; r < R; ++r) w[r] = _mm512_loadu_si512(t.w + size_t(r) * t.w_stride + c);
     for (int k = 0; k < T; ++k) {
       const __m512i xv = _mm512_loadu_si512(x + k * t.x_stride + c);
-      for (int r = 0; r < R; ++r) acc[r][k] = _mm512_dpbusd_epi32(acc[r][k], xv, w[r]);
+      for (int r = 0; r < R; ++r) dpbusd_into<true>(acc[r][k], xv, w[r]);
     }
   }
   for (int r = 0; r < R; ++r) {

@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/int_linear_groups.h"
 #include "kernels/cpu/int_linear_groups_epilogue.h"
+#include "kernels/cpu/vnni_accumulate.h"
 #include "kernels/cpu/weight_prefetch.h"
 
 namespace tessera::cpu {
@@ -40,13 +41,18 @@ void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_
     for (int64_t c = c0; c < c1; ++c) {
       const uint8_t* block = group + size_t(c) * l.block_bytes;
       if constexpr (Bits == 8) {
-        for (int q = 0; q < 16; ++q) {
-          prefetch_weights_ahead(block + q * 64);
-          const __m512i w = _mm512_load_si512(block + q * 64);
-          for (int k = 0; k < T; ++k) {
-            const int64_t at = (t0 + k) * l.padded_cols + c * kGroupChunk + 4 * q;
-            hi[k][q & 1] = _mm512_dpbusd_epi32(hi[k][q & 1], broadcast4(t.x_hi + at), w);
-            lo[k][q & 1] = _mm512_dpbusd_epi32(lo[k][q & 1], broadcast4(t.x_lo + at), w);
+        // Lines in pairs, the even one into the first chain: the chain
+        // is then known at compile time and stays in a register.
+        for (int q = 0; q < 16; q += 2) {
+#pragma GCC unroll 2
+          for (int odd = 0; odd < 2; ++odd) {
+            prefetch_weights_ahead(block + (q + odd) * 64);
+            const __m512i w = _mm512_load_si512(block + (q + odd) * 64);
+            for (int k = 0; k < T; ++k) {
+              const int64_t at = (t0 + k) * l.padded_cols + c * kGroupChunk + 4 * (q + odd);
+              dpbusd_into(hi[k][odd], broadcast4(t.x_hi + at), w);
+              dpbusd_into(lo[k][odd], broadcast4(t.x_lo + at), w);
+            }
           }
         }
       } else {
@@ -57,10 +63,10 @@ void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_
           const __m512i w1 = _mm512_and_si512(_mm512_srli_epi16(line, 4), nibble);
           for (int k = 0; k < T; ++k) {
             const int64_t at = (t0 + k) * l.padded_cols + c * kGroupChunk + 4 * q;
-            hi[k][0] = _mm512_dpbusd_epi32(hi[k][0], broadcast4(t.x_hi + at), w0);
-            lo[k][0] = _mm512_dpbusd_epi32(lo[k][0], broadcast4(t.x_lo + at), w0);
-            hi[k][1] = _mm512_dpbusd_epi32(hi[k][1], broadcast4(t.x_hi + at + 32), w1);
-            lo[k][1] = _mm512_dpbusd_epi32(lo[k][1], broadcast4(t.x_lo + at + 32), w1);
+            dpbusd_into(hi[k][0], broadcast4(t.x_hi + at), w0);
+            dpbusd_into(lo[k][0], broadcast4(t.x_lo + at), w0);
+            dpbusd_into(hi[k][1], broadcast4(t.x_hi + at + 32), w1);
+            dpbusd_into(lo[k][1], broadcast4(t.x_lo + at + 32), w1);
           }
         }
       }
@@ -80,24 +86,33 @@ void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_
 
 template <int T>
 void a8_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) {
-  __m512i acc[T][2];
-  for (auto& a : acc) a[0] = a[1] = _mm512_setzero_si512();
+  // Even lines into `even`, odd ones into `odd`: two chains a token. The
+  // loops over tokens are unrolled before the compiler decides where the
+  // arrays live, so that they stay in registers.
+  __m512i even[T], odd[T];
+#pragma GCC unroll 4
+  for (int k = 0; k < T; ++k) even[k] = odd[k] = _mm512_setzero_si512();
   const uint8_t* group = t.w + size_t(g) * size_t(l.chunks) * l.block_bytes;
+  const uint8_t* x = t.x8 + t0 * l.padded_cols;  // token t0 + k at x + k * padded_cols
   for (int64_t c = 0; c < l.chunks; ++c) {
     const uint8_t* block = group + size_t(c) * l.block_bytes;
-    for (int q = 0; q < 16; ++q) {
+    const uint8_t* xc = x + c * kGroupChunk;
+    for (int q = 0; q < 16; q += 2) {
       prefetch_weights_ahead(block + q * 64);
-      const __m512i w = _mm512_load_si512(block + q * 64);
+      prefetch_weights_ahead(block + (q + 1) * 64);
+      const __m512i w0 = _mm512_load_si512(block + q * 64), w1 = _mm512_load_si512(block + (q + 1) * 64);
+#pragma GCC unroll 4
       for (int k = 0; k < T; ++k) {
-        const uint8_t* x = t.x8 + (t0 + k) * l.padded_cols + c * kGroupChunk + 4 * q;
-        acc[k][q & 1] = _mm512_dpbusd_epi32(acc[k][q & 1], broadcast4(x), w);
+        dpbusd_into(even[k], broadcast4(xc + k * l.padded_cols + 4 * q), w0);
+        dpbusd_into(odd[k], broadcast4(xc + k * l.padded_cols + 4 * (q + 1)), w1);
       }
     }
   }
   const __mmask16 valid = row_mask(t.rows - g * kRowGroup);
+#pragma GCC unroll 4
   for (int k = 0; k < T; ++k) {
     float* y = t.y + (t0 + k) * t.y_stride + g * kRowGroup;
-    const __m512i sum = _mm512_add_epi32(acc[k][0], acc[k][1]);
+    const __m512i sum = _mm512_add_epi32(even[k], odd[k]);
     _mm512_mask_storeu_ps(y, valid, a8_row_result(sum, t, g, t.x_scales[t0 + k]));
   }
 }
