@@ -33,7 +33,8 @@ struct AttentionWorkItem {
 // Per-thread temporaries of the kernel, grown to the largest tile seen and
 // then reused, so that running the planned items allocates nothing.
 struct AttentionScratch {
-  std::vector<float> queries, offsets, weights, row_max, rows, values, acc;
+  std::vector<float> queries, offsets, weights, row_max, rows, keys_t, max_lanes, values, acc;
+  std::vector<int> key_blocks;
 };
 
 // The step's work items, written into `items` (whose capacity the caller

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #if defined(__F16C__) || defined(__AVX2__)
@@ -17,6 +19,9 @@
 #include "kernels/cpu/flex_attention_variants.h"
 #include "kernels/cpu/hadamard.h"
 #include "kernels/cpu/lane_sum.h"
+#if defined(__AVX512F__)
+#include "kernels/cpu/attention_key_blocks.h"
+#endif
 #include "kernels/cpu/vector_exp.h"
 #include "kernels/query_groups.h"
 
@@ -191,6 +196,27 @@ inline void normalise_row(float* w, int first, int lo, int hi, float row_max, bo
 // their accumulators stay in the first-level cache.
 constexpr int kValueRows = 4, kValueChunk = 64;
 
+// The values of a span's keys, converted once and grouped by the lane that
+// sums them (key k in lane k % 16): a lane's keys lie in increasing order,
+// one after another, so its pass over them reads memory in sequence.
+struct LaneValues {
+  float* data;   // [16][per_lane][dim]
+  int base;      // the first key of lane 0's run: a multiple of 16
+  int per_lane;  // rows a lane holds
+  int dim;
+
+  static size_t floats(int span_first, int span_last, int dim) {
+    const int base = span_first - span_first % kLanes;
+    return size_t(kLanes) * size_t((span_last - base) / kLanes + 1) * size_t(dim);  // span_last >= base - 1
+  }
+  LaneValues(float* buffer, int span_first, int span_last, int head_dim)
+      : data(buffer), base(span_first - span_first % kLanes), per_lane((span_last - base) / kLanes + 1), dim(head_dim) {}
+  float* row(int k) const {
+    const int i = k - base;
+    return data + (size_t(i % kLanes) * size_t(per_lane) + size_t(i / kLanes)) * size_t(dim);
+  }
+};
+
 // a_i[d] = fma(v[3][d], p[i][3], fma(v[2][d], p[i][2], fma(v[1][d], p[i][1],
 // fma(v[0][d], p[i][0], a_i[d])))) for d < n and the one or two rows i of
 // `p`: four keys into one lane of each row, the values read once for both.
@@ -246,15 +272,20 @@ void reduce_value_lanes(float* lanes, int dn, float* const* o, int d0) {
 // zero): the same multiply-adds in the same order as weighted_values'
 // general pass, each lane stored once. lanes: acc's [row][lane][kValueChunk] layout.
 template <int kRows, int kVectors>
-void lane_values_in_registers(const float* const* w, const float* v, int first, int lo, int hi, int dim, int d0, float* lanes) {
+void lane_values_in_registers(const float* const* w, const LaneValues& v, int first, int lo, int hi, int d0, float* lanes) {
   for (int l = 0; l < kLanes; ++l) {
     __m512 a[kRows][kVectors];
     for (auto& row : a) for (auto& x : row) x = _mm512_setzero_ps();
     int k = lo + (l - lo % kLanes + kLanes) % kLanes;  // the first key of this lane
-    for (; k <= hi; k += kLanes) {
-      const float* vk = v + size_t(k - first) * size_t(dim) + size_t(d0);
+    const float* vk = k <= hi ? v.row(k) + d0 : nullptr;
+    for (; k <= hi; k += kLanes, vk += v.dim) {
       __m512 vv[kVectors];
-      for (int j = 0; j < kVectors; ++j) vv[j] = _mm512_loadu_ps(vk + 16 * j);
+      for (int j = 0; j < kVectors; ++j) {
+        vv[j] = _mm512_loadu_ps(vk + 16 * j);
+        // Held in a register: folded into each row's multiply-add, the
+        // value would be loaded once a row, and loads are the bottleneck.
+        asm("" : "+v"(vv[j]));
+      }
       for (int i = 0; i < kRows; ++i) {
         const __m512 p = _mm512_set1_ps(w[i][k - first]);
         for (int j = 0; j < kVectors; ++j) a[i][j] = _mm512_fmadd_ps(vv[j], p, a[i][j]);
@@ -272,18 +303,19 @@ void lane_values_in_registers(const float* const* w, const float* v, int first, 
 // value[d], key k summed into lane k % 16 in increasing order, then the lanes
 // reduced: the arithmetic of a 16-wide multiply over keys. Row i's
 // probability of key k is w[i][k - first]; the value row of key k is
-// v + (k - first) * dim. acc: kValueRows * 16 * kValueChunk floats.
+// v.row(k). acc: kValueRows * 16 * kValueChunk floats.
 template <int kRows>
-void weighted_values(const float* const* w, const float* v, int first, int lo, int hi, int dim, float* acc, float* const* o) {
+void weighted_values(const float* const* w, const LaneValues& v, int first, int lo, int hi, float* acc, float* const* o) {
+  const int dim = v.dim;
   for (int d0 = 0; d0 < dim; d0 += kValueChunk) {
     const int dn = std::min(kValueChunk, dim - d0);
 #if defined(__AVX512F__)
     if (dn % 16 == 0) {
       switch (dn / 16) {
-        case 1: lane_values_in_registers<kRows, 1>(w, v, first, lo, hi, dim, d0, acc); break;
-        case 2: lane_values_in_registers<kRows, 2>(w, v, first, lo, hi, dim, d0, acc); break;
-        case 3: lane_values_in_registers<kRows, 3>(w, v, first, lo, hi, dim, d0, acc); break;
-        default: lane_values_in_registers<kRows, 4>(w, v, first, lo, hi, dim, d0, acc); break;
+        case 1: lane_values_in_registers<kRows, 1>(w, v, first, lo, hi, d0, acc); break;
+        case 2: lane_values_in_registers<kRows, 2>(w, v, first, lo, hi, d0, acc); break;
+        case 3: lane_values_in_registers<kRows, 3>(w, v, first, lo, hi, d0, acc); break;
+        default: lane_values_in_registers<kRows, 4>(w, v, first, lo, hi, d0, acc); break;
       }
       reduce_value_lanes<kRows>(acc, dn, o, d0);
       continue;
@@ -291,7 +323,7 @@ void weighted_values(const float* const* w, const float* v, int first, int lo, i
 #endif
     std::fill(acc, acc + size_t(kRows) * kLanes * kValueChunk, 0.0f);
     auto lane = [&](int i, int l) { return acc + (size_t(i) * kLanes + size_t(l)) * kValueChunk; };
-    auto value = [&](int k) { return v + size_t(k - first) * size_t(dim) + size_t(d0); };
+    auto value = [&](int k) { return v.row(k) + d0; };
     auto add_key = [&](int k) {
       const float* __restrict vk = value(k);
       for (int i = 0; i < kRows; ++i) {
@@ -322,6 +354,93 @@ void weighted_values(const float* const* w, const float* v, int first, int lo, i
     reduce_value_lanes<kRows>(acc, dn, o, d0);
   }
 }
+
+#if defined(__AVX512F__)
+// `n` floats of `buffer` from a 64-byte boundary.
+float* aligned_scratch_floats(std::vector<float>& buffer, size_t n) {
+  float* p = scratch_floats(buffer, n + kLanes);
+  return p + (kLanes - (reinterpret_cast<uintptr_t>(p) / sizeof(float)) % kLanes) % kLanes;
+}
+
+// The score pass on AVX-512, sixteen keys at a time: every visible page's
+// keys are transposed once into blocks of 16 (a block never crosses a
+// page), then pairs of blocks meet pairs of query rows. Writes the scores of
+// visible keys into weights and sets row_max, as the general pass does.
+template <class Mask, class Score>
+void score_in_blocks(const WorkItem& item, int head0, int head_count, const float* queries, const float* offsets,
+                     const PagedKv& kv, const AttentionBatch& batch, const Mask& mask, const Score& score_mod,
+                     float score_scale, int prefix, int span_first, int span_last, float* weights, float* row_max,
+                     AttentionScratch& scratch, auto&& for_each_page) {
+  const int dim = kv.head_dim, span = span_last - span_first + 1;
+  // Blocks: keys_t[block][d][16]; block b holds keys key_blocks[2b] .. + key_blocks[2b + 1] - 1.
+  int n_blocks = 0;
+  for_each_page([&](int, int, int page_rows) { n_blocks += (page_rows + kKeyBlock - 1) / kKeyBlock; });
+  const size_t block_floats = size_t(kKeyBlock) * size_t(dim);
+  float* const keys_t = aligned_scratch_floats(scratch.keys_t, size_t(n_blocks) * block_floats);
+  if (scratch.key_blocks.size() < size_t(2 * n_blocks)) scratch.key_blocks.resize(size_t(2 * n_blocks));
+  int* const key_blocks = scratch.key_blocks.data();
+  float* const rows = scratch_floats(scratch.rows, size_t(kv.page_size) * size_t(dim));
+  int b = 0;
+  for_each_page([&](int page, int page_first, int page_rows) {
+    load_rows(kv, kv.k, kv.k_scales, page, item.kv_head, 0, page_rows, rows);
+    for (int first = 0; first < page_rows; first += kKeyBlock, ++b) {
+      const int n = std::min(kKeyBlock, page_rows - first);
+      transpose_key_block(rows + size_t(first) * size_t(dim), n, dim, keys_t + size_t(b) * block_floats);
+      key_blocks[2 * b] = page_first + first;
+      key_blocks[2 * b + 1] = n;
+    }
+  });
+  const int n_rows = (item.token_end - item.token_begin) * head_count;
+  // Each row's running maximum, lane by lane: [row][16].
+  float* const max_lanes = aligned_scratch_floats(scratch.max_lanes, size_t(n_rows) * kLanes);
+  for (int r = 0; r < n_rows; ++r) _mm512_store_ps(max_lanes + size_t(r) * kLanes, _mm512_set1_ps(row_max[r]));
+  for (int b0 = 0; b0 < n_blocks; b0 += 2) {
+    const int n_b = std::min(2, n_blocks - b0);
+    const float* block[2] = {keys_t + size_t(b0) * block_floats, keys_t + size_t(b0 + n_b - 1) * block_floats};
+    for (int r0 = 0; r0 < n_rows; r0 += 2) {
+      const int pair = std::min(2, n_rows - r0);
+      __mmask16 visible[2][2] = {};
+      for (int i = 0; i < pair; ++i) {
+        const int pos = batch.positions[item.token_begin + (r0 + i) / head_count];
+        const int lo = mask.first(pos), hi = std::min(span_last, mask.last(pos, prefix));
+        for (int j = 0; j < n_b; ++j) {
+          const int first = key_blocks[2 * (b0 + j)], n = key_blocks[2 * (b0 + j) + 1];
+          visible[i][j] = visible_lanes(first, lo, std::min(hi, first + n - 1));
+        }
+      }
+      if (!(visible[0][0] | visible[0][1] | visible[1][0] | visible[1][1])) continue;
+      const float* q[2] = {queries + size_t(r0) * size_t(dim), queries + size_t(r0 + pair - 1) * size_t(dim)};
+      __m512 dots[2][2];
+      if (pair == 2 && n_b == 2) key_block_dots<2, 2>(q, block, dim, dots);
+      else if (pair == 2) key_block_dots<2, 1>(q, block, dim, dots);
+      else if (n_b == 2) key_block_dots<1, 2>(q, block, dim, dots);
+      else key_block_dots<1, 1>(q, block, dim, dots);
+      for (int i = 0; i < pair; ++i) {
+        const int r = r0 + i;
+        float* const max = max_lanes + size_t(r) * kLanes;
+        for (int j = 0; j < n_b; ++j) {
+          if (!visible[i][j]) continue;
+          const int first = key_blocks[2 * (b0 + j)];
+          __m512 s = _mm512_mul_ps(_mm512_add_ps(dots[i][j], _mm512_set1_ps(offsets[r])), _mm512_set1_ps(score_scale));
+          if constexpr (!std::is_same_v<Score, NoScoreMod>) {
+            alignas(64) float lanes[kKeyBlock];
+            _mm512_store_ps(lanes, s);
+            const int head = head0 + r % head_count, pos = batch.positions[item.token_begin + r / head_count];
+            for (int l = 0; l < kKeyBlock; ++l) {
+              if (visible[i][j] >> l & 1) lanes[l] = score_mod(lanes[l], head, pos, first + l);
+            }
+            s = _mm512_load_ps(lanes);
+          }
+          _mm512_mask_storeu_ps(weights + size_t(r) * size_t(span) + (first - span_first), visible[i][j], s);
+          const __m512 m = _mm512_load_ps(max);
+          _mm512_store_ps(max, _mm512_mask_max_ps(m, visible[i][j], m, s));
+        }
+      }
+    }
+  }
+  for (int r = 0; r < n_rows; ++r) row_max[r] = _mm512_reduce_max_ps(_mm512_load_ps(max_lanes + size_t(r) * kLanes));
+}
+#endif
 
 // Attention for one tile of a sequence's queries and one KV head, in three
 // passes over the visible pages: scores and their row maxima, normalised
@@ -377,7 +496,9 @@ void attend(const WorkItem& item, int head0, int head_count, const float* q, int
   }
   // weights[r][k - span_first]: the score, then the probability.
   // Only the scores of visible keys are written, and only they are read.
-  float* const weights = scratch_floats(scratch.weights, size_t(n_rows) * size_t(std::max(span, 0)));
+  // One block of slack before the first row: a block of 16 keys may start
+  // before the span, its lanes there masked off.
+  float* const weights = scratch_floats(scratch.weights, size_t(n_rows) * size_t(std::max(span, 0)) + kLanes) + kLanes;
   float* const row_max = scratch_floats(scratch.row_max, size_t(n_rows));
   std::fill_n(row_max, n_rows, -std::numeric_limits<float>::infinity());
   float* const rows = scratch_floats(scratch.rows, size_t(kv.page_size) * size_t(dim));
@@ -399,7 +520,16 @@ void attend(const WorkItem& item, int head0, int head_count, const float* q, int
     }
   };
   const bool keys_in_place = PageKeys::read_in_place(kv);
-  for_each_page([&](int page, int page_first, int page_rows) {
+#if defined(__AVX512F__)
+  const bool in_blocks = dim % kLanes == 0;
+  if (in_blocks) {
+    score_in_blocks(item, head0, head_count, queries, offsets, kv, batch, mask, score_mod, score_scale, prefix, span_first,
+                    span_last, weights, row_max, scratch, for_each_page);
+  }
+#else
+  const bool in_blocks = false;
+#endif
+  if (!in_blocks) for_each_page([&](int page, int page_first, int page_rows) {
     const PageKeys keys = keys_in_place ? PageKeys::in_cache(kv, kv.k, page, item.kv_head) : PageKeys{kv, rows};
     if (!keys_in_place) load_rows(kv, kv.k, kv.k_scales, page, item.kv_head, 0, page_rows, rows);
     for (int r = 0; r < n_rows; ++r) {
@@ -435,13 +565,10 @@ void attend(const WorkItem& item, int head0, int head_count, const float* q, int
     const int hi = std::min(kv_len - 1, mask.last(batch.positions[t], prefix));
     normalise_row(weights + size_t(r) * size_t(span), span_first, lo, hi, row_max[size_t(r)], f16);
   }
-  // Values of the keys in the span, converted once: values[k - span_first][d].
-  float* const values = scratch_floats(scratch.values, size_t(std::max(span, 0)) * size_t(dim));
+  const LaneValues values(scratch_floats(scratch.values, LaneValues::floats(span_first, span_last, dim)), span_first, span_last, dim);
   for_each_page([&](int page, int page_first, int page_rows) {
     const int from = std::max(page_first, span_first), to = std::min(page_first + page_rows - 1, span_last);
-    if (from > to) return;
-    load_rows(kv, kv.v, kv.v_scales, page, item.kv_head, from - page_first, to - page_first + 1,
-              values + size_t(from - span_first) * size_t(dim));
+    for (int k = from; k <= to; ++k) load_rows(kv, kv.v, kv.v_scales, page, item.kv_head, k - page_first, k - page_first + 1, values.row(k));
   });
   // The heads of one token see the same keys: up to kValueRows of them go
   // through the values together.
@@ -459,10 +586,10 @@ void attend(const WorkItem& item, int head0, int head_count, const float* q, int
         o[i] = out + (size_t(t) * size_t(n_heads) + size_t(head)) * size_t(dim);
       }
       switch (n) {
-        case 1: weighted_values<1>(w, values, span_first, lo, hi, dim, acc, o); break;
-        case 2: weighted_values<2>(w, values, span_first, lo, hi, dim, acc, o); break;
-        case 3: weighted_values<3>(w, values, span_first, lo, hi, dim, acc, o); break;
-        default: weighted_values<4>(w, values, span_first, lo, hi, dim, acc, o); break;
+        case 1: weighted_values<1>(w, values, span_first, lo, hi, acc, o); break;
+        case 2: weighted_values<2>(w, values, span_first, lo, hi, acc, o); break;
+        case 3: weighted_values<3>(w, values, span_first, lo, hi, acc, o); break;
+        default: weighted_values<4>(w, values, span_first, lo, hi, acc, o); break;
       }
     }
   }

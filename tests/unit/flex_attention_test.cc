@@ -24,6 +24,7 @@ constexpr int kPage = 16, kHeads = 4, kKvHeads = 2, kDim = 8;
 struct Fixture {
   DType dtype;
   int dim;
+  int page;  // tokens per KV page
   std::vector<float> k_f32, v_f32;     // the cache contents as the kernel sees them
   std::vector<uint16_t> k_f16, v_f16;
   std::vector<float> k_written, v_written;  // kI8: what was written, before quantization
@@ -33,7 +34,7 @@ struct Fixture {
   std::vector<float> q;
   std::vector<float> slopes{0.5f, 0.25f, 0.125f, 0.0625f};
 
-  explicit Fixture(DType type, int head_dim = kDim) : dtype(type), dim(head_dim) {
+  explicit Fixture(DType type, int head_dim = kDim, int page_size = kPage) : dtype(type), dim(head_dim), page(page_size) {
     std::mt19937 rng(42);
     std::normal_distribution<float> dist(0.0f, 1.0f);
     kv_len = {5, 37, 70};
@@ -41,12 +42,12 @@ struct Fixture {
     const std::vector<std::pair<int, int>> query_ranges = {{0, 5}, {36, 37}, {40, 70}};
     int n_pages = 0;
     page_indptr = {0};
-    for (int len : kv_len) page_indptr.push_back(page_indptr.back() + (len + kPage - 1) / kPage), n_pages += (len + kPage - 1) / kPage;
+    for (int len : kv_len) page_indptr.push_back(page_indptr.back() + (len + page - 1) / page), n_pages += (len + page - 1) / page;
     page_indices.resize(size_t(n_pages));
     std::iota(page_indices.begin(), page_indices.end(), 0);
     std::shuffle(page_indices.begin(), page_indices.end(), rng);
     for (int& p : page_indices) p = p * 2 + 1;  // leave unused pages in between
-    const size_t pool_elems = size_t(2 * n_pages + 2) * kPage * kKvHeads * dim;
+    const size_t pool_elems = size_t(2 * n_pages + 2) * size_t(page) * kKvHeads * dim;
     k_f32.assign(pool_elems, 0.0f);
     v_f32.assign(pool_elems, 0.0f);
     for (float& x : k_f32) x = dist(rng);
@@ -103,18 +104,18 @@ struct Fixture {
   }
 
   PagedKv kv() const {
-    if (dtype == DType::kF16) return {k_f16.data(), v_f16.data(), dtype, kPage, kKvHeads, dim};
+    if (dtype == DType::kF16) return {k_f16.data(), v_f16.data(), dtype, page, kKvHeads, dim};
     if (dtype == DType::kI8) {
-      return {k_i8.data(), v_i8.data(), dtype, kPage, kKvHeads, dim, k_scales.data(), v_scales.data(), k_center.data()};
+      return {k_i8.data(), v_i8.data(), dtype, page, kKvHeads, dim, k_scales.data(), v_scales.data(), k_center.data()};
     }
-    return {k_f32.data(), v_f32.data(), dtype, kPage, kKvHeads, dim};
+    return {k_f32.data(), v_f32.data(), dtype, page, kKvHeads, dim};
   }
   AttentionBatch batch() const {
     return {3, query_start.data(), positions.data(), kv_len.data(), page_indptr.data(), page_indices.data(), prefix_len.data()};
   }
   const float* key(int seq, int pos, int kv_head, const std::vector<float>& pool) const {
-    const int page = page_indices[size_t(page_indptr[size_t(seq)] + pos / kPage)];
-    return pool.data() + ((size_t(page) * kPage + size_t(pos % kPage)) * kKvHeads + size_t(kv_head)) * dim;
+    const int slot_page = page_indices[size_t(page_indptr[size_t(seq)] + pos / page)];
+    return pool.data() + ((size_t(slot_page) * size_t(page) + size_t(pos % page)) * kKvHeads + size_t(kv_head)) * dim;
   }
 };
 
@@ -265,6 +266,32 @@ TEST(FlexAttentionBuilds, AgreeBitForBitAtHeadDim64) {
     const std::vector<float> want = dense_reference(f, p);
     const double tolerance = dtype == DType::kF16 ? 2e-3 : 2e-5;
     for (size_t i = 0; i < native.size(); ++i) ASSERT_NEAR(native[i], want[i], tolerance) << "element " << i;
+  }
+}
+
+// The AVX-512 build scores sixteen keys at a time, each key in a lane; with
+// every mask, score modifier and cache type it must still give the portable
+// build's bits. Pages of 24 tokens end part-way through a block of 16.
+TEST(FlexAttentionBuilds, AgreeBitForBitWithEveryModifierAtHeadDim64) {
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kI8}) {
+    const Fixture f(dtype, 64, 24);
+    for (MaskMod mask : {MaskMod::kCausal, MaskMod::kSlidingWindow, MaskMod::kPrefixLm}) {
+      for (ScoreMod score : {ScoreMod::kNone, ScoreMod::kSoftcap, ScoreMod::kAlibi}) {
+        AttentionParams p;
+        p.mask = mask;
+        p.score = score;
+        p.scale = 0.125f;
+        p.window = 7;
+        p.softcap = 2.0f;
+        p.alibi_slopes = f.slopes.data();
+        ThreadPool pool(2);
+        std::vector<float> portable(f.q.size(), NAN), native(f.q.size(), NAN);
+        flex_attention(f.q.data(), kHeads, f.kv(), f.batch(), p, portable.data(), pool, IsaFeatures{});
+        flex_attention(f.q.data(), kHeads, f.kv(), f.batch(), p, native.data(), pool, detect_isa());
+        EXPECT_EQ(0, std::memcmp(portable.data(), native.data(), native.size() * sizeof(float)))
+            << dtype_name(dtype) << " mask " << int(mask) << " score " << int(score);
+      }
+    }
   }
 }
 
