@@ -74,17 +74,18 @@ size_t page_offset(const PagedKv& kv, int page, int kv_head) {
   return size_t(page) * size_t(kv.page_size) * size_t(kv.n_kv_heads) * size_t(kv.head_dim) + size_t(kv_head) * size_t(kv.head_dim);
 }
 
-// Rows [row_begin, row_end) of one page and KV head as f32, into
-// dst[row - row_begin][head_dim]. `scales`: the page pool's int8 scales
-// (kI8 only).
+// Rows [row_begin, row_end) of one page and KV head as f32, row r at
+// dst + (r - row_begin) * dst_stride (head_dim floats by default).
+// `scales`: the page pool's int8 scales (kI8 only).
 void load_rows(const PagedKv& kv, const void* pool, const float* scales, int page, int kv_head, int row_begin, int row_end,
-               float* dst) {
+               float* dst, size_t dst_stride = 0) {
+  if (dst_stride == 0) dst_stride = size_t(kv.head_dim);
   const size_t elems_per_row = size_t(kv.n_kv_heads) * size_t(kv.head_dim);
   const size_t first_slot = size_t(page) * size_t(kv.page_size);
   const size_t first = page_offset(kv, page, kv_head);
   for (int r = row_begin; r < row_end; ++r) {
     const size_t offset = first + size_t(r) * elems_per_row;
-    float* out = dst + size_t(r - row_begin) * size_t(kv.head_dim);
+    float* out = dst + size_t(r - row_begin) * dst_stride;
     int d = 0;
     if (kv.dtype == DType::kF32) {
       std::memcpy(out, static_cast<const float*>(pool) + offset, size_t(kv.head_dim) * sizeof(float));
@@ -211,6 +212,7 @@ struct LaneValues {
   }
   LaneValues(float* buffer, int span_first, int span_last, int head_dim)
       : data(buffer), base(span_first - span_first % kLanes), per_lane((span_last - base) / kLanes + 1), dim(head_dim) {}
+  size_t lane_stride() const { return size_t(per_lane) * size_t(dim); }  // from key k to key k + 1 within a run of 16
   float* row(int k) const {
     const int i = k - base;
     return data + (size_t(i % kLanes) * size_t(per_lane) + size_t(i / kLanes)) * size_t(dim);
@@ -356,6 +358,8 @@ void weighted_values(const float* const* w, const LaneValues& v, int first, int 
 }
 
 #if defined(__AVX512F__)
+constexpr int kMinRowsForKeyBlocks = 8;
+
 // `n` floats of `buffer` from a 64-byte boundary.
 float* aligned_scratch_floats(std::vector<float>& buffer, size_t n) {
   float* p = scratch_floats(buffer, n + kLanes);
@@ -521,7 +525,9 @@ void attend(const WorkItem& item, int head0, int head_count, const float* q, int
   };
   const bool keys_in_place = PageKeys::read_in_place(kv);
 #if defined(__AVX512F__)
-  const bool in_blocks = dim % kLanes == 0;
+  // Transposing the keys pays off once enough rows share them; a decode
+  // step's few rows read them where they lie.
+  const bool in_blocks = dim % kLanes == 0 && n_rows >= kMinRowsForKeyBlocks;
   if (in_blocks) {
     score_in_blocks(item, head0, head_count, queries, offsets, kv, batch, mask, score_mod, score_scale, prefix, span_first,
                     span_last, weights, row_max, scratch, for_each_page);
@@ -568,7 +574,12 @@ void attend(const WorkItem& item, int head0, int head_count, const float* q, int
   const LaneValues values(scratch_floats(scratch.values, LaneValues::floats(span_first, span_last, dim)), span_first, span_last, dim);
   for_each_page([&](int page, int page_first, int page_rows) {
     const int from = std::max(page_first, span_first), to = std::min(page_first + page_rows - 1, span_last);
-    for (int k = from; k <= to; ++k) load_rows(kv, kv.v, kv.v_scales, page, item.kv_head, k - page_first, k - page_first + 1, values.row(k));
+    // Keys of one run of 16 (aligned to key 0) sit a lane apart.
+    for (int k = from; k <= to;) {
+      const int run_end = std::min(to + 1, k + kLanes - k % kLanes);
+      load_rows(kv, kv.v, kv.v_scales, page, item.kv_head, k - page_first, run_end - page_first, values.row(k), values.lane_stride());
+      k = run_end;
+    }
   });
   // The heads of one token see the same keys: up to kValueRows of them go
   // through the values together.
