@@ -167,7 +167,14 @@ inline void normalise_row(float* w, int first, int lo, int hi, float row_max, bo
   for (int k = first_scalar; k <= hi; ++k) w[k - first] = vector_expf(w[k - first] - row_max);
   // Sixteen keys at a time, aligned to key 0, each group summed in lane order.
   double sum = 0.0;
-  for (int group_first = lo - lo % kLanes; group_first <= hi; group_first += kLanes) {
+  int group_first = lo - lo % kLanes;
+#if defined(__AVX512F__)
+  for (; group_first <= hi; group_first += kLanes) {
+    const __mmask16 keys = visible_lanes(group_first, lo, hi);
+    sum += double(reduce_16_lanes(_mm512_maskz_loadu_ps(keys, w + (group_first - first))));
+  }
+#endif
+  for (; group_first <= hi; group_first += kLanes) {
     float lanes[kLanes] = {};
     for (int l = 0; l < kLanes; ++l) {
       const int k = group_first + l;
@@ -269,6 +276,22 @@ void reduce_value_lanes(float* lanes, int dn, float* const* o, int d0) {
 }
 
 #if defined(__AVX512F__)
+// reduce_value_lanes for dn % 16 == 0, sixteen elements of d at a time.
+template <int kRows>
+void reduce_value_lanes_avx512(const float* lanes, int dn, float* const* o, int d0) {
+  for (int i = 0; i < kRows; ++i) {
+    const float* row = lanes + size_t(i) * kLanes * kValueChunk;
+    for (int d = 0; d < dn; d += kLanes) {
+      __m512 half[8], quarter[4];
+      for (int h = 0; h < 8; ++h) {
+        half[h] = _mm512_add_ps(_mm512_loadu_ps(row + size_t(h + 8) * kValueChunk + d), _mm512_loadu_ps(row + size_t(h) * kValueChunk + d));
+      }
+      for (int h = 0; h < 4; ++h) quarter[h] = _mm512_add_ps(half[h + 4], half[h]);
+      _mm512_storeu_ps(o[i] + d0 + d, _mm512_add_ps(_mm512_add_ps(quarter[0], quarter[2]), _mm512_add_ps(quarter[1], quarter[3])));
+    }
+  }
+}
+
 // Lane l's sums for kRows rows and kVectors * 16 elements of d, kept in
 // registers over all its keys (k = l mod 16, in increasing order, from
 // zero): the same multiply-adds in the same order as weighted_values'
@@ -319,7 +342,7 @@ void weighted_values(const float* const* w, const LaneValues& v, int first, int 
         case 3: lane_values_in_registers<kRows, 3>(w, v, first, lo, hi, d0, acc); break;
         default: lane_values_in_registers<kRows, 4>(w, v, first, lo, hi, d0, acc); break;
       }
-      reduce_value_lanes<kRows>(acc, dn, o, d0);
+      reduce_value_lanes_avx512<kRows>(acc, dn, o, d0);
       continue;
     }
 #endif
