@@ -92,6 +92,17 @@ struct QuantizationConfig {
   int64_t group_size = 0;  // a16w4: 32, 64 or 128 (0: 128)
 };
 
+// Output grammars (structured outputs, forced tool calls) are compiled on
+// the request's thread, never the model loop's: at most
+// `max_concurrent_compiles` at once per model (more get 429), each within
+// `compile_budget_s` of CPU time (more gets 400). Compiled grammars are
+// kept by content, so a repeated schema costs nothing.
+struct StructuredOutputConfig {
+  int max_concurrent_compiles = 2;
+  double compile_budget_s = 2.0;
+  int cached_grammars = 64;
+};
+
 struct ModelConfig {
   std::string name;
   std::string path;            // GGUF file or Hugging Face directory
@@ -106,6 +117,7 @@ struct ModelConfig {
   // Special-token text inside message content is tokenized as plain text
   // unless this is set (the template's own markers always are special).
   bool parse_special_in_messages = false;
+  StructuredOutputConfig structured_output;
 };
 
 // Parallel ranks, rank 0 in the serving process: tensor parallelism splits
@@ -127,6 +139,10 @@ struct ParallelConfig {
   double join_timeout_s = 300.0;       // for every rank to join at start
   int flight_recorder_entries = 1024;  // collectives each rank keeps for its dump
   std::string flight_recorder_dir = "/tmp/tessera-flight-recorder";
+  // A file holding the group's rendezvous secret, for ranks on other
+  // machines (TESSERA_RENDEZVOUS_SECRET, when set, wins); spawned workers
+  // get a fresh one from their leader. Never handed to the workers.
+  std::string secret_file;
   int world() const { return tensor * context; }
   bool enabled() const { return world() > 1; }
 };

@@ -168,7 +168,7 @@ class Parser {
   ModelConfig parse_model(const YAML::Node& n, const std::string& path) const {
     require_map(n, path);
     check_keys(n, path, {"name", "path", "device", "dtype", "threads", "kv_cache", "scheduler", "max_model_len", "chat_template",
-                         "parse_special_in_messages", "speculative", "quantization"});
+                         "parse_special_in_messages", "speculative", "quantization", "structured_output"});
     ModelConfig m;
     if (!n["name"] || !n["path"]) fail(n, path + ": 'name' and 'path' are required");
     text(n, "name", path, &m.name);
@@ -214,6 +214,14 @@ class Parser {
       boolean(s, "prefix_caching", p, &m.scheduler.prefix_caching);
       text(s, "policy", p, &m.scheduler.policy, {"fcfs", "priority"});
     }
+    if (const YAML::Node so = n["structured_output"]) {
+      const std::string p = path + ".structured_output";
+      require_map(so, p);
+      check_keys(so, p, {"max_concurrent_compiles", "compile_budget_s", "cached_grammars"});
+      integer(so, "max_concurrent_compiles", p, 1, 1024, &m.structured_output.max_concurrent_compiles);
+      number(so, "compile_budget_s", p, 0.01, 600.0, &m.structured_output.compile_budget_s);
+      integer(so, "cached_grammars", p, 0, 1 << 16, &m.structured_output.cached_grammars);
+    }
     if (const YAML::Node s = n["speculative"]) parse_speculative(s, path + ".speculative", &m.scheduler.speculative);
     if (const YAML::Node q = n["quantization"]; q && !q.IsNull()) {
       const std::string p = path + ".quantization";
@@ -233,7 +241,7 @@ class Parser {
   void parse_parallel(const YAML::Node& n, ParallelConfig* p) const {
     require_map(n, "parallel");
     check_keys(n, "parallel", {"tensor", "context", "context_min_tokens", "layout", "leader", "spawn_workers", "collective_timeout_s", "join_timeout_s",
-                               "flight_recorder_entries", "flight_recorder_dir"});
+                               "flight_recorder_entries", "flight_recorder_dir", "secret_file"});
     integer(n, "tensor", "parallel", 1, 64, &p->tensor);
     integer(n, "context", "parallel", 1, 64, &p->context);
     integer(n, "context_min_tokens", "parallel", 2, 1 << 24, &p->context_min_tokens);
@@ -247,6 +255,7 @@ class Parser {
     number(n, "join_timeout_s", "parallel", 0.1, 86400.0, &p->join_timeout_s);
     integer(n, "flight_recorder_entries", "parallel", 1, 1 << 20, &p->flight_recorder_entries);
     text(n, "flight_recorder_dir", "parallel", &p->flight_recorder_dir);
+    text(n, "secret_file", "parallel", &p->secret_file);
     if (!p->leader.empty()) {
       const size_t colon = p->leader.rfind(':');
       const std::string port = colon == std::string::npos ? "" : p->leader.substr(colon + 1);

@@ -149,12 +149,12 @@ void ModelRunner::start_grammar(uint64_t seq_id, SequenceState& state) {
   // its first draw.
   bool fits = true;
   try {
-    state.matcher = std::make_unique<grammar::GrammarMatcher>(grammars_.get(state.sampling.grammar.gbnf),
+    state.matcher = std::make_unique<grammar::GrammarMatcher>(grammars_.get(state.sampling.grammar.gbnf, state.sampling.grammar.prepared),
                                                               state.sampling.grammar.end_tokens);
     for (size_t i = state.prompt_len; i < state.tokens.size() && fits; ++i) fits = state.matcher->advance(state.tokens[i]);
   } catch (const grammar::GrammarError& e) {
     grammars_.forget(state.sampling.grammar.gbnf);
-    state.grammar_error = std::string("output grammar: ") + e.what();
+    state.grammar_error = grammar::kOutputGrammarErrorPrefix + std::string(e.what());
   }
   if (!fits) fail(seq_id, "its output so far does not fit its grammar");
 }
@@ -173,12 +173,12 @@ bool ModelRunner::draw(SequenceState& state, size_t row, SampledToken& token, st
       GrammarFilter filter(*state.matcher);
       token = sample_token(sample_scratch_, state.sampling, state.tokens, state.prompt_len, state.rng, &filter);
       if (!state.matcher->advance(token.id)) {
-        error = "the output grammar admits no token here";
+        error = grammar::kOutputGrammarErrorPrefix + std::string("it admits no token here");
         return false;
       }
     } catch (const grammar::GrammarError& e) {
       grammars_.forget(state.sampling.grammar.gbnf);
-      error = e.what();
+      error = grammar::kOutputGrammarErrorPrefix + std::string(e.what());
       return false;
     }
   }

@@ -1,12 +1,16 @@
 #pragma once
 // Per-request sampling parameters, applied per row of the batch.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace tessera {
+namespace grammar {
+struct PreparedGrammar;
+}
 
 // Output constrained to a grammar (GBNF text, what every structured-output
 // request is lowered to); empty text: unconstrained. End tokens are allowed
@@ -14,9 +18,13 @@ namespace tessera {
 struct OutputGrammar {
   std::string gbnf;
   std::vector<int32_t> end_tokens;
+  // The text compiled with its token tables, when the request thread did so
+  // (the server always does): the engine then parses and walks nothing.
+  // Not part of the value: equal texts are equal grammars.
+  std::shared_ptr<const grammar::PreparedGrammar> prepared;
 
   bool empty() const { return gbnf.empty(); }
-  bool operator==(const OutputGrammar&) const = default;
+  bool operator==(const OutputGrammar& o) const { return gbnf == o.gbnf && end_tokens == o.end_tokens; }
 };
 
 struct SamplingParams {

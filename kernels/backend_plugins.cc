@@ -1,9 +1,12 @@
 #include "kernels/backend_plugins.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -27,12 +30,49 @@ bool is_plugin_file(const std::string& name) {
          name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
 }
 
+bool writable_by_others(mode_t mode) { return (mode & (S_IWGRP | S_IWOTH)) != 0; }
+
+// Why code in `dir` must not be run, or empty: anyone but its owner could
+// have put it there.
+std::string unsafe_dir_reason(const std::string& dir) {
+  struct stat st{};
+  if (stat(dir.c_str(), &st) != 0) return {};
+  if (writable_by_others(st.st_mode)) return "its directory " + dir + " is writable by other users";
+  return {};
+}
+
+// The plugin opened without blocking (a FIFO or device named like a plugin
+// would block a plain open forever) and checked to be a regular file that
+// only its owner can write; -1 with `reason` set otherwise.
+int open_plugin_file(const std::string& path, std::string& reason) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    reason = std::string("cannot be opened: ") + std::strerror(errno);
+    return -1;
+  }
+  struct stat st{};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) reason = "is not a regular file";
+  else if (writable_by_others(st.st_mode)) reason = "is writable by other users";
+  if (!reason.empty()) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // Opens `path` and asks it for its backend; the library stays loaded for
 // the life of the process (its code runs until exit).
 PluginReport load_one(const std::string& path, std::vector<BackendFactory>& factories) {
   PluginReport report;
   report.path = path;
+  const int fd = open_plugin_file(path, report.reason);
+  if (fd < 0) return report;
+  // Loaded by its path, so that the plugin's $ORIGIN (where it finds the
+  // libraries shipped beside it) is its directory. The directory is one
+  // only its owner can write (checked above), so what was checked is what
+  // loads.
   void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  close(fd);
   if (!library) {
     const char* error = dlerror();
     report.reason = error ? error : "dlopen failed";
@@ -79,6 +119,10 @@ LoadedPlugins load_all() {
       if (is_plugin_file(name) && names_seen.insert(name).second) files.push_back(entry.path().string());
     }
     std::sort(files.begin(), files.end());
+    if (const std::string unsafe = unsafe_dir_reason(dir); !unsafe.empty()) {
+      for (const std::string& file : files) loaded.reports.push_back(PluginReport{.path = file, .reason = "not loaded: " + unsafe});
+      continue;
+    }
     for (const std::string& file : files) {
       PluginReport report = load_one(file, known);
       if (report.loaded) loaded.factories.push_back(known.back());

@@ -30,6 +30,7 @@ struct CommunicatorOptions {
   // group of a process. `rendezvous` still names the store's address, from
   // which the transport picks the interface its peers reach.
   std::shared_ptr<RendezvousStore> store;
+  std::string rendezvous_secret;  // for a tcp: rendezvous opened here
   std::string group = "tessera";
   std::chrono::milliseconds timeout{30000};
   std::chrono::milliseconds join_timeout{0};  // for every rank to join; 0: `timeout`

@@ -20,8 +20,12 @@ class RendezvousStore {
 
 // "tcp:HOST:PORT": the store rank 0 serves at that address (`serve`: this
 // process is rank 0 and listens there; otherwise connects, retrying until
-// `timeout`). "file:DIR": a directory every rank can reach.
+// `timeout`), open only to peers that hold `secret` (required for tcp).
+// "file:DIR": a directory every rank can reach (its permissions guard it).
 std::shared_ptr<RendezvousStore> open_rendezvous_store(const std::string& address, bool serve,
-                                                       std::chrono::milliseconds timeout);
+                                                       std::chrono::milliseconds timeout, const std::string& secret = {});
+
+// The environment variable that carries a group's secret to its ranks.
+inline constexpr const char* kRendezvousSecretEnv = "TESSERA_RENDEZVOUS_SECRET";
 
 }  // namespace tessera

@@ -7,7 +7,7 @@ repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo_root"
 build_dir=${FUZZ_BUILD_DIR:-build-fuzz}
 seconds=${FUZZ_SECONDS:-600}
-targets=${FUZZ_TARGETS:-"gguf_fuzz safetensors_fuzz tokenizer_fuzz hf_tokenizer_fuzz chat_template_fuzz request_fuzz step_plan_fuzz quantization_config_fuzz grammar_compile_fuzz grammar_matcher_fuzz"}
+targets=${FUZZ_TARGETS:-"gguf_fuzz safetensors_fuzz tokenizer_fuzz hf_tokenizer_fuzz chat_template_fuzz request_fuzz step_plan_fuzz quantization_config_fuzz grammar_compile_fuzz grammar_matcher_fuzz chat_values_fuzz json_schema_fuzz"}
 
 CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_FUZZ=ON \
   -DTESSERA_CUDA=OFF -DTESSERA_HIP=OFF -DTESSERA_TESTS=ON -DTESSERA_SANITIZE=address,undefined >/dev/null

@@ -107,7 +107,7 @@ void HttpApi::route(HttpExchange& ex) {
     return list_models(ex, path.size() > 11 ? path.substr(11) : "");
   }
   static const std::set<std::string> kPostRoutes = {"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize"};
-  if (!kPostRoutes.count(path)) throw ApiError(404, "invalid_request_error", "no route " + path, "", "not_found");
+  if (!kPostRoutes.count(path)) throw ApiError(404, "invalid_request_error", "no route " + clip_echo(path), "", "not_found");
   if (!post) throw ApiError(405, "invalid_request_error", "use POST for " + path);
   api_.registry.require_serving();
   const Json body = parse_bounded_json(req.body(), api_.limits.json);
@@ -139,7 +139,7 @@ void HttpApi::list_models(HttpExchange& ex, const std::string& only) {
     }
   }
   if (!only.empty()) {
-    if (data.empty()) throw ApiError(404, "invalid_request_error", "the model '" + only + "' does not exist", "model", "model_not_found");
+    if (data.empty()) throw ApiError(404, "invalid_request_error", "the model '" + clip_echo(only) + "' does not exist", "model", "model_not_found");
     return respond_json(ex, 200, data[0]);
   }
   respond_json(ex, 200, {{"object", "list"}, {"data", data}});
@@ -161,6 +161,8 @@ void HttpApi::tokenize(const Json& body, HttpExchange& ex) {
     const std::optional<std::string> prompt = f.string("prompt");
     if (!prompt) throw ApiError::invalid("'prompt' or 'messages' is required", "prompt");
     f.finish();
+    // A text that can never fit the model costs no tokenizer time.
+    check_prompt_bytes(model, prompt->size(), "prompt");
     ids = model.tokenizer().encode(*prompt, {.add_special = add_special.value_or(true), .parse_special = true});
   }
   respond_json(ex, 200, {{"count", ids.size()}, {"max_model_len", model.max_model_len}, {"tokens", ids}});

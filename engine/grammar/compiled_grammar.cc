@@ -19,6 +19,17 @@ CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVoc
     : grammar_(std::move(grammar)), vocab_(std::move(vocab)), limits_(limits), stacks_(grammar_, limits.max_stack_nodes),
       shared_(std::move(shared)), tables_(grammar_.elements.size()), fit_states_(stacks_, limits_.walk_states) {}
 
+CompiledGrammar::CompiledGrammar(const PreparedGrammar& prepared, std::shared_ptr<const TokenVocabulary> vocab,
+                                 CompiledGrammarLimits limits)
+    : CompiledGrammar(prepared.grammar, std::move(vocab), limits, nullptr) {
+  if (prepared.tables.size() != tables_.size()) throw GrammarError("internal: a prepared grammar's tables do not match it");
+  tables_ = prepared.tables;
+}
+
+std::shared_ptr<const PreparedGrammar> CompiledGrammar::prepared() const {
+  return std::make_shared<const PreparedGrammar>(PreparedGrammar{grammar_, tables_, vocab_});
+}
+
 StackSet CompiledGrammar::advance(const StackSet& state, int32_t token) {
   stacks_.set_budget(limits_.token_budget);
   return advance_bytes(state, token);
@@ -107,11 +118,12 @@ std::shared_ptr<const PositionTable> CompiledGrammar::build_table(uint32_t posit
   return table;
 }
 
-void CompiledGrammar::build_all_tables() {
+void CompiledGrammar::build_all_tables(const std::function<void()>& after_each) {
   for (uint32_t p = 0; p < grammar_.elements.size(); ++p) {
-    if (grammar_.elements[p].kind == Element::Kind::kBytes) {
+    if (grammar_.elements[p].kind == Element::Kind::kBytes && !tables_[p]) {
       stacks_.set_budget(limits_.mask_budget);
       table(p);
+      if (after_each) after_each();
     }
   }
 }

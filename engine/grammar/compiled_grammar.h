@@ -7,6 +7,7 @@
 // mask is then the union of its tops' accepted sets plus those checks, and
 // is cached by state, so most steps cost a lookup.
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <string>
@@ -32,11 +33,22 @@ struct CompiledGrammarLimits {
   size_t walk_states = 4096;  // parser states one vocabulary walk keeps transitions for (1 KiB each)
 };
 
+// A grammar with the token table of every byte-set position built: what a
+// request thread hands the engine, so the engine walks no vocabulary for
+// it. Immutable, so any number of engines and threads may share it.
+struct PreparedGrammar {
+  Grammar grammar;
+  std::vector<std::shared_ptr<const PositionTable>> tables;  // [element position]; null where not a byte set
+  std::shared_ptr<const TokenVocabulary> vocab;              // the vocabulary the tables index
+};
+
 class CompiledGrammar {
  public:
   // `shared`: tables of other grammars of the same vocabulary (may be null).
   CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab, CompiledGrammarLimits limits = {},
                   std::shared_ptr<TableStore> shared = nullptr);
+  // From a prepared grammar of the same vocabulary: its tables are used as built.
+  CompiledGrammar(const PreparedGrammar& prepared, std::shared_ptr<const TokenVocabulary> vocab, CompiledGrammarLimits limits = {});
 
   const TokenVocabulary& vocab() const { return *vocab_; }
   StackSet initial() { return stacks_.initial(); }
@@ -50,8 +62,11 @@ class CompiledGrammar {
   size_t tables_built() const { return tables_built_; }
   size_t tables_shared() const { return tables_shared_; }
   // Builds the tables of every position now rather than when first needed
-  // (the most a request can spend on them).
-  void build_all_tables();
+  // (the most a request can spend on them). `after_each` runs after each
+  // table (a budget check may throw from it).
+  void build_all_tables(const std::function<void()>& after_each = {});
+  // The grammar and its tables, for another thread's CompiledGrammar.
+  std::shared_ptr<const PreparedGrammar> prepared() const;
 
  private:
   StackSet advance_bytes(const StackSet& state, int32_t token);

@@ -53,33 +53,63 @@ Grammar GrammarBuilder::finish(uint32_t root) {
   return std::move(grammar_);
 }
 
+// Rules that can match the empty string, by propagation from the rules
+// with an empty alternative: each alternative counts the calls it still
+// waits on, and each rule found nullable decrements the alternatives that
+// call it. Every element is visited a bounded number of times, so the cost
+// is linear in the grammar (a fixed point re-scanning every rule per new
+// nullable rule is quadratic on a chain of them).
+std::vector<bool> GrammarBuilder::nullable_rules() const {
+  const Grammar& g = grammar_;
+  const size_t n = g.alternatives.size();
+  std::vector<uint32_t> alt_rule;     // [alternative] -> its rule
+  std::vector<uint32_t> waiting;      // [alternative] -> calls not yet known nullable; kNever when it holds bytes
+  std::vector<std::vector<uint32_t>> callers(n);  // [rule] -> alternatives calling it (once per call)
+  constexpr uint32_t kNever = UINT32_MAX;
+  std::vector<bool> nullable(n, false);
+  std::vector<uint32_t> ready;
+  for (size_t r = 0; r < n; ++r) {
+    for (uint32_t start : g.alternatives[r]) {
+      const uint32_t alt = uint32_t(alt_rule.size());
+      alt_rule.push_back(uint32_t(r));
+      uint32_t count = 0;
+      for (uint32_t p = start; g.elements[p].kind != Element::Kind::kEnd; ++p) {
+        if (g.elements[p].kind == Element::Kind::kBytes) {
+          count = kNever;
+          break;
+        }
+        ++count;
+      }
+      waiting.push_back(count);
+      if (count == kNever) continue;
+      for (uint32_t p = start; g.elements[p].kind != Element::Kind::kEnd; ++p) callers[g.elements[p].value].push_back(alt);
+      if (count == 0 && !nullable[r]) {
+        nullable[r] = true;
+        ready.push_back(uint32_t(r));
+      }
+    }
+  }
+  while (!ready.empty()) {
+    const uint32_t r = ready.back();
+    ready.pop_back();
+    for (uint32_t alt : callers[r]) {
+      if (--waiting[alt] != 0) continue;
+      const uint32_t owner = alt_rule[alt];
+      if (!nullable[owner]) {
+        nullable[owner] = true;
+        ready.push_back(owner);
+      }
+    }
+  }
+  return nullable;
+}
+
 // A rule calls another "on the left" when the call can come before any byte
 // is consumed. A cycle of such calls would make the parser expand forever.
 void GrammarBuilder::check_left_recursion() const {
   const Grammar& g = grammar_;
   const size_t n = g.alternatives.size();
-  // Rules that can match the empty string, to a fixed point.
-  std::vector<bool> nullable(n, false);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < n; ++r) {
-      if (nullable[r]) continue;
-      for (uint32_t start : g.alternatives[r]) {
-        bool all = true;
-        for (uint32_t p = start; g.elements[p].kind != Element::Kind::kEnd; ++p) {
-          const Element& e = g.elements[p];
-          if (e.kind == Element::Kind::kBytes || !nullable[e.value]) {
-            all = false;
-            break;
-          }
-        }
-        if (all) {
-          nullable[r] = changed = true;
-          break;
-        }
-      }
-    }
-  }
+  const std::vector<bool> nullable = nullable_rules();
   std::vector<std::vector<uint32_t>> left_calls(n);
   for (size_t r = 0; r < n; ++r) {
     for (uint32_t start : g.alternatives[r]) {

@@ -23,6 +23,10 @@ class GrammarError : public Error {
   using Error::Error;
 };
 
+// How a sequence's error begins when its output grammar failed: the
+// client's grammar, so front ends answer it as the client's error.
+inline constexpr const char* kOutputGrammarErrorPrefix = "output grammar: ";
+
 struct Element {
   enum class Kind : uint8_t { kBytes, kCall, kEnd };
   Kind kind = Kind::kEnd;
@@ -63,6 +67,7 @@ class GrammarBuilder {
 
  private:
   void check_left_recursion() const;
+  std::vector<bool> nullable_rules() const;
 
   GrammarLimits limits_;
   Grammar grammar_;

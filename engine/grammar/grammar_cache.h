@@ -17,8 +17,10 @@ class GrammarCache {
   // `vocabulary` builds the token texts the first time a grammar is compiled.
   GrammarCache(std::function<std::vector<std::string>()> vocabulary, size_t capacity = 32);
 
-  // Throws GrammarError when the text does not compile.
-  std::shared_ptr<CompiledGrammar> get(const std::string& gbnf);
+  // Throws GrammarError when the text does not compile. With `prepared`
+  // (the same text, compiled on a request thread) nothing is parsed or
+  // walked here.
+  std::shared_ptr<CompiledGrammar> get(const std::string& gbnf, const std::shared_ptr<const PreparedGrammar>& prepared = nullptr);
   // Drops a grammar that failed (too much work or state), so its memory goes
   // with the last sequence using it and the next request starts afresh.
   void forget(const std::string& gbnf);

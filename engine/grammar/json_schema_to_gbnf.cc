@@ -74,7 +74,7 @@ class SchemaConverter {
       return "json-value";
     }
     if (!schema.is_object()) refuse(path, "a schema must be an object or a boolean");
-    if (schema.contains("$ref")) return reference(schema, path);
+    if (schema.contains("$ref")) return reference(schema, path, depth);
     if (schema.contains("const")) return gbnf_literal(schema["const"].dump());
     if (schema.contains("enum")) return enumeration(schema["enum"], path);
     for (const char* key : {"anyOf", "oneOf"}) {
@@ -109,7 +109,9 @@ class SchemaConverter {
     }
   }
 
-  std::string reference(const Json& schema, const std::string& path) {
+  // A reference is one level deeper than where it is used: a chain of
+  // references spends the same depth budget as nested schemas.
+  std::string reference(const Json& schema, const std::string& path, int depth) {
     const std::string ref = schema["$ref"].is_string() ? schema["$ref"].get<std::string>() : "";
     if (auto found = refs_.find(ref); found != refs_.end()) return found->second;
     const Json* target = nullptr;
@@ -129,7 +131,7 @@ class SchemaConverter {
     // Named before it is visited, so a schema that refers to itself ends.
     const std::string name = prefix_ + std::to_string(rule_count_++);
     refs_.emplace(ref, name);
-    define(name, visit(*target, ref, 1));
+    define(name, visit(*target, ref, depth + 1));
     return name;
   }
 

@@ -53,13 +53,20 @@ void front_code_context_tokens(const TokenVocabulary& vocab, PositionTable& tabl
 }
 
 std::shared_ptr<const PositionTable> TableStore::find(const std::string& form) {
+  std::lock_guard lock(mutex_);
   auto found = index_.find(form);
   if (found == index_.end()) return nullptr;
   entries_.splice(entries_.end(), entries_, found->second);
   return found->second->second;
 }
 
+size_t TableStore::size() const {
+  std::lock_guard lock(mutex_);
+  return entries_.size();
+}
+
 void TableStore::insert(const std::string& form, std::shared_ptr<const PositionTable> table) {
+  std::lock_guard lock(mutex_);
   if (index_.count(form)) return;
   if (entries_.size() >= capacity_) {
     index_.erase(entries_.front().first);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -41,16 +42,18 @@ void front_code_context_tokens(const TokenVocabulary& vocab, PositionTable& tabl
 std::string reachable_form(const Grammar& grammar, uint32_t position, size_t max_bytes);
 
 // Tables by reachable form, least recently used dropped past `capacity`.
-// One vocabulary per store; used from one thread.
+// One vocabulary per store; safe to share between threads (request threads
+// compile grammars into the same store).
 class TableStore {
  public:
   explicit TableStore(size_t capacity = 4096) : capacity_(capacity) {}
   std::shared_ptr<const PositionTable> find(const std::string& form);
   void insert(const std::string& form, std::shared_ptr<const PositionTable> table);
-  size_t size() const { return entries_.size(); }
+  size_t size() const;
 
  private:
   using Entry = std::pair<std::string, std::shared_ptr<const PositionTable>>;
+  mutable std::mutex mutex_;
   size_t capacity_;
   std::list<Entry> entries_;
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;

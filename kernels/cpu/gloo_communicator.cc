@@ -58,7 +58,7 @@ GlooCommunicator::GlooCommunicator(const CommunicatorOptions& options) : Communi
   try {
     const auto join_timeout = options.join_timeout.count() > 0 ? options.join_timeout : options.timeout;
     store_ = options.store ? options.store
-                           : open_rendezvous_store(options.rendezvous, options.rank == 0, join_timeout);
+                           : open_rendezvous_store(options.rendezvous, options.rank == 0, join_timeout, options.rendezvous_secret);
     auto* gloo_store = dynamic_cast<GlooRendezvousStore*>(store_.get());
     if (!gloo_store) throw CollectiveError("the rendezvous store is not one gloo can use");
     gloo::transport::tcp::attr attr;

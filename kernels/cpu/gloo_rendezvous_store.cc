@@ -10,7 +10,7 @@
 namespace tessera {
 
 std::shared_ptr<RendezvousStore> open_rendezvous_store(const std::string& address, bool serve,
-                                                       std::chrono::milliseconds timeout) {
+                                                       std::chrono::milliseconds timeout, const std::string& secret) {
   try {
     if (address.rfind("file:", 0) == 0) {
       const std::string dir = address.substr(5);
@@ -20,7 +20,7 @@ std::shared_ptr<RendezvousStore> open_rendezvous_store(const std::string& addres
       return std::make_shared<cpu::GlooRendezvousStore>(std::make_unique<gloo::rendezvous::FileStore>(dir));
     }
     if (address.rfind("tcp:", 0) == 0) {
-      return std::make_shared<cpu::GlooRendezvousStore>(std::make_unique<cpu::TcpStore>(address.substr(4), serve, timeout));
+      return std::make_shared<cpu::GlooRendezvousStore>(std::make_unique<cpu::TcpStore>(address.substr(4), serve, timeout, secret));
     }
   } catch (const CollectiveError&) {
     throw;

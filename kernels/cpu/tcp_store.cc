@@ -5,11 +5,14 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+
+#include "kernels/cpu/store_wire.h"
 
 namespace tessera::cpu {
 
@@ -20,36 +23,13 @@ constexpr uint32_t kMaxValue = 1u << 20;
 constexpr size_t kMaxKeys = 65536;
 constexpr size_t kMaxBytes = size_t(64) << 20;
 constexpr int kMaxConnections = 256;
-constexpr int kIoTimeoutMs = 10000;  // one message, once a peer has started it
+// Connections that have not yet proved the secret: each lives at most
+// kHandshakeMs, and one address may hold only a few, so a stranger
+// cannot crowd out a joining rank.
+constexpr int kMaxUnproven = 64;
+constexpr int kMaxUnprovenPerPeer = 8;
 
 using Clock = std::chrono::steady_clock;
-
-// Whole-buffer I/O with a deadline per call; false on close, error or timeout.
-bool write_all(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    pollfd pfd{fd, POLLOUT, 0};
-    if (poll(&pfd, 1, kIoTimeoutMs) <= 0) return false;
-    const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
-    if (w <= 0) return false;
-    p += w;
-    n -= size_t(w);
-  }
-  return true;
-}
-
-bool read_all(int fd, void* data, size_t n, int timeout_ms = kIoTimeoutMs) {
-  char* p = static_cast<char*>(data);
-  while (n > 0) {
-    pollfd pfd{fd, POLLIN, 0};
-    if (poll(&pfd, 1, timeout_ms) <= 0) return false;
-    const ssize_t r = ::recv(fd, p, n, 0);
-    if (r <= 0) return false;
-    p += r;
-    n -= size_t(r);
-  }
-  return true;
-}
 
 bool write_u32(int fd, uint32_t v) { return write_all(fd, &v, 4); }
 bool read_u32(int fd, uint32_t& v) { return read_all(fd, &v, 4); }
@@ -81,9 +61,22 @@ addrinfo* resolve(const std::string& host, const std::string& port, bool passive
   return result;
 }
 
+// The peer's address without its port, for the per-peer cap.
+std::string peer_of(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "?";
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* where = addr.ss_family == AF_INET6 ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr)
+                                                 : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&addr)->sin_addr);
+  return inet_ntop(addr.ss_family, where, text, sizeof(text)) ? text : "?";
+}
+
 }  // namespace
 
-TcpStore::TcpStore(const std::string& address, bool serve, std::chrono::milliseconds timeout) : timeout_(timeout) {
+TcpStore::TcpStore(const std::string& address, bool serve, std::chrono::milliseconds timeout, std::string secret)
+    : timeout_(timeout), secret_(std::move(secret)) {
+  if (secret_.empty()) throw std::runtime_error("store " + address + ": a shared secret is required (TESSERA_RENDEZVOUS_SECRET)");
   split_address(address, host_, port_);
   if (serve) {
     addrinfo* ai = resolve(host_, port_, true);
@@ -122,8 +115,16 @@ void TcpStore::connect_client() {
       else close(fd);
     }
     freeaddrinfo(ai);
-    if (client_fd_ >= 0) break;
-    // The leader may not be listening yet.
+    if (client_fd_ >= 0) {
+      const Handshake h = client_handshake(client_fd_, secret_);
+      if (h == Handshake::kAccepted) break;
+      close(client_fd_);
+      client_fd_ = -1;
+      if (h == Handshake::kRefused) {
+        throw std::runtime_error("store at " + host_ + ":" + port_ + ": the secret does not match the leader's (TESSERA_RENDEZVOUS_SECRET)");
+      }
+    }
+    // The leader may not be listening yet, or its unproven slots are full.
     if (Clock::now() > deadline) throw std::runtime_error("store: no leader at " + host_ + ":" + port_ + " within the timeout");
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -137,20 +138,33 @@ void TcpStore::serve_loop() {
     if (poll(&pfd, 1, 100) <= 0) continue;
     const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
+    std::string peer = peer_of(fd);
     {
       std::lock_guard<std::mutex> lock(connections_mutex_);
-      if (open_connections_ >= kMaxConnections) {
+      int& unproven_here = unproven_by_peer_[peer];
+      if (open_connections_ >= kMaxConnections || unproven_ >= kMaxUnproven || unproven_here >= kMaxUnprovenPerPeer) {
+        if (unproven_here == 0) unproven_by_peer_.erase(peer);
         close(fd);
         continue;
       }
       ++open_connections_;
+      ++unproven_;
+      ++unproven_here;
     }
-    std::thread([this, fd] { serve_connection(fd); }).detach();
+    std::thread([this, fd, peer = std::move(peer)] {
+      const bool proven = server_handshake(fd, secret_);
+      {
+        std::lock_guard<std::mutex> lock(connections_mutex_);
+        --unproven_;
+        if (--unproven_by_peer_[peer] == 0) unproven_by_peer_.erase(peer);
+      }
+      serve_connection(fd, proven);
+    }).detach();
   }
 }
 
-void TcpStore::serve_connection(int fd) {
-  while (!stopping_) {
+void TcpStore::serve_connection(int fd, bool proven) {
+  while (proven && !stopping_) {
     char op = 0;
     pollfd pfd{fd, POLLIN, 0};
     const int ready = poll(&pfd, 1, 100);
@@ -160,7 +174,7 @@ void TcpStore::serve_connection(int fd) {
     if (!read_blob(fd, kMaxKey, key)) break;
     if (op == 'S') {
       std::string value;
-      if (!read_blob(fd, kMaxValue, value)) break;
+      if (!read_blob(fd, kMaxValue + kSealBytes, value)) break;
       bool stored = false;
       {
         std::lock_guard<std::mutex> lock(map_mutex_);
@@ -198,8 +212,9 @@ void TcpStore::serve_connection(int fd) {
   connections_done_.notify_all();
 }
 
-void TcpStore::set(const std::string& key, const std::vector<char>& data) {
-  if (key.size() > kMaxKey || data.size() > kMaxValue) throw std::runtime_error("store: key or value too large");
+void TcpStore::set(const std::string& key, const std::vector<char>& value) {
+  if (key.size() > kMaxKey || value.size() > kMaxValue) throw std::runtime_error("store: key or value too large");
+  const std::vector<char> data = seal_value(secret_, key, value);
   std::lock_guard<std::mutex> lock(client_mutex_);
   char reply = 0;
   const bool ok = write_all(client_fd_, "S", 1) && write_u32(client_fd_, uint32_t(key.size())) &&
@@ -218,9 +233,12 @@ bool TcpStore::fetch(const std::string& key, std::vector<char>* value) {
   }
   if (reply == 'N') return false;
   uint32_t n = 0;
-  if (reply != 'V' || !read_u32(client_fd_, n) || n > kMaxValue) throw std::runtime_error("store: malformed reply");
-  value->resize(n);
-  if (!read_all(client_fd_, value->data(), n)) throw std::runtime_error("store: the leader's store is gone");
+  if (reply != 'V' || !read_u32(client_fd_, n) || n > kMaxValue + kSealBytes) throw std::runtime_error("store: malformed reply");
+  std::vector<char> sealed(n);
+  if (!read_all(client_fd_, sealed.data(), n)) throw std::runtime_error("store: the leader's store is gone");
+  if (!open_sealed_value(secret_, key, sealed, value)) {
+    throw std::runtime_error("store: the value of '" + key + "' was not written by a holder of the group's secret");
+  }
   return true;
 }
 

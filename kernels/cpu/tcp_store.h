@@ -10,6 +10,11 @@
 // Keys are at most 4 KiB, values at most 1 MiB, the map at most 65,536 keys
 // and 64 MiB; at most 256 connections are served at once. A peer that
 // breaks these, or sends anything else, is disconnected.
+//
+// Every connection first proves it holds the group's secret, and every
+// value is sealed by its writer (kernels/cpu/store_wire.h): a stranger who
+// reaches the port can neither read nor write a key, and holds at most a
+// few connections, each for at most two seconds.
 #include <gloo/rendezvous/store.h>
 
 #include <atomic>
@@ -26,8 +31,9 @@ namespace tessera::cpu {
 
 class TcpStore final : public gloo::rendezvous::Store {
  public:
-  // `address` is HOST:PORT; `serve`: this process listens there (rank 0).
-  TcpStore(const std::string& address, bool serve, std::chrono::milliseconds timeout);
+  // `address` is HOST:PORT; `serve`: this process listens there (rank 0);
+  // `secret`: the group's shared secret (not empty).
+  TcpStore(const std::string& address, bool serve, std::chrono::milliseconds timeout, std::string secret);
   ~TcpStore() override;
 
   void set(const std::string& key, const std::vector<char>& data) override;
@@ -37,7 +43,8 @@ class TcpStore final : public gloo::rendezvous::Store {
 
  private:
   void serve_loop();
-  void serve_connection(int fd);
+  // Serves a connection that proved the secret; closes one that did not.
+  void serve_connection(int fd, bool proven);
   // Returns false when the key is absent.
   bool fetch(const std::string& key, std::vector<char>* value);
   void connect_client();
@@ -45,6 +52,7 @@ class TcpStore final : public gloo::rendezvous::Store {
   std::string host_;
   std::string port_;
   std::chrono::milliseconds timeout_;
+  std::string secret_;
   int listen_fd_ = -1;
   int client_fd_ = -1;
   std::mutex client_mutex_;
@@ -54,6 +62,8 @@ class TcpStore final : public gloo::rendezvous::Store {
   std::mutex connections_mutex_;
   std::condition_variable connections_done_;
   int open_connections_ = 0;
+  int unproven_ = 0;                             // connections still in their handshake
+  std::map<std::string, int> unproven_by_peer_;  // the same, by peer address
   std::mutex map_mutex_;
   std::map<std::string, std::vector<char>> map_;
   size_t map_bytes_ = 0;  // keys and values held

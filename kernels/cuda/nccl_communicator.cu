@@ -31,7 +31,7 @@ class NcclCommunicator final : public Communicator {
   NcclCommunicator(const CommunicatorOptions& options, int device) : Communicator(options), device_(device) {
     check(cudaSetDevice(device), "set device");
     std::shared_ptr<RendezvousStore> store =
-        options.store ? options.store : open_rendezvous_store(options.rendezvous, options.rank == 0, join_timeout(options));
+        options.store ? options.store : open_rendezvous_store(options.rendezvous, options.rank == 0, join_timeout(options), options.rendezvous_secret);
     const std::string key = options.group + "/nccl_unique_id";
     ncclUniqueId id;
     if (options.rank == 0) {

@@ -6,9 +6,13 @@ ChatTemplate::ChatTemplate(const std::string& source) : template_(jinja::Templat
 
 std::string ChatTemplate::render(const ChatTemplateInput& input) const {
   jinja::ValueDict globals;
-  for (const auto& [k, v] : input.extra.items()) globals.set(k, jinja::Value::from_json(v));
-  globals.set("messages", jinja::Value::from_json(input.messages));
-  if (!input.tools.is_null()) globals.set("tools", jinja::Value::from_json(input.tools));
+  try {
+    for (const auto& [k, v] : input.extra.items()) globals.set(k, jinja::Value::from_json(v));
+    globals.set("messages", jinja::Value::from_json(input.messages));
+    if (!input.tools.is_null()) globals.set("tools", jinja::Value::from_json(input.tools));
+  } catch (const jinja::ValueTooLarge& e) {
+    throw jinja::TemplateError(e.what());
+  }
   globals.set("add_generation_prompt", jinja::Value::boolean(input.add_generation_prompt));
   globals.set("bos_token", jinja::Value::string(input.bos_token));
   globals.set("eos_token", jinja::Value::string(input.eos_token));

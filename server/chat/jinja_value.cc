@@ -92,7 +92,10 @@ Value Value::function(std::string name, NativeFunction fn) {
   return v;
 }
 
-Value Value::from_json(const nlohmann::ordered_json& j) {
+Value Value::from_json(const nlohmann::ordered_json& j) { return from_json_at(j, 0); }
+
+Value Value::from_json_at(const nlohmann::ordered_json& j, int depth) {
+  if (depth > kMaxValueDepth) throw ValueTooLarge("a JSON value nests deeper than " + std::to_string(kMaxValueDepth) + " levels");
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null: return none();
     case nlohmann::ordered_json::value_t::boolean: return boolean(j.get<bool>());
@@ -105,12 +108,12 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
     case nlohmann::ordered_json::value_t::string: return string(j.get<std::string>());
     case nlohmann::ordered_json::value_t::array: {
       ValueList items;
-      for (const auto& e : j) items.push_back(from_json(e));
+      for (const auto& e : j) items.push_back(from_json_at(e, depth + 1));
       return list(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
       ValueDict d;
-      for (const auto& [k, v] : j.items()) d.items.emplace_back(k, from_json(v));
+      for (const auto& [k, v] : j.items()) d.items.emplace_back(k, from_json_at(v, depth + 1));
       return dict(std::move(d));
     }
     default: return Value();

@@ -54,6 +54,7 @@ class Value {
   static Value dict(ValueDict d = {});
   static Value namespace_object(ValueDict d = {});
   static Value function(std::string name, NativeFunction fn);
+  // Throws ValueTooLarge when `j` nests deeper than kMaxValueDepth.
   static Value from_json(const nlohmann::ordered_json& j);
 
   Kind kind() const { return kind_; }
@@ -83,6 +84,7 @@ class Value {
   std::string type_name() const;
 
  private:
+  static Value from_json_at(const nlohmann::ordered_json& j, int depth);
   void repr_into(std::string* out, int depth) const;
   bool equals_at(const Value& other, int depth) const;
 

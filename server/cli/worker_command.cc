@@ -13,6 +13,9 @@
 
 #include "engine/parallel/plan_broadcast.h"
 #include "server/cli/commands.h"
+#include "engine/error.h"
+#include "kernels/rendezvous_store.h"
+#include "server/parallel/group_secret.h"
 #include "server/parallel/parallel_ranks.h"
 #include "server/serving/runner_setup.h"
 
@@ -28,6 +31,7 @@ struct WorkerOptions {
   int threads = -1;
   std::string device;
   double join_timeout_s = 300.0;
+  std::string secret_file;  // TESSERA_RENDEZVOUS_SECRET, when set, wins
 };
 
 struct FollowerModel {
@@ -68,7 +72,11 @@ int run_worker(const WorkerOptions& o) {
 
   std::unique_ptr<ParallelRanks> ranks;
   try {
-    ranks = ParallelRanks::follow(o.rank, o.world, o.leader, std::chrono::milliseconds(int64_t(o.join_timeout_s * 1000)));
+    const std::string secret = read_group_secret(o.secret_file);
+    if (secret.empty()) {
+      throw Error(std::string("a worker needs its group's secret: set ") + kRendezvousSecretEnv + " or pass --secret-file");
+    }
+    ranks = ParallelRanks::follow(o.rank, o.world, o.leader, std::chrono::milliseconds(int64_t(o.join_timeout_s * 1000)), secret);
   } catch (const std::exception& e) {
     fail_group(o.rank, nullptr, e.what());
   }
@@ -115,6 +123,8 @@ Runner add_worker_command(CLI::App& app) {
   cmd->add_option("--device", o->device, "Device to run on (default: the leader's setting)");
   cmd->add_option("--join-timeout", o->join_timeout_s, "Seconds to wait for the leader")->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
+  cmd->add_option("--secret-file", o->secret_file,
+                  "File whose first line is the group's rendezvous secret (or set TESSERA_RENDEZVOUS_SECRET)");
   return [o] { return run_worker(*o); };
 }
 

@@ -180,7 +180,9 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
       return writer->Write(out);
     });
     if (!completed) return {grpc::StatusCode::CANCELLED, "the client cancelled the request"};
-    if (!error.empty()) return {grpc::StatusCode::INTERNAL, error};
+    if (!error.empty()) {
+      return {ApiError::from_generation(error).status() == 400 ? grpc::StatusCode::INVALID_ARGUMENT : grpc::StatusCode::INTERNAL, error};
+    }
     v1::GenerateResponse last;
     last.mutable_usage()->set_prompt_tokens(gens[0]->prompt_tokens());
     last.mutable_usage()->set_completion_tokens(gens[0]->completion_tokens());

@@ -1,5 +1,6 @@
 #include "server/http/http_server.h"
 
+#include <fcntl.h>
 #include <sys/resource.h>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -81,6 +82,7 @@ void HttpServer::Impl::on_accept(boost::system::error_code ec, tcp::socket socke
   }
   if (!ec) {
     boost::system::error_code ignored;
+    fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);  // no child process keeps a client's connection
     socket.set_option(tcp::no_delay(true), ignored);
     socket.set_option(net::socket_base::send_buffer_size(kSendBufferBytes), ignored);
     const auto peer = socket.remote_endpoint(ignored);
@@ -157,6 +159,10 @@ uint16_t HttpServer::start(const std::string& host, uint16_t port) {
   if (ec) throw Error("HTTP host '" + host + "' is not an IP address");
   const tcp::endpoint endpoint{address, port};
   impl_->acceptor.open(endpoint.protocol(), ec);
+  // Worker processes started later must not inherit the listening socket.
+  if (!ec && fcntl(impl_->acceptor.native_handle(), F_SETFD, FD_CLOEXEC) != 0) {
+    ec = boost::system::error_code(errno, boost::system::system_category());
+  }
   if (!ec) impl_->acceptor.set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) impl_->acceptor.bind(endpoint, ec);
   if (!ec) impl_->acceptor.listen(net::socket_base::max_listen_connections, ec);

@@ -29,7 +29,7 @@ struct HttpLimits {
   std::chrono::milliseconds header_timeout{10'000};  // from the first byte of a request to its last header
   std::chrono::milliseconds body_timeout{60'000};
   std::chrono::milliseconds idle_timeout{30'000};    // keep-alive, waiting for the next request
-  std::chrono::milliseconds write_timeout{30'000};   // any one response write
+  std::chrono::milliseconds write_timeout{30'000};   // waiting on the client's reads, over one whole response
   int io_threads = 2;
 };
 

@@ -10,6 +10,8 @@
 #include <spdlog/spdlog.h>
 #include <thread>
 
+#include "server/http/request_thread.h"
+
 namespace tessera {
 
 namespace beast = boost::beast;
@@ -112,16 +114,28 @@ class SessionExchange : public HttpExchange {
  private:
   // Runs `start(stream, done)` on the strand and waits for `done`; the
   // objects the operation reads live on this thread's stack until then.
+  // The write deadline is a budget for the whole response, not for each
+  // write: a client that reads just fast enough to finish every write in
+  // time would otherwise hold the connection (and the handler, and its
+  // buffered events) for a deadline per event. A client that keeps up is
+  // never blocked, so it never spends any of it.
   template <typename Start>
   bool write(Start&& start) {
     if (broken_) return false;
-    std::promise<beast::error_code> finished;
     HttpSession<Stream>& s = *session_;
+    const auto budget = std::chrono::duration_cast<std::chrono::steady_clock::duration>(s.context_->limits.write_timeout);
+    if (blocked_ >= budget) {
+      broken_ = true;
+      return false;
+    }
+    std::promise<beast::error_code> finished;
+    const auto begun = std::chrono::steady_clock::now();
     net::post(s.stream_.get_executor(), [&] {
-      s.tcp().expires_after(s.context_->limits.write_timeout);
+      s.tcp().expires_after(budget - blocked_);
       start(s.stream_, [&](beast::error_code ec, size_t) { finished.set_value(ec); });
     });
     const beast::error_code ec = finished.get_future().get();
+    blocked_ += std::chrono::steady_clock::now() - begun;
     if (ec) broken_ = true;
     return !broken_;
   }
@@ -132,6 +146,7 @@ class SessionExchange : public HttpExchange {
   bool keep_alive_ = false;
   bool broken_ = false;
   bool done_sending_ = false;
+  std::chrono::steady_clock::duration blocked_{0};  // spent waiting on the client's reads so far
 };
 
 template <class Stream>
@@ -249,7 +264,7 @@ template <class Stream>
 void HttpSession<Stream>::run_handler() {
   ++context_->handlers_running;
   try {
-    std::thread([self = this->shared_from_this()] {
+    start_request_thread([self = this->shared_from_this()] {
       SessionExchange<Stream> exchange(self, self->parser_->get());
       try {
         self->context_->handler(exchange);
@@ -263,7 +278,7 @@ void HttpSession<Stream>::run_handler() {
       const bool keep_alive = exchange.keep_alive() && self->ticket_.admission() == AdmissionClass::kFull;
       net::post(self->stream_.get_executor(), [self, keep_alive] { self->after_handler(keep_alive); });
       --self->context_->handlers_running;
-    }).detach();
+    });
   } catch (const std::system_error& e) {
     --context_->handlers_running;
     spdlog::warn("cannot start a request thread: {}", e.what());

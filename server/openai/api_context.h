@@ -20,7 +20,7 @@ struct ApiContext {
       throw ApiError::invalid("'model' is required: this server serves " + names, "model");
     }
     ServedModel* m = registry.find(name);
-    if (!m) throw ApiError(404, "invalid_request_error", "the model '" + name + "' does not exist", "model", "model_not_found");
+    if (!m) throw ApiError(404, "invalid_request_error", "the model '" + clip_echo(name) + "' does not exist", "model", "model_not_found");
     return *m;
   }
 };

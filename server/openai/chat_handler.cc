@@ -3,6 +3,7 @@
 #include <ctime>
 
 #include "server/chat/message_spans.h"
+#include "server/openai/control_text_guard.h"
 #include "server/openai/event_stream.h"
 #include "server/openai/generation_driver.h"
 #include "server/openai/tool_calls.h"
@@ -50,6 +51,7 @@ struct ChoiceState {
   std::vector<ToolCall> calls;  // parsed from `text`; `text` then holds the rest
 };
 
+// `messages`: normalised, with tool-call arguments as objects.
 std::string render_chat_prompt(const ServedModel& model, const Json& messages, bool add_generation_prompt,
                                const Json& template_kwargs, const Json& tools) {
   if (!model.chat_template) {
@@ -57,7 +59,7 @@ std::string render_chat_prompt(const ServedModel& model, const Json& messages, b
                                 "' has no chat template; set chat_template in its configuration or use /v1/completions", "messages");
   }
   ChatTemplateInput in;
-  in.messages = tool_arguments_as_objects(normalize_messages(messages));
+  in.messages = messages;
   in.tools = tools;
   in.extra = template_kwargs.is_object() ? template_kwargs : Json::object();
   in.add_generation_prompt = add_generation_prompt;
@@ -76,13 +78,23 @@ std::string render_chat_prompt(const ServedModel& model, const Json& messages, b
 std::vector<int32_t> chat_prompt_tokens(const ServedModel& model, const Json& messages, bool add_generation_prompt,
                                         const Json& template_kwargs, bool add_special, const Json& tools) {
   check_messages(messages);
-  const std::string text = render_chat_prompt(model, messages, add_generation_prompt, template_kwargs, tools);
-  check_prompt_bytes(model, text.size(), "messages");
+  refuse_reserved_template_kwargs(template_kwargs);
   const Tokenizer& tokenizer = model.tokenizer();
+  const ControlTextTest is_control = [&](std::string_view t) { return tokenizer.has_control_text(t); };
+  // Arguments are read once, here; the check then sees the strings the
+  // template will render (escapes in an arguments string decoded).
+  const Json prepared = tool_arguments_as_objects(normalize_messages(messages));
+  if (!model.config.parse_special_in_messages) {
+    refuse_control_text_outside_content(prepared, is_control);
+    refuse_control_text(tools, "tools", is_control);
+    refuse_control_text(template_kwargs, "chat_template_kwargs", is_control);
+  }
+  const std::string text = render_chat_prompt(model, prepared, add_generation_prompt, template_kwargs, tools);
+  check_prompt_bytes(model, text.size(), "messages");
   EncodeOptions options{.add_special = add_special, .parse_special = true};
   std::vector<ByteRange> plain;
   if (!model.config.parse_special_in_messages) {
-    auto spans = protected_message_spans(text, messages, [&](std::string_view t) { return tokenizer.has_control_text(t); });
+    auto spans = protected_message_spans(text, messages, is_control);
     if (!spans) {
       throw ApiError::invalid("a message holds control-token text that the chat template rewrote, so it cannot be kept "
                               "as plain text; remove it (or set parse_special_in_messages for this model)", "messages");
@@ -196,7 +208,7 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
   if (!completed) return;
   const Json usage = usage_of(gens);
   if (stream) return end_event_stream(ex, error, chunk(Json::array()), usage);
-  if (!error.empty()) throw ApiError(500, "server_error", error);
+  if (!error.empty()) throw ApiError::from_generation(error);
   Json list = Json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     Json message = {{"role", "assistant"}, {"content", choices[i].text}};

@@ -139,7 +139,7 @@ void handle_completions(const ApiContext& api, const Json& body, HttpExchange& e
   });
   if (!completed) return;
   if (stream) return end_event_stream(ex, error, chunk(Json::array()), usage_of(gens));
-  if (!error.empty()) throw ApiError(500, "server_error", error);
+  if (!error.empty()) throw ApiError::from_generation(error);
   Json list = Json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     list.push_back({{"index", i}, {"text", choices[i].text},

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "server/serving/api_error.h"
+#include "server/serving/bounded_json.h"
 
 namespace tessera {
 namespace {
@@ -32,6 +33,17 @@ size_t partial_tag_suffix(const std::string& text, std::string_view tag) {
 
 bool is_blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
 
+// Arguments and the model's calls sit inside a request or a reply: they get
+// the depth a body has left below them, and the body's other caps, so a
+// string of JSON costs what the same JSON costs as a body (linear time).
+constexpr JsonLimits kEmbeddedJsonLimits{.max_depth = 32, .max_array_length = 262144, .max_object_members = 4096};
+
+// The model's text as JSON, or null when it is not JSON within the caps.
+nlohmann::ordered_json parse_model_json(std::string_view text) {
+  BoundedJsonResult parsed = try_parse_bounded_json(text, kEmbeddedJsonLimits);
+  return parsed.ok() ? std::move(parsed.value) : nlohmann::ordered_json();
+}
+
 }  // namespace
 
 ToolCallFormat tool_call_format_of(const std::string& template_source) {
@@ -46,7 +58,7 @@ ToolCallFormat tool_call_format_of(const std::string& template_source) {
 }
 
 void ToolCallParser::parse_call(const std::string& body, std::vector<ToolCallPiece>& out) {
-  const auto json = nlohmann::ordered_json::parse(body, nullptr, false);
+  const auto json = parse_model_json(body);
   const bool valid = json.is_object() && json.contains("name") && json["name"].is_string() &&
                      (!json.contains("arguments") || json["arguments"].is_object());
   if (!valid) {
@@ -68,7 +80,7 @@ std::optional<std::vector<ToolCall>> ToolCallParser::bare_calls() const {
     const std::string line = buffer_.substr(begin, end - begin);
     begin = end + 1;
     if (is_blank(line)) continue;
-    const auto json = nlohmann::ordered_json::parse(line, nullptr, false);
+    const auto json = parse_model_json(line);
     // Hermes models write "arguments", Llama 3.1+ "parameters".
     const char* key = json.is_object() && json.contains("parameters") ? "parameters" : "arguments";
     if (!json.is_object() || json.size() != 2 || !json.contains("name") || !json["name"].is_string() ||
@@ -86,13 +98,13 @@ std::optional<std::vector<ToolCall>> ToolCallParser::bare_calls() const {
 std::optional<std::vector<ToolCall>> ToolCallParser::mistral_calls() const {
   const size_t marker = buffer_.find(kMistralMarker);
   if (marker == std::string::npos) return std::nullopt;
-  const auto json = nlohmann::ordered_json::parse(buffer_.substr(marker + kMistralMarker.size()), nullptr, false);
+  const auto json = parse_model_json(std::string_view(buffer_).substr(marker + kMistralMarker.size()));
   if (!json.is_array() || json.empty()) return std::nullopt;
   std::vector<ToolCall> calls;
   for (const auto& call : json) {
     if (!call.is_object() || !call.contains("name") || !call["name"].is_string()) return std::nullopt;
     auto arguments = call.contains("arguments") ? call["arguments"] : nlohmann::ordered_json::object();
-    if (arguments.is_string()) arguments = nlohmann::ordered_json::parse(arguments.get<std::string>(), nullptr, false);
+    if (arguments.is_string()) arguments = parse_model_json(arguments.get<std::string>());
     if (!arguments.is_object()) return std::nullopt;
     calls.push_back({new_call_id(), call["name"].get<std::string>(), arguments.dump()});
   }
@@ -217,14 +229,22 @@ void check_tools(const nlohmann::ordered_json& tools) {
 
 nlohmann::ordered_json tool_arguments_as_objects(const nlohmann::ordered_json& messages) {
   nlohmann::ordered_json out = messages;
-  for (auto& m : out) {
+  if (!out.is_array()) return out;
+  for (size_t i = 0; i < out.size(); ++i) {
+    auto& m = out[i];
     if (!m.is_object() || !m.contains("tool_calls") || !m["tool_calls"].is_array()) continue;
-    for (auto& call : m["tool_calls"]) {
+    auto& calls = m["tool_calls"];
+    for (size_t j = 0; j < calls.size(); ++j) {
+      auto& call = calls[j];
       if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) continue;
       auto& fn = call["function"];
       if (!fn.contains("arguments") || !fn["arguments"].is_string()) continue;
-      auto parsed = nlohmann::ordered_json::parse(fn["arguments"].get<std::string>(), nullptr, false);
-      if (parsed.is_object()) fn["arguments"] = std::move(parsed);
+      BoundedJsonResult parsed = try_parse_bounded_json(fn["arguments"].get_ref<const std::string&>(), kEmbeddedJsonLimits);
+      const std::string param = "messages[" + std::to_string(i) + "].tool_calls[" + std::to_string(j) + "].function.arguments";
+      // Text that is not JSON stays text, as the client wrote it; JSON
+      // that breaks a cap is refused rather than rendered half-read.
+      if (parsed.over_limit) throw ApiError::invalid("'" + param + "': " + parsed.error, param);
+      if (parsed.ok() && parsed.value.is_object()) fn["arguments"] = std::move(parsed.value);
     }
   }
   return out;

@@ -31,22 +31,22 @@ ParallelRanks::ParallelRanks(int rank, int world, Config config, std::shared_ptr
 
 ParallelRanks::~ParallelRanks() = default;
 
-std::unique_ptr<ParallelRanks> ParallelRanks::lead(const Config& config) {
+std::unique_ptr<ParallelRanks> ParallelRanks::lead(const Config& config, const std::string& secret) {
   const ParallelConfig& p = config.parallel;
   if (p.leader.empty()) throw Error("parallel ranks need the leader's address (parallel.leader)");
-  auto store = open_rendezvous_store("tcp:" + p.leader, true, millis(p.join_timeout_s));
+  auto store = open_rendezvous_store("tcp:" + p.leader, true, millis(p.join_timeout_s), secret);
   const std::string text = models_to_json(config);
   store->set(kConfigKey, std::vector<char>(text.begin(), text.end()));
   return std::unique_ptr<ParallelRanks>(new ParallelRanks(0, p.world(), config, std::move(store)));
 }
 
 std::unique_ptr<ParallelRanks> ParallelRanks::follow(int rank, int world, const std::string& leader,
-                                                     std::chrono::milliseconds join_timeout) {
+                                                     std::chrono::milliseconds join_timeout, const std::string& secret) {
   if (world < 2 || rank < 1 || rank >= world) {
     throw Error("worker rank " + std::to_string(rank) + " must lie in 1.." + std::to_string(world - 1) + " of a world of " +
                 std::to_string(world));
   }
-  auto store = open_rendezvous_store("tcp:" + leader, false, join_timeout);
+  auto store = open_rendezvous_store("tcp:" + leader, false, join_timeout, secret);
   const std::vector<char> text = store->get(kConfigKey, join_timeout);
   Config config = parse_config(std::string(text.begin(), text.end()), "the configuration from leader " + leader);
   config.parallel.leader = leader;  // as this rank reaches it

@@ -25,13 +25,14 @@ namespace tessera {
 
 class ParallelRanks {
  public:
-  // Rank 0: serves the store at config.parallel.leader (which must be set)
-  // and publishes config's models there.
-  static std::unique_ptr<ParallelRanks> lead(const Config& config);
-  // Ranks 1…world-1: joins the store at `leader` (HOST:PORT), waiting for it
-  // up to `join_timeout`, and reads what rank 0 published.
+  // Rank 0: serves the store at config.parallel.leader (which must be set),
+  // open to holders of `secret`, and publishes config's models there.
+  static std::unique_ptr<ParallelRanks> lead(const Config& config, const std::string& secret);
+  // Ranks 1…world-1: joins the store at `leader` (HOST:PORT) with the
+  // group's `secret`, waiting for it up to `join_timeout`, and reads what
+  // rank 0 published.
   static std::unique_ptr<ParallelRanks> follow(int rank, int world, const std::string& leader,
-                                               std::chrono::milliseconds join_timeout);
+                                               std::chrono::milliseconds join_timeout, const std::string& secret);
   ~ParallelRanks();
 
   int rank() const { return rank_; }

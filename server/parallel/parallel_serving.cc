@@ -12,6 +12,8 @@
 #include <thread>
 
 #include "engine/error.h"
+#include "kernels/rendezvous_store.h"
+#include "server/parallel/group_secret.h"
 
 namespace tessera {
 namespace {
@@ -51,7 +53,8 @@ ParallelServing::ParallelServing(Config& config) : settings_(config.parallel) {
     }
   }
   settings_ = p;
-  ranks_ = ParallelRanks::lead(config);
+  secret_ = leader_group_secret(p);
+  ranks_ = ParallelRanks::lead(config, secret_);
   spdlog::info("{} parallelism over {} ranks; rendezvous store at {}", p.context > 1 ? "context" : "tensor", p.world(),
                p.leader);
 }
@@ -65,6 +68,7 @@ void ParallelServing::start_workers() {
   std::snprintf(join_timeout, sizeof(join_timeout), "%.3f", settings_.join_timeout_s);
   workers_ = std::make_unique<WorkerProcesses>(self, settings_.world(), settings_.leader,
                                                std::vector<std::string>{"--join-timeout", join_timeout},
+                                               std::vector<std::string>{std::string(kRendezvousSecretEnv) + "=" + secret_},
                                                [this](int rank, int status) { worker_exited(rank, status); });
   std::string pids;
   for (pid_t pid : workers_->pids()) pids += " " + std::to_string(pid);

@@ -35,6 +35,7 @@ class ParallelServing {
   void worker_exited(int rank, int status) const;
 
   ParallelConfig settings_;
+  std::string secret_;  // the group's rendezvous secret, handed to spawned workers by environment
   std::unique_ptr<ParallelRanks> ranks_;
   std::unique_ptr<WorkerProcesses> workers_;
 };

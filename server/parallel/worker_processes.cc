@@ -8,15 +8,28 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <string_view>
 
 #include "engine/error.h"
 
 namespace tessera {
 
 WorkerProcesses::WorkerProcesses(const std::string& executable, int world, const std::string& leader,
-                                 const std::vector<std::string>& extra_args, ExitListener on_exit)
+                                 const std::vector<std::string>& extra_args, const std::vector<std::string>& extra_env,
+                                 ExitListener on_exit)
     : exited_(size_t(std::max(world - 1, 0))), on_exit_(std::move(on_exit)) {
   const pid_t parent = getpid();
+  // The environment, with `extra_env` replacing any variable of the same name.
+  std::vector<std::string> env_strings = extra_env;
+  for (char** e = environ; *e; ++e) {
+    const std::string_view entry(*e);
+    bool replaced = false;
+    for (const std::string& x : extra_env) replaced |= entry.substr(0, x.find('=') + 1) == x.substr(0, x.find('=') + 1);
+    if (!replaced) env_strings.emplace_back(entry);
+  }
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pids_.reserve(exited_.size());  // watchers read their entry while later ranks start
   for (int rank = 1; rank < world; ++rank) {
     std::vector<std::string> args = {executable, "worker", "--rank", std::to_string(rank), "--world", std::to_string(world),
@@ -37,7 +50,10 @@ WorkerProcesses::WorkerProcesses(const std::string& executable, int world, const
       sigset_t none;
       sigemptyset(&none);
       sigprocmask(SIG_SETMASK, &none, nullptr);  // signals the parent blocks for sigwait
-      execv(argv[0], argv.data());
+      // Nothing but standard I/O is inherited (listening sockets, client
+      // connections, model files), whatever was opened without CLOEXEC.
+      close_range(3, ~0u, 0);
+      execve(argv[0], argv.data(), envp.data());
       _exit(127);
     }
     pids_.push_back(pid);

@@ -20,9 +20,12 @@ class WorkerProcesses {
   using ExitListener = std::function<void(int rank, int status)>;
 
   // Starts `executable worker --rank R --world W --leader LEADER` plus
-  // `extra_args` for each rank R ≥ 1. Throws tessera::Error when one cannot start.
+  // `extra_args` for each rank R ≥ 1, with this process's environment plus
+  // `extra_env` (NAME=VALUE; secrets go here, not on the command line).
+  // Throws tessera::Error when one cannot start.
   WorkerProcesses(const std::string& executable, int world, const std::string& leader,
-                  const std::vector<std::string>& extra_args, ExitListener on_exit);
+                  const std::vector<std::string>& extra_args, const std::vector<std::string>& extra_env,
+                  ExitListener on_exit);
   ~WorkerProcesses();  // stop()
   WorkerProcesses(const WorkerProcesses&) = delete;
   WorkerProcesses& operator=(const WorkerProcesses&) = delete;

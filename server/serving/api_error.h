@@ -4,13 +4,32 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+
+#include "engine/grammar/grammar.h"
 
 namespace tessera {
+
+// `text` cut to at most `max_bytes` (on a UTF-8 boundary, "..." added):
+// what a message may echo of a client's input.
+inline std::string clip_echo(std::string_view text, size_t max_bytes = 64) {
+  if (text.size() <= max_bytes) return std::string(text);
+  size_t end = max_bytes;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return std::string(text.substr(0, end)) + "...";
+}
+
+// Longest error message sent: whatever a message quotes, an answer stays small.
+constexpr size_t kMaxErrorMessageBytes = 1024;
 
 class ApiError : public std::runtime_error {
  public:
   ApiError(int status, std::string type, const std::string& message, std::string param = {}, std::string code = {})
-      : std::runtime_error(message), status_(status), type_(std::move(type)), param_(std::move(param)), code_(std::move(code)) {}
+      : std::runtime_error(clip_echo(message, kMaxErrorMessageBytes)),
+        status_(status),
+        type_(std::move(type)),
+        param_(clip_echo(param, 256)),
+        code_(std::move(code)) {}
 
   static ApiError invalid(const std::string& message, const std::string& param = {}) {
     return ApiError(400, "invalid_request_error", message, param);
@@ -20,6 +39,13 @@ class ApiError : public std::runtime_error {
   const std::string& type() const { return type_; }
   const std::string& param() const { return param_; }
   const std::string& code() const { return code_; }
+
+  // The answer for a generation that ended in `error`: the client's own
+  // output grammar failing is a 400, anything else the server's 500.
+  static ApiError from_generation(const std::string& error) {
+    if (error.rfind(grammar::kOutputGrammarErrorPrefix, 0) == 0) return invalid(error);
+    return ApiError(500, "server_error", error);
+  }
 
   nlohmann::ordered_json to_json() const {
     using J = nlohmann::ordered_json;

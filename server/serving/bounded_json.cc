@@ -40,11 +40,13 @@ class BoundedBuilder {
   }
 
   bool parse_error(size_t, const std::string&, const nlohmann::detail::exception& e) {
+    syntax_error_ = true;
     return fail(std::string("the request body is not valid JSON: ") + e.what());
   }
 
   Json take() { return std::move(root_); }
   const std::string& error() const { return error_; }
+  bool syntax_error() const { return syntax_error_; }
 
  private:
   struct Frame {
@@ -106,17 +108,28 @@ class BoundedBuilder {
   std::vector<Frame> stack_;
   std::string pending_key_;
   std::string error_;
+  bool syntax_error_ = false;
 };
 
 }  // namespace
 
-Json parse_bounded_json(std::string_view text, const JsonLimits& limits) {
+BoundedJsonResult try_parse_bounded_json(std::string_view text, const JsonLimits& limits) {
   BoundedBuilder builder(limits);
+  BoundedJsonResult result;
   const bool ok = Json::sax_parse(text.begin(), text.end(), &builder, nlohmann::detail::input_format_t::json, true);
-  if (!ok) {
-    throw ApiError::invalid(builder.error().empty() ? "the request body is not valid JSON" : builder.error());
+  if (ok) {
+    result.value = builder.take();
+    return result;
   }
-  return builder.take();
+  result.error = builder.error().empty() ? "the request body is not valid JSON" : builder.error();
+  result.over_limit = !builder.error().empty() && !builder.syntax_error();
+  return result;
+}
+
+Json parse_bounded_json(std::string_view text, const JsonLimits& limits) {
+  BoundedJsonResult result = try_parse_bounded_json(text, limits);
+  if (!result.ok()) throw ApiError::invalid(result.error);
+  return std::move(result.value);
 }
 
 }  // namespace tessera

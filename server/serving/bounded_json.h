@@ -5,6 +5,7 @@
 // that point. Duplicate member names are refused: two parsers reading the
 // same body must not see different requests.
 #include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
 
 namespace tessera {
@@ -19,5 +20,15 @@ struct JsonLimits {
 
 // The parsed document; ApiError 400 naming the broken cap or the syntax error.
 Json parse_bounded_json(std::string_view text, const JsonLimits& limits);
+
+// The same parse without throwing: `value` holds the document, or `error`
+// says why not and `over_limit` whether a cap (not the syntax) was broken.
+struct BoundedJsonResult {
+  Json value;
+  std::string error;
+  bool over_limit = false;
+  bool ok() const { return error.empty(); }
+};
+BoundedJsonResult try_parse_bounded_json(std::string_view text, const JsonLimits& limits);
 
 }  // namespace tessera

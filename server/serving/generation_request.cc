@@ -114,7 +114,10 @@ GenerationParams validate_generation(const GenerationRequest& r, const ServedMod
     throw ApiError::invalid("'best_of' other than n is not supported", "best_of");
   }
   read_stops(r, model, limits, p);
-  if (r.structured) p.sampling.grammar.gbnf = structured_output_gbnf(*r.structured);
+  if (r.structured) {
+    p.sampling.grammar.gbnf = structured_output_gbnf(*r.structured);
+    p.sampling.grammar.prepared = model.grammars->compile(p.sampling.grammar.gbnf, r.structured->param);
+  }
   p.ignore_eos = r.ignore_eos;
   p.priority = r.priority ? int(checked_integer("priority", *r.priority, -1000000, 1000000)) : 0;
   // Without the priority policy, a client choosing its place in the queue

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "engine/error.h"
+#include "engine/grammar/tokenizer_texts.h"
 #include "server/serving/api_error.h"
 #include "server/serving/runner_setup.h"
 
@@ -42,6 +43,9 @@ std::unique_ptr<ServedModel> load_one(const ModelConfig& c, size_t index, promet
     spdlog::info("model {}: speculative proposals from the draft model {} ({} KV pages)", c.name,
                  c.scheduler.speculative.draft_model, draft->runner().kv_cache().n_pages());
   }
+  m->grammars = std::make_unique<GrammarCompiler>(
+      [model = &runner->model()] { return grammar::tokenizer_texts(model->tokenizer(), size_t(model->spec().vocab_size)); },
+      c.structured_output);
   m->loop = std::make_unique<ModelLoop>(std::move(runner), limits, std::move(named), std::move(draft));
   m->created = std::time(nullptr);
   m->metrics = std::make_unique<ModelMetrics>(metrics, c.name);

@@ -11,6 +11,7 @@
 #include "server/chat/chat_template.h"
 #include "server/metrics/model_metrics.h"
 #include "server/openai/tool_calls.h"
+#include "server/serving/grammar_compiler.h"
 
 namespace tessera {
 
@@ -22,6 +23,7 @@ struct ServedModel {
   int max_model_len = 0;
   std::time_t created = 0;
   std::unique_ptr<ModelMetrics> metrics;
+  std::unique_ptr<GrammarCompiler> grammars;  // output grammars, compiled on request threads
 
   const std::string& name() const { return config.name; }
   const Tokenizer& tokenizer() const { return loop->runner().model().tokenizer(); }

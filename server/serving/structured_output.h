@@ -22,11 +22,9 @@ struct StructuredOutput {
   std::optional<std::string> whitespace_pattern;
 };
 
-// GBNF text for the constraint, checked to compile; a 400 naming the
-// request field (and the schema keyword or grammar position) otherwise.
+// GBNF text for the constraint, within the size limit; a 400 naming the
+// request field (and the schema keyword) otherwise. Compiling it is the
+// model's GrammarCompiler's work.
 std::string structured_output_gbnf(const StructuredOutput& s);
-
-// Checks that grammar text compiles within the limits; 400 naming `param`.
-void check_grammar_text(const std::string& gbnf, const std::string& param);
 
 }  // namespace tessera

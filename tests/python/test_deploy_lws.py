@@ -119,6 +119,27 @@ def test_only_leaders_serve_and_groups_scale(docs):
     assert sorted(open_ports) == ["grpc", "http"], "the store and collectives stay inside the set"
 
 
+def secret_env(container, secrets):
+    """The variables a container takes from Secrets, with `secrets`
+    ({"name/key": value}) playing the cluster's Secrets."""
+    out = {}
+    for e in container.get("env", []):
+        ref = e.get("valueFrom", {}).get("secretKeyRef")
+        if ref:
+            out[e["name"]] = secrets[f"{ref['name']}/{ref['key']}"]
+    return out
+
+
+def test_every_rank_takes_the_same_rendezvous_secret_from_a_secret(docs):
+    leader, worker = templates(docs)
+    refs = [{e["name"]: e["valueFrom"]["secretKeyRef"] for e in t["spec"]["containers"][0].get("env", []) if "valueFrom" in e}
+            for t in (leader, worker)]
+    assert refs[0].get("TESSERA_RENDEZVOUS_SECRET"), "the leader's store must be closed to strangers"
+    assert refs[0]["TESSERA_RENDEZVOUS_SECRET"] == refs[1].get("TESSERA_RENDEZVOUS_SECRET")
+    argv = " ".join(worker["spec"]["containers"][0]["args"])
+    assert "secret" not in argv.lower(), "a secret on a command line is readable by every local user"
+
+
 def local_group_config(docs, smollm2, tmp_path, collective_timeout_s):
     """The group's served configuration on loopback with a free store port:
     (its path, the store port it replaced, the new one)."""
@@ -136,17 +157,22 @@ def local_group_config(docs, smollm2, tmp_path, collective_timeout_s):
 def test_leader_and_worker_commands_serve_together(docs, tessera_bin, smollm2, tmp_path):
     config_path, served_port, store_port = local_group_config(docs, smollm2, tmp_path, 5)
     group = by_kind(docs, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]
-    _, worker = templates(docs)
+    leader_template, worker = templates(docs)
     work = worker["spec"]["containers"][0]
     lws_env = {"LWS_LEADER_ADDRESS": "127.0.0.1", "LWS_GROUP_SIZE": str(group["size"]), "LWS_WORKER_INDEX": "1"}
     argv = [str(tessera_bin)] + [expand(a, lws_env).replace(f":{served_port}", f":{store_port}") for a in work["args"]]
 
     leader_log = open(tmp_path / "leader.log", "w+")
     worker_log = open(tmp_path / "worker.log", "w+")
-    env = dict(os.environ, TESSERA_BIN=str(tessera_bin), TESSERA_CONFIG=str(config_path))
+    # Both templates take the group's secret from the same Secret key; here
+    # the test plays the Secret.
+    secret = {"tessera-rendezvous/secret": "0123456789abcdef" * 4}
+    leader_env = dict(os.environ, TESSERA_BIN=str(tessera_bin), TESSERA_CONFIG=str(config_path),
+                      **secret_env(leader_template["spec"]["containers"][0], secret))
+    worker_env = dict(os.environ, **secret_env(work, secret))
     leader = subprocess.Popen(["sh", str(DEPLOY / "docker" / "entrypoint.sh"), "--port", "0", "--grpc-port", "0"],
-                              stdout=leader_log, stderr=subprocess.STDOUT, env=env)
-    rank = subprocess.Popen(argv, stdout=worker_log, stderr=subprocess.STDOUT)
+                              stdout=leader_log, stderr=subprocess.STDOUT, env=leader_env)
+    rank = subprocess.Popen(argv, stdout=worker_log, stderr=subprocess.STDOUT, env=worker_env)
     try:
         d = Daemon.attach(leader, leader_log)
         status, body = d.post("/v1/completions", {"model": "model", "prompt": "The capital of France is",
@@ -166,10 +192,11 @@ def test_leader_and_worker_commands_serve_together(docs, tessera_bin, smollm2, t
 def test_worker_whose_leader_dies_exits_for_the_group_restart(docs, tessera_bin, smollm2, tmp_path):
     config_path, _, store_port = local_group_config(docs, smollm2, tmp_path, 2)
     leader_log = open(tmp_path / "leader.log", "w+")
+    env = dict(os.environ, TESSERA_RENDEZVOUS_SECRET="s" * 32)
     leader = subprocess.Popen([str(tessera_bin), "serve", "--config", str(config_path), "--port", "0",
-                               "--grpc-port", "0"], stdout=leader_log, stderr=subprocess.STDOUT)
+                               "--grpc-port", "0"], stdout=leader_log, stderr=subprocess.STDOUT, env=env)
     rank = subprocess.Popen([str(tessera_bin), "worker", "--rank", "1", "--world", "2", "--leader",
-                             f"127.0.0.1:{store_port}"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+                             f"127.0.0.1:{store_port}"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=env)
     try:
         Daemon.attach(leader, leader_log)
         leader.kill()

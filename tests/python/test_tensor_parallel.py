@@ -21,6 +21,10 @@ PROMPTS = ["The capital of France is", "def fibonacci(n):", "Once upon a time, i
            "The three primary colors are"]
 
 
+# The group's rendezvous secret, for the tests that start workers by hand.
+GROUP_ENV = dict(os.environ, TESSERA_RENDEZVOUS_SECRET="tensor-parallel-test-secret")
+
+
 def start(tessera_bin, smollm2, tmp, parallel):
     config = tmp / "serve.yaml"
     config.write_text(f"""
@@ -31,7 +35,7 @@ models:
 """)
     log = open(tmp / "serve.log", "w+")
     proc = subprocess.Popen([str(tessera_bin), "serve", "--config", str(config), "--port", "0", "--grpc-port", "0"],
-                            stdout=log, stderr=subprocess.STDOUT)
+                            stdout=log, stderr=subprocess.STDOUT, env=GROUP_ENV)
     return proc, log
 
 
@@ -186,7 +190,7 @@ def test_hung_worker_is_named_by_the_flight_recorders(tessera_bin, smollm2, tmp_
     proc, log = start(tessera_bin, smollm2, tmp_path, f'tensor: 2, leader: "{leader}", spawn_workers: false')
     worker_log = open(tmp_path / "worker.log", "w+")
     worker = subprocess.Popen([str(tessera_bin), "worker", "--rank", "1", "--world", "2", "--leader", leader,
-                               "--threads", "1"], stdout=worker_log, stderr=subprocess.STDOUT)
+                               "--threads", "1"], stdout=worker_log, stderr=subprocess.STDOUT, env=GROUP_ENV)
     try:
         d = Daemon.attach(proc, log)
         s = Stream(d, PROMPTS[2])
@@ -220,7 +224,7 @@ def test_worker_for_another_world_is_refused(tessera_bin, smollm2, tmp_path):
     leader = f"127.0.0.1:{free_port()}"
     proc, log = start(tessera_bin, smollm2, tmp_path, f'tensor: 2, leader: "{leader}", spawn_workers: false, join_timeout_s: 5')
     try:
-        r = run([tessera_bin, "worker", "--rank", "1", "--world", "3", "--leader", leader, "--join-timeout", "10"])
+        r = run([tessera_bin, "worker", "--rank", "1", "--world", "3", "--leader", leader, "--join-timeout", "10"], env=GROUP_ENV)
         assert r.returncode == GROUP_FAILED_EXIT
         assert b"started for a world of 3 ranks" in r.stderr + r.stdout
     finally:

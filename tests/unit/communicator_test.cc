@@ -36,6 +36,7 @@ void on_ranks(int world, const std::string& rendezvous, std::chrono::millisecond
         options.rank = r;
         options.world = world;
         options.rendezvous = rendezvous;
+        options.rendezvous_secret = "test-secret";
         options.timeout = timeout;
         auto comm = backend.create_communicator(options);
         body(r, *comm, backend.default_stream());
@@ -193,7 +194,7 @@ TEST(CollectiveRecorder, KeepsTheNewestRecordsOldestFirst) {
 
 TEST(TcpStore, HoldsAtMost64MiB) {
   const int port = 20000 + int((getpid() + 7919) % 20000);
-  cpu::TcpStore store("127.0.0.1:" + std::to_string(port), true, std::chrono::seconds(5));
+  cpu::TcpStore store("127.0.0.1:" + std::to_string(port), true, std::chrono::seconds(5), "test-secret");
   const std::vector<char> mib(size_t(1) << 20, 'x');
   for (int i = 0; i < 63; ++i) store.set("k" + std::to_string(i), mib);
   store.set("k0", mib);  // replacing a value takes no more room

@@ -59,7 +59,7 @@ models:
 TEST(Config, ErrorsNameTheLineTheKeyAndWhatIsAllowed) {
   EXPECT_EQ(error_of("models:\n  - name: a\n    path: x\n    colour: red\n"),
             "test.yaml:4: unknown key 'colour' in models[0] (allowed: name, path, device, dtype, threads, kv_cache, scheduler, "
-            "max_model_len, chat_template, parse_special_in_messages, speculative, quantization)");
+            "max_model_len, chat_template, parse_special_in_messages, speculative, quantization, structured_output)");
   EXPECT_EQ(error_of("server:\n  http_port: 70000\nmodels: [{name: a, path: x}]\n"),
             "test.yaml:2: server.http_port: 70000 is outside 1 to 65535");
   EXPECT_EQ(error_of("server:\n  http_port: eighty\nmodels: [{name: a, path: x}]\n"),
@@ -126,6 +126,23 @@ TEST(Config, QuantizationAtLoad) {
   EXPECT_NE(error_of("models: [{name: a, path: x, quantization: {scheme: a16w4, group_size: 96}}]\n").find("32, 64 or 128"),
             std::string::npos);
   EXPECT_NE(error_of("models: [{name: a, path: x, quantization: {group_size: 64}}]\n").find("quantization"), std::string::npos);
+}
+
+TEST(Config, StructuredOutputLimits) {
+  const auto model = [](const std::string& yaml) { return parse_config("models: [{name: a, path: x" + yaml + "}]\n", "t.yaml").models[0]; };
+  EXPECT_EQ(model("").structured_output.max_concurrent_compiles, 2);
+  const StructuredOutputConfig s =
+      model(", structured_output: {max_concurrent_compiles: 4, compile_budget_s: 0.5, cached_grammars: 8}").structured_output;
+  EXPECT_EQ(s.max_concurrent_compiles, 4);
+  EXPECT_DOUBLE_EQ(s.compile_budget_s, 0.5);
+  EXPECT_EQ(s.cached_grammars, 8);
+  EXPECT_NE(error_of("models: [{name: a, path: x, structured_output: {max_concurrent_compiles: 0}}]\n")
+                .find("structured_output.max_concurrent_compiles"),
+            std::string::npos);
+  EXPECT_NE(error_of("models: [{name: a, path: x, structured_output: {budget: 1}}]\n").find("unknown key 'budget'"), std::string::npos);
+  // Workers read what the leader writes back.
+  Config c = parse_config("models: [{name: a, path: x, structured_output: {compile_budget_s: 0.25}}]\n", "t.yaml");
+  EXPECT_DOUBLE_EQ(parse_config(models_to_json(c), "leader").models[0].structured_output.compile_budget_s, 0.25);
 }
 
 // The configurations the images and manifests under deploy/ serve.
