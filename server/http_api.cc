@@ -10,9 +10,13 @@
 #include "server/openai/generation_driver.h"
 #include "server/openai/tool_calls.h"
 #include "server/serving/api_keys.h"
+#include "server/serving/low_priority.h"
 
 namespace tessera {
 namespace {
+
+// Bodies from this size up are parsed at low priority (a few milliseconds of work).
+constexpr size_t kLowPriorityBodyBytes = 64u << 10;
 
 // Passes everything through, remembering the status for the request log.
 class LoggedExchange : public HttpExchange {
@@ -110,7 +114,13 @@ void HttpApi::route(HttpExchange& ex) {
   if (!kPostRoutes.count(path)) throw ApiError(404, "invalid_request_error", "no route " + clip_echo(path), "", "not_found");
   if (!post) throw ApiError(405, "invalid_request_error", "use POST for " + path);
   api_.registry.require_serving();
-  const Json body = parse_bounded_json(req.body(), api_.limits.json);
+  Json body;
+  if (req.body().size() < kLowPriorityBodyBytes) {
+    body = parse_bounded_json(req.body(), api_.limits.json);
+  } else {
+    // Parsing a large body is a client's long work: not at the model loops' priority.
+    run_at_low_priority([&] { body = parse_bounded_json(req.body(), api_.limits.json); });
+  }
   if (path == "/v1/completions") return handle_completions(api_, body, ex);
   if (path == "/v1/chat/completions") return handle_chat_completions(api_, body, ex);
   if (path == "/tokenize") return tokenize(body, ex);

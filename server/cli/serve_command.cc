@@ -3,6 +3,7 @@
 // default. SIGTERM drains: health turns 503, new work is refused, in-flight
 // requests get --drain-timeout to finish, then the process exits 0; a second
 // SIGTERM exits at once.
+#include <malloc.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
@@ -178,6 +179,11 @@ int run_serve(const ServeOptions& o) {
   // A worker rank or client that went away is an error on its socket (EPIPE),
   // not a reason for the daemon to die.
   signal(SIGPIPE, SIG_IGN);
+  // Request bodies (up to max_body_bytes) come and go at the clients' rate;
+  // each one mapped and unmapped on its own would interrupt the model
+  // loops' cores (a TLB shootdown per unmap). They are kept in the heap.
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
 
   Config config = resolve_config(o);
   log_backends(config.server.backend_dir);

@@ -115,8 +115,11 @@ GenerationParams validate_generation(const GenerationRequest& r, const ServedMod
   }
   read_stops(r, model, limits, p);
   if (r.structured) {
-    p.sampling.grammar.gbnf = structured_output_gbnf(*r.structured);
-    p.sampling.grammar.prepared = model.grammars->compile(p.sampling.grammar.gbnf, r.structured->param);
+    const StructuredOutput& s = *r.structured;
+    GrammarCompiler::Compiled c =
+        model.grammars->compile([&] { return structured_output_identity(s); }, [&] { return structured_output_gbnf(s); }, s.param);
+    p.sampling.grammar.gbnf = std::move(c.gbnf);
+    p.sampling.grammar.prepared = std::move(c.prepared);
   }
   p.ignore_eos = r.ignore_eos;
   p.priority = r.priority ? int(checked_integer("priority", *r.priority, -1000000, 1000000)) : 0;

@@ -1,23 +1,16 @@
 #include "server/serving/grammar_compiler.h"
 
 #include <openssl/sha.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <exception>
-#include <thread>
 
 #include "engine/grammar/gbnf_parser.h"
 #include "server/serving/api_error.h"
+#include "server/serving/low_priority.h"
 
 namespace tessera {
 namespace {
-
-// How much less CPU priority a compilation has than the model loop: the
-// loop's threads win a shared core while a client's grammar compiles.
-constexpr int kCompileNice = 10;
 
 double thread_cpu_seconds() {
   timespec ts{};
@@ -30,9 +23,7 @@ class BudgetExceeded : public std::exception {};
 // One compilation slot, taken without waiting.
 class Slot {
  public:
-  Slot(std::atomic<int>& running, int limit) : running_(running) {
-    taken_ = running_.fetch_add(1) < limit;
-  }
+  Slot(std::atomic<int>& running, int limit) : running_(running) { taken_ = running_.fetch_add(1) < limit; }
   ~Slot() { running_.fetch_sub(1); }
   bool taken() const { return taken_; }
 
@@ -40,6 +31,8 @@ class Slot {
   std::atomic<int>& running_;
   bool taken_ = false;
 };
+
+class SlotsTaken : public std::exception {};
 
 }  // namespace
 
@@ -59,7 +52,7 @@ std::shared_ptr<const GrammarCompiler::Outcome> GrammarCompiler::cached(const Di
   return found->second->second;
 }
 
-void GrammarCompiler::remember(const Digest& key, std::shared_ptr<const Outcome> outcome) {
+void GrammarCompiler::remember(const Digest& key, const std::shared_ptr<const Outcome>& outcome) {
   if (config_.cached_grammars <= 0) return;
   std::lock_guard lock(mutex_);
   if (index_.count(key)) return;
@@ -67,51 +60,80 @@ void GrammarCompiler::remember(const Digest& key, std::shared_ptr<const Outcome>
     index_.erase(entries_.front().first);
     entries_.pop_front();
   }
-  entries_.emplace_back(key, std::move(outcome));
+  entries_.emplace_back(key, outcome);
   index_[key] = std::prev(entries_.end());
 }
 
-GrammarCompiler::Outcome GrammarCompiler::build(const std::string& gbnf) {
-  setpriority(PRIO_PROCESS, pid_t(syscall(SYS_gettid)), kCompileNice);
-  const double start = thread_cpu_seconds();
+GrammarCompiler::Outcome GrammarCompiler::build(std::string gbnf, double cpu_spent) {
+  const double start = thread_cpu_seconds() - cpu_spent;
+  Outcome out;
   try {
     grammar::CompiledGrammar compiled(grammar::parse_gbnf(gbnf), vocabulary(), grammar::CompiledGrammarLimits{}, tables_);
     compiled.initial();  // expands the root: a grammar nesting too deep fails here, not in the model loop
     compiled.build_all_tables([&] {
       if (thread_cpu_seconds() - start > config_.compile_budget_s) throw BudgetExceeded();
     });
-    return {compiled.prepared(), {}};
+    out.compiled = {std::move(gbnf), compiled.prepared()};
   } catch (const grammar::GrammarError& e) {
-    return {nullptr, e.what()};
+    out = {{}, 400, e.what()};
   } catch (const BudgetExceeded&) {
-    return {nullptr, "the grammar needs more than " + std::to_string(config_.compile_budget_s) +
-                         " s of CPU time to compile (structured_output.compile_budget_s); simplify it"};
-  } catch (const std::exception& e) {
-    return {nullptr, std::string("the grammar could not be compiled: ") + e.what()};
+    out = {{}, 400, "the grammar needs more than " + std::to_string(config_.compile_budget_s) +
+                        " s of CPU time to compile (structured_output.compile_budget_s); simplify it"};
   }
+  return out;
 }
 
-std::shared_ptr<const grammar::PreparedGrammar> GrammarCompiler::compile(const std::string& gbnf, const std::string& param) {
-  Digest key{};
-  SHA256(reinterpret_cast<const unsigned char*>(gbnf.data()), gbnf.size(), key.data());
-  std::shared_ptr<const Outcome> outcome = cached(key);
-  if (!outcome) {
-    Slot slot(running_, config_.max_concurrent_compiles);
-    if (!slot.taken()) {
-      throw ApiError(429, "rate_limit_error", "too many output grammars are compiling for this model; retry later", param,
-                     "rate_limit_exceeded");
-    }
-    ++compilations_;
-    // A thread of its own, so lowering its priority leaves the request
-    // thread (and whatever runs on it next) as it was.
-    Outcome built;
-    std::thread worker([&] { built = build(gbnf); });
-    worker.join();
-    outcome = std::make_shared<const Outcome>(std::move(built));
-    remember(key, outcome);
+std::shared_ptr<const GrammarCompiler::Outcome> GrammarCompiler::find_or_build(const std::function<std::string()>& identity,
+                                                                               const std::function<std::string()>& lower) {
+  const auto digest = [](const std::string& text) {
+    Digest d{};
+    SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), d.data());
+    return d;
+  };
+  const Digest request_key = digest(identity());
+  if (auto hit = cached(request_key)) return hit;
+  Slot slot(running_, config_.max_concurrent_compiles);
+  if (!slot.taken()) throw SlotsTaken();
+  const double start = thread_cpu_seconds();
+  std::shared_ptr<const Outcome> outcome;
+  std::string gbnf;
+  try {
+    gbnf = lower();
+  } catch (const ApiError& e) {
+    outcome = std::make_shared<const Outcome>(Outcome{{}, e.status(), e.what()});
   }
-  if (!outcome->prepared) throw ApiError::invalid("'" + param + "': " + outcome->error, param);
-  return outcome->prepared;
+  if (!outcome) {
+    const Digest text_key = digest(gbnf);
+    outcome = cached(text_key);
+    if (!outcome) {
+      ++compilations_;
+      outcome = std::make_shared<const Outcome>(build(std::move(gbnf), thread_cpu_seconds() - start));
+      remember(text_key, outcome);
+    }
+  }
+  remember(request_key, outcome);
+  return outcome;
+}
+
+GrammarCompiler::Compiled GrammarCompiler::compile(const std::function<std::string()>& identity,
+                                                   const std::function<std::string()>& lower, const std::string& param) {
+  std::shared_ptr<const Outcome> outcome;
+  try {
+    run_at_low_priority([&] { outcome = find_or_build(identity, lower); });
+  } catch (const SlotsTaken&) {
+    throw ApiError(429, "rate_limit_error", "too many output grammars are compiling for this model; retry later", param,
+                   "rate_limit_exceeded");
+  }
+  if (!outcome->compiled.prepared) {
+    // A lowering refusal already names its field; a compile refusal is named here.
+    if (outcome->error.rfind("'" + param + "'", 0) == 0) throw ApiError(outcome->status, "invalid_request_error", outcome->error, param);
+    throw ApiError(outcome->status, "invalid_request_error", "'" + param + "': " + outcome->error, param);
+  }
+  return outcome->compiled;
+}
+
+GrammarCompiler::Compiled GrammarCompiler::compile_text(const std::string& gbnf, const std::string& param) {
+  return compile([&] { return gbnf; }, [&] { return gbnf; }, param);
 }
 
 }  // namespace tessera

@@ -1,11 +1,12 @@
 #pragma once
-// Output grammars compiled where they cannot stall other clients: on the
-// request's own thread (at a lower CPU priority than the model loop), at
-// most `max_concurrent_compiles` at once per model, each within a CPU-time
-// budget, with every byte-set position's token table built, so the model
-// loop receives a grammar it need not parse or walk the vocabulary for.
-// Results, refusals included, are kept by the SHA-256 of the grammar text:
-// a repeated schema costs a hash.
+// Output grammars prepared where they cannot stall other clients: off the
+// model loop, on a thread of lower CPU priority than it (low_priority.h),
+// at most `max_concurrent_compiles` at once per model, each within a
+// CPU-time budget, and with every byte-set position's token table built,
+// so the model loop receives a grammar it need not parse or walk the
+// vocabulary for. Outcomes, refusals included, are kept by the SHA-256 of
+// the request's constraint and of the grammar text it lowers to: a repeated
+// schema costs a hash, on the lower-priority thread.
 #include <array>
 #include <atomic>
 #include <functional>
@@ -23,28 +24,40 @@ namespace tessera {
 
 class GrammarCompiler {
  public:
+  struct Compiled {
+    std::string gbnf;
+    std::shared_ptr<const grammar::PreparedGrammar> prepared;
+  };
+
   // `vocabulary` gives the model's token texts (grammar::tokenizer_texts),
   // called once, on the first compilation.
   GrammarCompiler(std::function<std::vector<std::string>()> vocabulary, const StructuredOutputConfig& config);
 
-  // The grammar with its tables. ApiError 400 naming `param` when it does
-  // not compile or needs more than the budget; 429 (retry later) when this
-  // model's compilation slots are all taken.
-  std::shared_ptr<const grammar::PreparedGrammar> compile(const std::string& gbnf, const std::string& param);
+  // The grammar `lower` writes for a constraint that `identity` names (any
+  // text equal for equal constraints), with its tables. ApiError 400
+  // naming `param` when it does not lower or compile or needs more than
+  // the budget (a 400 `lower` throws is passed on, and kept too); 429
+  // (retry later) when this model's compilation slots are all taken.
+  Compiled compile(const std::function<std::string()>& identity, const std::function<std::string()>& lower,
+                   const std::string& param);
+  // The same for grammar text as it is.
+  Compiled compile_text(const std::string& gbnf, const std::string& param);
 
-  size_t compilations() const { return compilations_.load(); }  // cache misses so far
+  size_t compilations() const { return compilations_.load(); }  // grammars compiled (cache misses) so far
 
  private:
   using Digest = std::array<unsigned char, 32>;
   struct Outcome {
-    std::shared_ptr<const grammar::PreparedGrammar> prepared;
-    std::string error;  // the refusal, when not prepared
+    Compiled compiled;  // prepared is null when refused
+    int status = 200;
+    std::string error;  // the refusal's message
   };
 
   std::shared_ptr<const Outcome> cached(const Digest& key);
-  void remember(const Digest& key, std::shared_ptr<const Outcome> outcome);
-  // Runs on a thread of its own (lowered priority); never throws.
-  Outcome build(const std::string& gbnf);
+  void remember(const Digest& key, const std::shared_ptr<const Outcome>& outcome);
+  std::shared_ptr<const Outcome> find_or_build(const std::function<std::string()>& identity,
+                                               const std::function<std::string()>& lower);
+  Outcome build(std::string gbnf, double cpu_spent);
   std::shared_ptr<const grammar::TokenVocabulary> vocabulary();
 
   std::function<std::vector<std::string>()> vocabulary_source_;

@@ -53,6 +53,20 @@ void check_grammar_size(const std::string& gbnf, const std::string& param) {
 
 }  // namespace
 
+std::string structured_output_identity(const StructuredOutput& s) {
+  std::string id = std::to_string(int(s.kind)) + '\0' + (s.whitespace_pattern ? "w" + *s.whitespace_pattern : "-") + '\0';
+  switch (s.kind) {
+    case StructuredOutput::Kind::kJsonSchema: id += s.schema.dump(); break;
+    case StructuredOutput::Kind::kJsonObject: break;
+    case StructuredOutput::Kind::kRegex:
+    case StructuredOutput::Kind::kGrammar: id += s.text; break;
+    case StructuredOutput::Kind::kChoice:
+      for (const std::string& c : s.choices) id += std::to_string(c.size()) + ':' + c;
+      break;
+  }
+  return id;
+}
+
 std::string structured_output_gbnf(const StructuredOutput& s) {
   std::string gbnf;
   try {

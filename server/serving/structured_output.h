@@ -27,4 +27,8 @@ struct StructuredOutput {
 // model's GrammarCompiler's work.
 std::string structured_output_gbnf(const StructuredOutput& s);
 
+// Text equal for equal constraints (kind, content, whitespace), for caching
+// what they lower and compile to.
+std::string structured_output_identity(const StructuredOutput& s);
+
 }  // namespace tessera

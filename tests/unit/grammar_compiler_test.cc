@@ -30,7 +30,7 @@ const std::string kSchemaGbnf = grammar::json_schema_to_gbnf(
 
 TEST(GrammarCompiler, PreparedGrammarsMaskAsTheEngineWouldAndWalkNothingThere) {
   GrammarCompiler compiler(vocab_texts, StructuredOutputConfig{});
-  const auto prepared = compiler.compile(kSchemaGbnf, "response_format");
+  const auto prepared = compiler.compile_text(kSchemaGbnf, "response_format").prepared;
   ASSERT_TRUE(prepared);
   grammar::GrammarCache engine(vocab_texts);
   auto from_prepared = engine.get(kSchemaGbnf, prepared);
@@ -55,12 +55,12 @@ TEST(GrammarCompiler, PreparedGrammarsMaskAsTheEngineWouldAndWalkNothingThere) {
 
 TEST(GrammarCompiler, RepeatsAndRefusalsComeFromTheCache) {
   GrammarCompiler compiler(vocab_texts, StructuredOutputConfig{});
-  const auto first = compiler.compile(kSchemaGbnf, "response_format");
-  EXPECT_EQ(compiler.compile(kSchemaGbnf, "response_format"), first);
+  const auto first = compiler.compile_text(kSchemaGbnf, "response_format").prepared;
+  EXPECT_EQ(compiler.compile_text(kSchemaGbnf, "response_format").prepared, first);
   EXPECT_EQ(compiler.compilations(), 1u);
   for (int i = 0; i < 2; ++i) {
     try {
-      compiler.compile("root ::= undefined_rule\n", "grammar");
+      compiler.compile_text("root ::= undefined_rule\n", "grammar");
       FAIL() << "a grammar using an undefined rule compiled";
     } catch (const ApiError& e) {
       EXPECT_EQ(e.status(), 400);
@@ -71,6 +71,34 @@ TEST(GrammarCompiler, RepeatsAndRefusalsComeFromTheCache) {
   EXPECT_EQ(compiler.compilations(), 2u);
 }
 
+TEST(GrammarCompiler, AConstraintIsLoweredOnceAndItsRefusalKept) {
+  GrammarCompiler compiler(vocab_texts, StructuredOutputConfig{});
+  int lowered = 0;
+  const auto identity = [] { return std::string("schema #1"); };
+  const auto lower = [&] {
+    ++lowered;
+    return kSchemaGbnf;
+  };
+  const auto first = compiler.compile(identity, lower, "response_format");
+  EXPECT_EQ(compiler.compile(identity, lower, "response_format").prepared, first.prepared);
+  EXPECT_EQ(lowered, 1);
+  EXPECT_EQ(first.gbnf, kSchemaGbnf);
+  int refused = 0;
+  const auto bad = [&]() -> std::string {
+    ++refused;
+    throw ApiError::invalid("'guided_json': the keyword 'if' is not supported", "guided_json");
+  };
+  for (int i = 0; i < 3; ++i) {
+    try {
+      compiler.compile([] { return std::string("schema #2"); }, bad, "guided_json");
+      FAIL() << "a refused lowering compiled";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(std::string(e.what()), "'guided_json': the keyword 'if' is not supported");
+    }
+  }
+  EXPECT_EQ(refused, 1);
+}
+
 TEST(GrammarCompiler, ExpansionTooDeepIsTheClientsError) {
   // 5,000 rules, each calling the next before any byte: the parser's
   // expansion limit is met on the request thread, as a 400.
@@ -79,7 +107,7 @@ TEST(GrammarCompiler, ExpansionTooDeepIsTheClientsError) {
   g += "r5000 ::= \"x\"\n";
   GrammarCompiler compiler(vocab_texts, StructuredOutputConfig{});
   try {
-    compiler.compile(g, "grammar");
+    compiler.compile_text(g, "grammar");
     FAIL() << "an expansion past the limit compiled";
   } catch (const ApiError& e) {
     EXPECT_EQ(e.status(), 400);
@@ -96,7 +124,7 @@ TEST(GrammarCompiler, WorkPastTheCpuBudgetIsRefused) {
   tight.compile_budget_s = 0.01;
   GrammarCompiler compiler(vocab_texts, tight);
   try {
-    compiler.compile(g, "grammar");
+    compiler.compile_text(g, "grammar");
     FAIL() << "the budget did not hold";
   } catch (const ApiError& e) {
     EXPECT_EQ(e.status(), 400);
@@ -118,17 +146,17 @@ TEST(GrammarCompiler, CompilationsBeyondTheSlotsAreToldToRetry) {
         return vocab_texts();
       },
       one);
-  std::thread first([&] { compiler.compile(kSchemaGbnf, "response_format"); });
+  std::thread first([&] { compiler.compile_text(kSchemaGbnf, "response_format").prepared; });
   while (!inside) std::this_thread::yield();
   try {
-    compiler.compile("root ::= \"x\"\n", "grammar");
+    compiler.compile_text("root ::= \"x\"\n", "grammar");
     FAIL() << "a second compilation ran beside the first";
   } catch (const ApiError& e) {
     EXPECT_EQ(e.status(), 429);
   }
   release = true;
   first.join();
-  EXPECT_NO_THROW(compiler.compile("root ::= \"x\"\n", "grammar"));
+  EXPECT_NO_THROW(compiler.compile_text("root ::= \"x\"\n", "grammar"));
 }
 
 }  // namespace
