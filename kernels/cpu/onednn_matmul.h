@@ -3,7 +3,10 @@
 // for the plain floating-point checkpoints (Hugging Face safetensors). The
 // weights stay where they are; oneDNN reads them as the transposed operand.
 // With bf16 weights the activations are rounded to bf16 and the products
-// accumulate in f32, as bf16 matrix hardware does.
+// accumulate in f32, as bf16 matrix hardware does. Where oneDNN has no bf16
+// matmul (a CPU without AVX-512 BF16 or AMX), the weights are widened to an
+// f32 copy once and the bf16-rounded activations meet them in f32: the same
+// products (a bf16 product is exact in f32), at twice the weights' memory.
 #include <cstdint>
 #include <map>
 #include <memory>
