@@ -100,7 +100,7 @@ std::shared_ptr<const GrammarCompiler::Outcome> GrammarCompiler::find_or_build(c
   try {
     gbnf = lower();
   } catch (const ApiError& e) {
-    outcome = std::make_shared<const Outcome>(Outcome{{}, e.status(), e.what()});
+    outcome = std::make_shared<const Outcome>(Outcome{{}, e.status(), e.what(), e.param()});
   }
   if (!outcome) {
     const Digest text_key = digest(gbnf);
@@ -125,8 +125,8 @@ GrammarCompiler::Compiled GrammarCompiler::compile(const std::function<std::stri
                    "rate_limit_exceeded");
   }
   if (!outcome->compiled.prepared) {
-    // A lowering refusal already names its field; a compile refusal is named here.
-    if (outcome->error.rfind("'" + param + "'", 0) == 0) throw ApiError(outcome->status, "invalid_request_error", outcome->error, param);
+    // A lowering refusal is passed on as it was; a compile refusal is named here.
+    if (!outcome->param.empty()) throw ApiError(outcome->status, "invalid_request_error", outcome->error, outcome->param);
     throw ApiError(outcome->status, "invalid_request_error", "'" + param + "': " + outcome->error, param);
   }
   return outcome->compiled;

@@ -51,6 +51,7 @@ class GrammarCompiler {
     Compiled compiled;  // prepared is null when refused
     int status = 200;
     std::string error;  // the refusal's message
+    std::string param;  // a lowering refusal's field (it names its own); empty: the grammar's
   };
 
   std::shared_ptr<const Outcome> cached(const Digest& key);
