@@ -79,10 +79,12 @@ TEST(HostileInput, JinjaValuesFromJsonStopAtTheDepthLimit) {
 TEST(HostileInput, ATemplateGivenDeepValuesFailsTheRender) {
   ChatTemplate t("{% for m in messages %}{{ m.content }}{% endfor %}");
   ChatTemplateInput in;
-  in.messages = Json::array({{{"role", "user"}, {"content", "x"}, {"extra", nested_json(20000)}}});
+  // Deep enough to break the bound, shallow enough that copying the JSON
+  // (recursive in nlohmann) stays cheap under the sanitizers.
+  in.messages = Json::array({{{"role", "user"}, {"content", "x"}, {"extra", nested_json(1000)}}});
   EXPECT_THROW(t.render(in), jinja::TemplateError);
   in.messages = Json::array({{{"role", "user"}, {"content", "x"}}});
-  in.extra = {{"deep", nested_json(20000)}};
+  in.extra = {{"deep", nested_json(1000)}};
   EXPECT_THROW(t.render(in), jinja::TemplateError);
 }
 
