@@ -41,23 +41,18 @@ std::string unsafe_dir_reason(const std::string& dir) {
   return {};
 }
 
-// The plugin opened without blocking (a FIFO or device named like a plugin
-// would block a plain open forever) and checked to be a regular file that
-// only its owner can write; -1 with `reason` set otherwise.
-int open_plugin_file(const std::string& path, std::string& reason) {
+// Why the file must not be loaded, or empty: it is opened without blocking
+// (a FIFO or device named like a plugin would block a plain open, and so
+// dlopen, forever) and must be a regular file only its owner can write.
+std::string plugin_file_fault(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    reason = std::string("cannot be opened: ") + std::strerror(errno);
-    return -1;
-  }
+  if (fd < 0) return std::string("cannot be opened: ") + std::strerror(errno);
   struct stat st{};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) reason = "is not a regular file";
-  else if (writable_by_others(st.st_mode)) reason = "is writable by other users";
-  if (!reason.empty()) {
-    close(fd);
-    return -1;
-  }
-  return fd;
+  std::string fault;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) fault = "is not a regular file";
+  else if (writable_by_others(st.st_mode)) fault = "is writable by other users";
+  close(fd);
+  return fault;
 }
 
 // Opens `path` and asks it for its backend; the library stays loaded for
@@ -65,14 +60,13 @@ int open_plugin_file(const std::string& path, std::string& reason) {
 PluginReport load_one(const std::string& path, std::vector<BackendFactory>& factories) {
   PluginReport report;
   report.path = path;
-  const int fd = open_plugin_file(path, report.reason);
-  if (fd < 0) return report;
+  report.reason = plugin_file_fault(path);
+  if (!report.reason.empty()) return report;
   // Loaded by its path, so that the plugin's $ORIGIN (where it finds the
   // libraries shipped beside it) is its directory. The directory is one
-  // only its owner can write (checked above), so what was checked is what
-  // loads.
+  // only its owner can write (checked by the caller), so what was checked
+  // is what loads.
   void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  close(fd);
   if (!library) {
     const char* error = dlerror();
     report.reason = error ? error : "dlopen failed";

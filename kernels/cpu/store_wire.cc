@@ -113,10 +113,11 @@ std::vector<char> seal_value(const std::string& secret, const std::string& key, 
 bool open_sealed_value(const std::string& secret, const std::string& key, const std::vector<char>& sealed,
                        std::vector<char>* value) {
   if (sealed.size() < kSealBytes) return false;
-  const std::vector<char> body(sealed.begin() + long(kSealBytes), sealed.end());
-  const Digest expected = mac(secret, {{key.data(), key.size()}, {"", 1}, {body.data(), body.size()}});
+  const char* body = sealed.data() + kSealBytes;
+  const size_t body_bytes = sealed.size() - kSealBytes;
+  const Digest expected = mac(secret, {{key.data(), key.size()}, {"", 1}, {body, body_bytes}});
   if (!same(expected.data(), sealed.data(), kSealBytes)) return false;
-  *value = body;
+  value->assign(body, body + body_bytes);
   return true;
 }
 

@@ -181,7 +181,7 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
     });
     if (!completed) return {grpc::StatusCode::CANCELLED, "the client cancelled the request"};
     if (!error.empty()) {
-      return {ApiError::from_generation(error).status() == 400 ? grpc::StatusCode::INVALID_ARGUMENT : grpc::StatusCode::INTERNAL, error};
+      return {ApiError::is_client_generation_error(error) ? grpc::StatusCode::INVALID_ARGUMENT : grpc::StatusCode::INTERNAL, error};
     }
     v1::GenerateResponse last;
     last.mutable_usage()->set_prompt_tokens(gens[0]->prompt_tokens());

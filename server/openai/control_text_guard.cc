@@ -1,5 +1,6 @@
 #include "server/openai/control_text_guard.h"
 
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -19,16 +20,17 @@ using Json = nlohmann::ordered_json;
 void refuse_control_text(const Json& value, const std::string& param, const ControlTextTest& is_control) {
   // Paths are built only for the value that fails: the walk keeps each
   // value's parent index, and the path is rebuilt from them on a refusal.
+  constexpr size_t kRoot = SIZE_MAX;
   struct Visit {
     const Json* value;
-    size_t parent;       // index into `seen`, or npos for the root
+    size_t parent;       // index into `seen`, or kRoot
     std::string_view key;
     size_t index;        // the position in an array parent
   };
-  std::vector<Visit> seen{{&value, std::string_view::npos, {}, 0}};
+  std::vector<Visit> seen{{&value, kRoot, {}, 0}};
   auto path_of = [&](size_t at) {
     std::vector<std::string> parts;
-    for (size_t i = at; seen[i].parent != std::string_view::npos; i = seen[i].parent) {
+    for (size_t i = at; seen[i].parent != kRoot; i = seen[i].parent) {
       const Json& parent = *seen[seen[i].parent].value;
       parts.push_back(parent.is_array() ? "[" + std::to_string(seen[i].index) + "]" : "." + std::string(seen[i].key));
     }

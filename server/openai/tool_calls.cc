@@ -36,7 +36,7 @@ bool is_blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == s
 // Arguments and the model's calls sit inside a request or a reply: they get
 // the depth a body has left below them, and the body's other caps, so a
 // string of JSON costs what the same JSON costs as a body (linear time).
-constexpr JsonLimits kEmbeddedJsonLimits{.max_depth = 32, .max_array_length = 262144, .max_object_members = 4096};
+constexpr JsonLimits kEmbeddedJsonLimits{.max_depth = 32};
 
 // The model's text as JSON, or null when it is not JSON within the caps.
 nlohmann::ordered_json parse_model_json(std::string_view text) {

@@ -11,6 +11,11 @@
 #include "kernels/rendezvous_store.h"
 
 namespace tessera {
+namespace {
+
+constexpr size_t kMaxSecretBytes = 4096;
+
+}  // namespace
 
 std::string generate_group_secret() {
   unsigned char bytes[32];
@@ -35,10 +40,13 @@ std::string read_group_secret(const std::string& secret_file) {
     spdlog::warn("rendezvous secret file '{}' can be read by other users; chmod 600 it", secret_file);
   }
   std::ifstream in(secret_file);
-  std::string secret;
-  std::getline(in, secret);
+  if (!in) throw Error("rendezvous secret file '" + secret_file + "': cannot be read");
+  std::string head(kMaxSecretBytes + 1, '\0');
+  in.read(head.data(), std::streamsize(head.size()));
+  head.resize(size_t(in.gcount()));
+  std::string secret = head.substr(0, head.find('\n'));
+  if (secret.size() > kMaxSecretBytes) throw Error("rendezvous secret file '" + secret_file + "': the first line is over 4 KiB");
   while (!secret.empty() && (secret.back() == '\r' || secret.back() == ' ' || secret.back() == '\t')) secret.pop_back();
-  if (!in && !in.eof()) throw Error("rendezvous secret file '" + secret_file + "': cannot be read");
   if (secret.empty()) throw Error("rendezvous secret file '" + secret_file + "': the first line is empty");
   return secret;
 }

@@ -42,9 +42,11 @@ class ApiError : public std::runtime_error {
 
   // The answer for a generation that ended in `error`: the client's own
   // output grammar failing is a 400, anything else the server's 500.
+  static bool is_client_generation_error(const std::string& error) {
+    return error.rfind(grammar::kOutputGrammarErrorPrefix, 0) == 0;
+  }
   static ApiError from_generation(const std::string& error) {
-    if (error.rfind(grammar::kOutputGrammarErrorPrefix, 0) == 0) return invalid(error);
-    return ApiError(500, "server_error", error);
+    return is_client_generation_error(error) ? invalid(error) : ApiError(500, "server_error", error);
   }
 
   nlohmann::ordered_json to_json() const {
