@@ -40,40 +40,47 @@ uint32_t ParseStacks::push(uint32_t below, uint32_t position) {
 StackSet ParseStacks::initial() {
   StackSet out;
   expanded_.clear();
-  for (uint32_t start : grammar_.alternatives[grammar_.root]) expand(kEmpty, start, out, 0);
+  for (uint32_t start : grammar_.alternatives[grammar_.root]) expand(kEmpty, start, out);
   sort_unique(out);
   return out;
 }
 
 uint32_t ParseStacks::start_at(uint32_t position) { return push(kExit, position); }
 
-void ParseStacks::expand(uint32_t below, uint32_t position, StackSet& out, int depth) {
-  if (depth > kMaxExpansionDepth) throw GrammarError("the output constraint nests deeper than " + std::to_string(kMaxExpansionDepth) + " rules");
-  if (!expanded_.insert(pair_key(below, position)).second) return;
-  const Element& e = grammar_.elements[position];
-  switch (e.kind) {
-    case Element::Kind::kBytes:
-      out.push_back(push(below, position));
-      break;
-    case Element::Kind::kEnd:
-      // The alternative is done: continue where the caller left off.
-      if (below == kEmpty || below == kExit) {
-        out.push_back(below);
-      } else {
-        const Node caller = nodes_[below];
-        expand(caller.below, caller.position, out, depth + 1);
+void ParseStacks::expand(uint32_t below, uint32_t position, StackSet& out) {
+  pending_.clear();
+  pending_.push_back({below, position, 0});
+  while (!pending_.empty()) {
+    const PendingExpansion p = pending_.back();
+    pending_.pop_back();
+    if (p.depth > kMaxExpansionDepth) throw GrammarError("the output constraint nests deeper than " + std::to_string(kMaxExpansionDepth) + " rules");
+    if (!expanded_.insert(pair_key(p.below, p.position)).second) continue;
+    const Element& e = grammar_.elements[p.position];
+    switch (e.kind) {
+      case Element::Kind::kBytes:
+        out.push_back(push(p.below, p.position));
+        break;
+      case Element::Kind::kEnd:
+        // The alternative is done: continue where the caller left off.
+        if (p.below == kEmpty || p.below == kExit) {
+          out.push_back(p.below);
+        } else {
+          const Node caller = nodes_[p.below];
+          pending_.push_back({caller.below, caller.position, p.depth + 1});
+        }
+        break;
+      case Element::Kind::kCall: {
+        // A call in tail position returns straight to our caller, so
+        // repetition written as right recursion keeps the stack flat.
+        const uint32_t next = p.position + 1;
+        const uint32_t return_to = grammar_.elements[next].kind == Element::Kind::kEnd ? p.below : push(p.below, next);
+        const auto& starts = grammar_.alternatives[e.value];
+        for (auto it = starts.rbegin(); it != starts.rend(); ++it) pending_.push_back({return_to, *it, p.depth + 1});
+        break;
       }
-      break;
-    case Element::Kind::kCall: {
-      // A call in tail position returns straight to our caller, so
-      // repetition written as right recursion keeps the stack flat.
-      const uint32_t next = position + 1;
-      const uint32_t return_to = grammar_.elements[next].kind == Element::Kind::kEnd ? below : push(below, next);
-      for (uint32_t start : grammar_.alternatives[e.value]) expand(return_to, start, out, depth + 1);
-      break;
     }
+    if (out.size() > kMaxStacksPerSet) throw GrammarError("the output constraint is too ambiguous (over " + std::to_string(kMaxStacksPerSet) + " parses at once)");
   }
-  if (out.size() > kMaxStacksPerSet) throw GrammarError("the output constraint is too ambiguous (over " + std::to_string(kMaxStacksPerSet) + " parses at once)");
 }
 
 const StackSet& ParseStacks::advance_one(uint32_t stack, uint8_t byte) {
@@ -90,7 +97,7 @@ const StackSet& ParseStacks::advance_one(uint32_t stack, uint8_t byte) {
     const Element& e = grammar_.elements[n.position];
     if (grammar_.byte_sets[e.value].has(byte)) {
       expanded_.clear();
-      expand(n.below, n.position + 1, out, 0);
+      expand(n.below, n.position + 1, out);
       sort_unique(out);
     }
   }

@@ -46,7 +46,9 @@ class ParseStacks {
   };
   uint32_t push(uint32_t below, uint32_t position);
   // Adds to `out` the stacks that continue from `position` above `below`.
-  void expand(uint32_t below, uint32_t position, StackSet& out, int depth);
+  // Iterative (an explicit work list): a client's grammar sets its depth,
+  // and no thread's stack should be what bounds it.
+  void expand(uint32_t below, uint32_t position, StackSet& out);
   const StackSet& advance_one(uint32_t stack, uint8_t byte);
 
   const Grammar& grammar_;
@@ -56,6 +58,12 @@ class ParseStacks {
   std::unordered_map<uint64_t, uint32_t> memo_;         // (stack, byte) -> index into results_
   std::vector<StackSet> results_;
   std::unordered_set<uint64_t> expanded_;               // (below, position) seen by the current expansion
+  struct PendingExpansion {
+    uint32_t below;
+    uint32_t position;
+    int depth;  // rules entered or returned from since the expansion began
+  };
+  std::vector<PendingExpansion> pending_;               // the expansion's work list, kept for its capacity
   uint64_t budget_ = UINT64_MAX;
 };
 
