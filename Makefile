@@ -1,7 +1,6 @@
 # Entry points: `make serve` and `make test` set up what is missing, build,
 # and run. Everything else is plain CMake under build/.
 BUILD_DIR ?= build
-ASAN_BUILD_DIR ?= build-asan
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_ARGS ?=
@@ -9,7 +8,7 @@ MODEL_DIR ?= $(or $(TESSERA_MODEL_DIR),$(HOME)/.cache/tessera/models)
 DEFAULT_MODEL ?= $(MODEL_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf
 VENV ?= .venv
 
-.PHONY: setup deps models configure build test unit-tests python-tests sanitize-tests image-test serve fuzz fuzz-ci clean
+.PHONY: setup deps models configure build test test-full unit-tests python-tests sanitize-build sanitize-tests image-test include-graph serve fuzz fuzz-ci clean
 
 setup: deps models
 
@@ -25,30 +24,50 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# Model-level suites: `make test` (and CI) runs them on the smallest model,
+# SmolLM2; `make test-full` (FULL=1) on all three real models.
+FULL ?= 0
+LARGER_MODEL_TESTS = ^(TensorParallel|ContextParallel)\.(Gemma3|Qwen25Coder)MatchesOneRank$$
+UNIT_TEST_FILTER = $(if $(filter 1,$(FULL)),,-E '$(LARGER_MODEL_TESTS)')
+
 unit-tests: build models
-	@cd $(BUILD_DIR) && TESSERA_MODEL_DIR="$(MODEL_DIR)" ctest --output-on-failure -j $(JOBS)
+	@cd $(BUILD_DIR) && TESSERA_MODEL_DIR="$(MODEL_DIR)" ctest --output-on-failure -j $(JOBS) $(UNIT_TEST_FILTER)
 
 # Perplexity on accelerators: one chunk of SmolLM2 by default (the logits
 # test holds every model's prefill to the CPU's bits), where PoCL
 # (an XPU device on this CPU) takes minutes a chunk; a GPU run takes all.
 ACCEL_PPL_CHUNKS ?= 1
 ACCEL_PPL_MODELS ?= smollm2
+ACCEL_MODELS ?= $(if $(filter 1,$(FULL)),all,smollm2)
 
 python-tests: build models
 	@TESSERA_BIN=$(abspath $(BUILD_DIR))/tessera TESSERA_MODEL_DIR="$(MODEL_DIR)" \
-	  TESSERA_ACCEL_PPL_CHUNKS=$(ACCEL_PPL_CHUNKS) TESSERA_ACCEL_PPL_MODELS=$(ACCEL_PPL_MODELS) \
+	  TESSERA_ACCEL_MODELS=$(ACCEL_MODELS) TESSERA_ACCEL_PPL_CHUNKS=$(ACCEL_PPL_CHUNKS) TESSERA_ACCEL_PPL_MODELS=$(ACCEL_PPL_MODELS) \
 	  $(VENV)/bin/python -m pytest -q tests/python
 
-# The file readers and tokenizers under AddressSanitizer and UBSan, fed the
-# malformed-file corpus and the conformance vectors. The tensor-parallel
-# model comparisons (minutes under ASan) run in the plain build only.
-sanitize-tests: deps
-	@cmake -S . -B $(ASAN_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_CUDA=OFF -DTESSERA_HIP=OFF \
-	  -DTESSERA_SANITIZE=address,undefined $(CMAKE_ARGS)
-	@cmake --build $(ASAN_BUILD_DIR) -j $(JOBS) --target tessera_unit_tests
-	@cd $(ASAN_BUILD_DIR) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L unit -E '^TensorParallel\.'
+# One clang build under AddressSanitizer and UBSan serves both the sanitizer
+# unit tests and the fuzz targets (scripts/run-fuzzers.sh configures it).
+# The unit tests there are the parsers, file readers, tokenizers, grammars,
+# request handling and kernels; the model-level comparisons (tensor and
+# context parallel ranks, speculation, recorded steps: minutes each under
+# ASan) run in the plain build only.
+SANITIZE_BUILD_DIR ?= build-fuzz
+SANITIZE_SKIP = ^(TensorParallel\.|ContextParallel\.|SchedulerWithEngine\.(DraftModelProposals|Speculation)GiveTheSameTokens$$|SecondBackend\.RecordedDecodeStepsGiveTheSameTokens$$)
+sanitize-build: deps
+	@FUZZ_BUILD_DIR=$(SANITIZE_BUILD_DIR) FUZZ_EXTRA_TARGETS=tessera_unit_tests bash scripts/run-fuzzers.sh --build-only
+
+sanitize-tests: sanitize-build
+	@cd $(SANITIZE_BUILD_DIR) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L unit -E '$(SANITIZE_SKIP)'
 
 test: unit-tests python-tests
+
+test-full:
+	@$(MAKE) test FULL=1 ACCEL_PPL_MODELS=all
+
+# Which library target includes which; fails on an include that no target
+# dependency allows (scripts/include_graph.py).
+include-graph: configure
+	@python3 scripts/include_graph.py $(BUILD_DIR)
 
 # Without arguments the daemon serves the embedded config/default.yaml; a
 # model directory other than the default is passed as --model.
@@ -60,17 +79,19 @@ fuzz: deps
 	@bash scripts/run-fuzzers.sh
 
 # Every fuzz target for 45 s, as CI runs them.
-fuzz-ci: deps
-	@FUZZ_SECONDS=45 bash scripts/run-fuzzers.sh
+fuzz-ci: sanitize-build
+	@FUZZ_BUILD_DIR=$(SANITIZE_BUILD_DIR) FUZZ_SECONDS=45 bash scripts/run-fuzzers.sh
 
 # Builds the CPU image with buildah and runs it (tests/python/test_image.py).
-# Skipped, saying why, where buildah cannot run a container at all; a build
-# or a check that fails fails.
+# IMAGE_FROM=build packs the release binary already built here (CI) instead
+# of compiling inside the image. Skipped, saying why, where buildah cannot
+# run a container at all; a build or a check that fails fails.
+IMAGE_FROM ?= source
 image-test: deps models
 	@if bash scripts/build-image.sh --can-run; then \
-	  bash scripts/build-image.sh cpu && \
+	  $(if $(filter build,$(IMAGE_FROM)),bash scripts/build-image.sh cpu --from-build $(BUILD_DIR),bash scripts/build-image.sh cpu) && \
 	  TESSERA_IMAGE=localhost/tessera:cpu TESSERA_MODEL_DIR="$(MODEL_DIR)" $(VENV)/bin/python -m pytest -q -s tests/python/test_image.py; \
 	else echo "image-test: skipped: buildah cannot run a container on this machine (see above)"; fi
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR) build-fuzz
+	rm -rf $(BUILD_DIR) $(SANITIZE_BUILD_DIR)

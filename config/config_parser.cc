@@ -6,7 +6,7 @@
 
 #include "config/config.h"
 #include "engine/tensor/device.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "quant/schemes.h"
 
 namespace tessera {

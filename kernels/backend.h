@@ -10,9 +10,10 @@
 #include <memory>
 #include <string>
 
+#include "engine/core/stream.h"
 #include "engine/tensor/device.h"
 #include "engine/tensor/dtype.h"
-#include "kernels/communicator.h"
+#include "kernels/comm/communicator.h"
 #include "kernels/op_args.h"
 #include "quant/weight_scheme.h"
 
@@ -34,24 +35,6 @@ enum class Op : uint8_t {
 };
 
 std::string_view op_name(Op op);
-
-// A point in a stream's work that other streams, or the host, can wait for.
-class Event {
- public:
-  virtual ~Event() = default;
-  // Blocks the host until the work before the recording point has finished.
-  virtual void synchronize() = 0;
-};
-
-class Stream {
- public:
-  virtual ~Stream() = default;
-  // Blocks until every kernel queued on the stream has finished.
-  virtual void synchronize() = 0;
-  virtual void record(Event& event) = 0;
-  // Work queued after this waits for the event's recording point.
-  virtual void wait(Event& event) = 0;
-};
 
 // A linear weight in the backend's own form: kernel chosen, data resident
 // (and repacked, where the backend wants another layout).

@@ -6,7 +6,7 @@
 // come from the same sources and compiler.
 #include <string>
 
-#include "kernels/backend_registry.h"
+#include "kernels/backend_factory.h"
 
 namespace tessera {
 

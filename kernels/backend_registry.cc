@@ -1,7 +1,7 @@
 #include "kernels/backend_registry.h"
 
-#include "engine/error.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "engine/core/error.h"
+#include "kernels/cpu/runtime/cpu_backend.h"
 #include "kernels/backend_plugins.h"
 
 namespace tessera {

@@ -7,20 +7,9 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "kernels/backend_factory.h"
 
 namespace tessera {
-
-struct BackendOptions {
-  int threads = 0;  // host threads for the CPU backend (0: one per hardware thread)
-};
-
-struct BackendFactory {
-  DeviceKind kind;
-  std::string name;
-  // Number of usable devices of this kind on this machine (0 when none).
-  int (*device_count)();
-  std::unique_ptr<Backend> (*create)(int device_index, const BackendOptions& options);
-};
 
 // The backends built into this binary.
 std::vector<BackendFactory> builtin_backends();

@@ -78,7 +78,7 @@ struct AttentionParams {
 // element = int8 * scale, scales [n_pages][page_size][n_kv_heads]. Its keys
 // are stored as H(k - k_center): centred on a constant per channel (the key
 // projection's bias, where it has one) and, for power-of-two head sizes,
-// rotated by the Walsh-Hadamard transform H (kernels/cpu/hadamard.h). Both
+// rotated by the Walsh-Hadamard transform H (kernels/cpu/attention/hadamard.h). Both
 // leave the attention scores as they were: H is orthonormal, and the centre
 // adds q·k_center to all of a query's scores, which attention adds back.
 struct PagedKv {

@@ -1,7 +1,7 @@
 #include "kernels/workspace.h"
 
-#include "engine/checked_math.h"
-#include "engine/error.h"
+#include "engine/core/checked_math.h"
+#include "engine/core/error.h"
 
 namespace tessera {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace tessera {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/rope_frequencies.h"
 #include "models/gguf/gguf_file.h"
 

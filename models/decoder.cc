@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/error.h"
-#include "engine/op_profile.h"
+#include "engine/core/error.h"
+#include "engine/core/op_profile.h"
 #include "kernels/rope_angles.h"
 
 namespace tessera {

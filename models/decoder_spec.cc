@@ -1,6 +1,6 @@
 #include "models/decoder_spec.h"
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace tessera {
 

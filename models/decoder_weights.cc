@@ -4,7 +4,7 @@
 #include <numeric>
 #include <set>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "quant/dequantize.h"
 #include "quant/published_formats.h"
 

@@ -1,6 +1,6 @@
 #include "models/gguf_as_hf.h"
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/gguf_spec.h"
 #include "models/tokenizer/tokenizer.h"
 #include "models/tokenizer/tokenizer_json_writer.h"

@@ -1,6 +1,6 @@
 #include "models/gguf_spec.h"
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/gguf/gguf_file.h"
 
 namespace tessera {

@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/architecture.h"
 #include "models/gguf_spec.h"
 #include "models/tensor_source.h"

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <set>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/activation_scaling.h"
 #include "models/architecture.h"
 #include "models/gguf_as_hf.h"

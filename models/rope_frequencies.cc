@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace tessera {
 namespace {

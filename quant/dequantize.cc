@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "engine/tensor/half.h"
 
 namespace tessera {

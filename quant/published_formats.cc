@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace tessera::quant {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace tessera::quant {
 namespace {

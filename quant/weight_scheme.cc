@@ -1,6 +1,6 @@
 #include "quant/weight_scheme.h"
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace tessera {
 

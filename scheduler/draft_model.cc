@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
+#include "engine/core/token_ids.h"
 
 namespace tessera {
 namespace {
@@ -113,7 +114,7 @@ void DraftModel::record(Drafting& d, const SampledToken& token) {
   d.proposals.push_back(token.id);
   d.mirror->tokens.push_back(token.id);
   const bool ends = std::find(end_tokens_.begin(), end_tokens_.end(), token.id) != end_tokens_.end();
-  if (ends || token.id >= target_vocab_ || int(d.proposals.size()) >= d.room) d.done = true;
+  if (ends || !token_in_vocabulary(token.id, target_vocab_) || int(d.proposals.size()) >= d.room) d.done = true;
 }
 
 void DraftModel::catch_up(StepPlan plan, std::vector<Drafting>& drafting) {
@@ -186,7 +187,7 @@ void DraftModel::propose(StepPlan& plan, std::span<const DraftJob> jobs) {
     d.mirror->synced = std::min(d.job->tokens.size(), d.mirror->tokens.size());
     SequenceStep& step = plan.steps[d.job->step];
     for (int32_t id : d.proposals) {
-      if (id >= target_vocab_) break;
+      if (!token_in_vocabulary(id, target_vocab_)) break;
       step.tokens.push_back(id);
       ++step.draft;
     }

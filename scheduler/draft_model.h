@@ -2,7 +2,7 @@
 // Speculative proposals from a draft model: a smaller model with the served
 // model's tokenizer runs ahead of each decoding sequence, greedily, and its
 // tokens become the sequence's draft, which the served model verifies in one
-// forward pass (engine/step_plan.h). The draft keeps a KV cache of its own.
+// forward pass (engine/runtime/step_plan.h). The draft keeps a KV cache of its own.
 // After a verification it keeps the keys and values of the tokens the
 // served model accepted and computes the draft's again from the first token
 // that differs, so each step costs the draft one pass over the new tokens
@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/model_runner.h"
+#include "engine/runtime/model_runner.h"
 #include "scheduler/page_allocator.h"
 #include "scheduler/scheduler.h"
 

@@ -2,11 +2,13 @@
 
 #include <exception>
 
+#include "engine/core/token_ids.h"
+
 namespace tessera {
 namespace {
 
 std::string invalid_tokens(const Request& r, int vocab) {
-  const auto outside = [vocab](int32_t id) { return id < 0 || id >= vocab; };
+  const auto outside = [vocab](int32_t id) { return !token_in_vocabulary(id, vocab); };
   if (r.prompt.empty()) return "the prompt has no tokens";
   for (int32_t id : r.prompt) {
     if (outside(id)) return "prompt token id " + std::to_string(id) + " is outside the model's " + std::to_string(vocab) + " tokens";

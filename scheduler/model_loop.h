@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "engine/model_runner.h"
+#include "engine/runtime/model_runner.h"
 #include "scheduler/draft_model.h"
 #include "scheduler/request_stream.h"
 #include "scheduler/scheduler.h"

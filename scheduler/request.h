@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/sampler.h"
-#include "engine/sampling_params.h"
+#include "engine/runtime/sampler.h"
+#include "engine/runtime/sampling_params.h"
 
 namespace tessera {
 

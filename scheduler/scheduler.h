@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "engine/step_plan.h"
+#include "engine/runtime/step_plan.h"
 #include "scheduler/page_allocator.h"
 #include "scheduler/prefix_cache.h"
 #include "scheduler/prompt_lookup.h"

@@ -2,6 +2,9 @@
 # Builds a tessera image without a Docker daemon: buildah with vfs storage
 # and chroot isolation, which run unprivileged inside a container or a VM.
 #   scripts/build-image.sh cpu     -> localhost/tessera:cpu
+#   scripts/build-image.sh cpu --from-build build
+#                                  -> localhost/tessera:cpu from the release binary
+#                                     in build/ (a Debian 12 host's), not compiled again
 #   scripts/build-image.sh cuda    -> localhost/tessera:cuda (needs NVIDIA's apt repository)
 #   scripts/build-image.sh --can-run   exit 0 when buildah can run a container here
 # Where no registry serves debian:12 (an offline build machine with a Debian
@@ -10,6 +13,12 @@
 set -euo pipefail
 
 flavour="${1:-cpu}"
+from_build=""
+if [ "${2:-}" = --from-build ]; then
+  from_build="${3:?--from-build names a build directory}"
+  [ "$flavour" = cpu ] || { echo "--from-build makes the cpu image only" >&2; exit 64; }
+  [ -x "$from_build/tessera" ] || { echo "$from_build/tessera: no release binary there (make build)" >&2; exit 66; }
+fi
 case "$flavour" in
   cpu) dockerfile=deploy/docker/Dockerfile ;;
   cuda) dockerfile=deploy/docker/Dockerfile.cuda ;;
@@ -61,5 +70,18 @@ fi
 
 # Docker format: OCI image configs have no HEALTHCHECK.
 cd "$root"
-"${buildah[@]}" bud --isolation chroot --format docker -f "$dockerfile" -t "localhost/tessera:$flavour" .
+if [ -n "$from_build" ]; then
+  # A context of just what the image holds: the binary (stripped), the XPU
+  # plugin and the deploy files.
+  context="$(mktemp -d /var/tmp/tessera-image.XXXXXX)"
+  trap 'rm -rf "$context"' EXIT
+  mkdir -p "$context/backends" "$context/deploy"
+  cp "$from_build/tessera" "$context/tessera"
+  [ -f "$from_build/backends/libtessera-backend-xpu.so" ] && cp "$from_build/backends/libtessera-backend-xpu.so" "$context/backends/"
+  strip "$context/tessera" "$context"/backends/*.so 2>/dev/null || true
+  cp -r deploy/docker "$context/deploy/docker"
+  "${buildah[@]}" bud --isolation chroot --format docker -f deploy/docker/Dockerfile.prebuilt -t "localhost/tessera:$flavour" "$context"
+else
+  "${buildah[@]}" bud --isolation chroot --format docker -f "$dockerfile" -t "localhost/tessera:$flavour" .
+fi
 "${buildah[@]}" images "localhost/tessera:$flavour"

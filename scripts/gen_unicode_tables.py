@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Writes models/tokenizer/unicode_tables.inc: the general-category ranges the
+"""Writes engine/core/unicode_tables.inc: the general-category ranges the
 tokenizer's regex classes (\\p{L}, \\p{N}, ...) and case folding need.
 
 Generated from Python's unicodedata; the Unicode version is recorded in the
-output. Run: python3 scripts/gen_unicode_tables.py > models/tokenizer/unicode_tables.inc
+output. Run: python3 scripts/gen_unicode_tables.py > engine/core/unicode_tables.inc
 """
 import sys
 import unicodedata

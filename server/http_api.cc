@@ -7,8 +7,10 @@
 
 #include "server/openai/chat_handler.h"
 #include "server/openai/completions_handler.h"
-#include "server/openai/generation_driver.h"
-#include "server/openai/tool_calls.h"
+#include "server/openai/generation_fields.h"
+#include "server/serving/chat_prompt.h"
+#include "server/serving/generation_driver.h"
+#include "server/serving/tool_calls.h"
 #include "server/serving/api_keys.h"
 #include "server/serving/low_priority.h"
 

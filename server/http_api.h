@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "server/http/http_server.h"
-#include "server/openai/api_context.h"
+#include "server/serving/api_context.h"
 
 namespace tessera {
 

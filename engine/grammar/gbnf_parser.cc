@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "engine/grammar/utf8_ranges.h"
-#include "models/tokenizer/unicode.h"
+#include "engine/core/unicode.h"
 
 namespace tessera::grammar {
 namespace {

@@ -8,7 +8,7 @@
 #include "engine/grammar/gbnf_text.h"
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/utf8_ranges.h"
-#include "models/tokenizer/unicode.h"
+#include "engine/core/unicode.h"
 
 namespace tessera::grammar {
 namespace {

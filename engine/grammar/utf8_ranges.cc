@@ -1,6 +1,6 @@
 #include "engine/grammar/utf8_ranges.h"
 
-#include "models/tokenizer/unicode.h"
+#include "engine/core/unicode.h"
 
 namespace tessera::grammar {
 namespace {

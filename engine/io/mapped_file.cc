@@ -9,7 +9,7 @@
 #include <cstring>
 #include <utility>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace tessera {
 

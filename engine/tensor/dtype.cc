@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "engine/checked_math.h"
+#include "engine/core/checked_math.h"
 
 namespace tessera {
 namespace {

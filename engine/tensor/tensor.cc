@@ -4,7 +4,7 @@
 #include <string_view>
 #include <utility>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace tessera {
 

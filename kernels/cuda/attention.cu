@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "kernels/query_groups.h"
 
 namespace tessera::gpu {
@@ -66,7 +66,7 @@ constexpr int kThreads = 256;  // keys per tile
 constexpr int kMaxDim = 256;
 constexpr int kLanes = 16;     // the CPU's accumulator width
 
-// The CPU's reduction of 16 lane sums (kernels/cpu/lane_sum.h): halves,
+// The CPU's reduction of 16 lane sums (kernels/cpu/attention/lane_sum.h): halves,
 // quarters, then pairs.
 __device__ inline float reduce_16_lanes(const float* a) {
   float t3[8], t6[4];
@@ -128,7 +128,7 @@ __device__ inline int value_lane_groups(int D) {
 }
 
 // One block per (query token, query head), with the CPU's arithmetic
-// (kernels/cpu/flex_attention_impl.h) step for step: each score a 16-lane
+// (kernels/cpu/attention/flex_attention_impl.h) step for step: each score a 16-lane
 // dot product, then the maximum, the sum of exponentials over 16-key groups
 // aligned to key 0 (in double, group after group), the probabilities
 // (rounded to f16 for an f16 cache), and per dimension the 16 lane sums of

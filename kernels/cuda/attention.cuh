@@ -4,18 +4,13 @@
 // cache element type; the same kernel serves decode and chunked prefill,
 // with the CPU backend's arithmetic.
 #include "kernels/backend.h"
+#include "kernels/offload_backend.h"
 #include "kernels/cuda/gpu_runtime.h"
 
 namespace tessera::gpu {
 
 // The step's batch as plan_attention saw it: device pointers, read by every layer.
-class GpuAttentionPlan final : public AttentionPlan {
- public:
-  GpuAttentionPlan(int max_tokens, int max_seqs) : max_tokens(max_tokens), max_seqs(max_seqs) {}
-  int max_tokens, max_seqs;
-  ops::AttentionBatch batch{};
-  int n_tokens = 0;
-};
+using GpuAttentionPlan = OffloadAttentionPlan;
 
 // Why attention over this cache has no kernel here, or empty when it has one
 // (the query grouping is checked by ops::query_groups).

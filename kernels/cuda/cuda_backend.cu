@@ -114,7 +114,7 @@ KernelTable make_table() {
 
 // What the kernels cannot serve is refused when a model is loaded
 // (supports, prepare_linear), never mid-request.
-class GpuBackend final : public Backend {
+class GpuBackend final : public OffloadBackend {
  public:
   explicit GpuBackend(int device) : index_(device), stream_(device), kernels_(make_table()) {
     check(cudaGetDeviceProperties(&props_, device), "device properties");
@@ -169,32 +169,12 @@ class GpuBackend final : public Backend {
   Stream& default_stream() override { return stream_; }
   std::unique_ptr<Event> create_event() override { return std::make_unique<GpuEvent>(index_); }
 
-  bool supports(Op op, DType dtype) const override {
-    switch (op) {
-      case Op::kDequantize:
-      case Op::kEmbedding:
-      case Op::kLinear: return chunk_decodable(dtype);
-      case Op::kKvWrite:
-      case Op::kAttention: return dtype == DType::kF16 || dtype == DType::kF32;
-      default: return dtype == DType::kF32;
-    }
-  }
+  bool decodes_format(DType dtype) const override { return chunk_decodable(dtype); }
+  std::string refuse_linear(const QuantizedLinear& weight) const override { return linear_refusal(weight); }
 
   bool reads_rope_angle_table() const override { return true; }
 
   const KernelTable& kernels() const override { return kernels_; }
-
-  std::unique_ptr<PreparedLinear> prepare_linear(const QuantizedLinear& weight) override {
-    const std::string refusal = linear_refusal(weight);
-    if (!refusal.empty()) throw Error("weight '" + weight.name + "': " + refusal);
-    auto data = place_weights(weight.data, weight.row_stride * uint64_t(weight.rows));
-    auto bias = weight.bias ? place_weights(weight.bias, size_t(weight.rows) * sizeof(float)) : nullptr;
-    return std::make_unique<GpuLinear>(weight, std::move(data), std::move(bias));
-  }
-
-  std::unique_ptr<AttentionPlan> create_attention_plan(int max_tokens, int max_seqs, int) override {
-    return std::make_unique<GpuAttentionPlan>(max_tokens, max_seqs);
-  }
 
   std::unique_ptr<Recording> record(Stream& stream, const std::function<void()>& enqueue) override {
     return record_graph(static_cast<GpuStream&>(stream).handle(), enqueue);

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "kernels/backend.h"
-#include "kernels/backend_registry.h"
+#include "kernels/backend_factory.h"
 
 namespace tessera {
 

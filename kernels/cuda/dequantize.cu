@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace tessera::gpu {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace tessera::gpu {
 namespace {
@@ -199,7 +199,7 @@ void launch_rms_norm(const RmsNormArgs& a, cudaStream_t stream) {
 void launch_rope(const RopeArgs& a, cudaStream_t stream) {
   const int64_t n = a.n_tokens * a.n_heads * (a.rope.rotary_dim / 2);
   if (n <= 0) return;
-  // As the CPU computes it (kernels/cpu/rope.cc): the float power.
+  // As the CPU computes it (kernels/cpu/elementwise/rope.cc): the float power.
   const float theta_scale = std::pow(a.rope.freq_base, -2.0f / float(a.rope.rotary_dim));
   rope_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a.x, a.positions, a.n_tokens, a.n_heads, a.head_dim, a.rope, theta_scale);
   check(cudaGetLastError(), "rope launch");

@@ -82,7 +82,7 @@ __device__ inline int __dp4a(int a, int b, int c) {
 
 #include <string>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "engine/tensor/device.h"
 
 namespace tessera::gpu {

@@ -1,6 +1,6 @@
 #pragma once
 // GGUF block weights against 8-bit activations (kernels/cuda/activation_q8.cuh)
-// with the CPU backend's arithmetic (kernels/cpu/vec_dot_x86_impl.h): eight
+// with the CPU backend's arithmetic (kernels/cpu/linear/vec_dot_x86_impl.h): eight
 // lanes per row, lane l holding the integer sums of elements 4l .. 4l + 3
 // of every 32-element chunk, each block's sums scaled into the lane's float
 // accumulator by one fused multiply-add, block after block; then the lanes

@@ -6,23 +6,14 @@
 #include <memory>
 
 #include "kernels/backend.h"
+#include "kernels/offload_backend.h"
 #include "kernels/cuda/activation_q8.cuh"
 #include "kernels/cuda/gpu_runtime.h"
 
 namespace tessera::gpu {
 
 // A weight resident in device memory, rows as the checkpoint stores them.
-class GpuLinear final : public PreparedLinear {
- public:
-  GpuLinear(const QuantizedLinear& desc, std::shared_ptr<const void> data, std::shared_ptr<const void> bias)
-      : PreparedLinear(desc), data_(std::move(data)), bias_(std::move(bias)) {}
-  const uint8_t* data() const { return static_cast<const uint8_t*>(data_.get()); }
-  const float* bias() const { return static_cast<const float*>(bias_.get()); }
-
- private:
-  std::shared_ptr<const void> data_;  // (rows, row_stride bytes)
-  std::shared_ptr<const void> bias_;  // (rows) f32, or null
-};
+using GpuLinear = OffloadLinear;
 
 // Why `weight` has no kernel here, or empty when it has one.
 std::string linear_refusal(const QuantizedLinear& weight);

@@ -5,7 +5,7 @@
 // under the group's name.
 #include <memory>
 
-#include "kernels/communicator.h"
+#include "kernels/comm/communicator.h"
 
 namespace tessera::gpu {
 

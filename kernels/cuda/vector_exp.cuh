@@ -1,5 +1,5 @@
 #pragma once
-// The CPU kernels' exponential (kernels/cpu/vector_exp.h), operation for
+// The CPU kernels' exponential (kernels/cpu/elementwise/vector_exp.h), operation for
 // operation, so softmax and SiLU give the CPU's bits for the same inputs.
 #include "kernels/cuda/gpu_runtime.h"
 

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace tessera::xpu {
 namespace {

@@ -30,7 +30,7 @@ struct OpenclDevice {
   // shuffles (cl/attention.cl): on GPUs that offer the sub-groups, or
   // wherever they are offered when TESSERA_XPU_SUB_GROUPS=on. On a CPU
   // device the compiler's own vectorisation across rows is faster (the
-  // README's figures), so there `auto` keeps the portable kernels.
+  // figures in docs/backends.md), so there `auto` keeps the portable kernels.
   bool sub_group_kernels = false;
 };
 

@@ -1,6 +1,6 @@
 #include "kernels/xpu/device_memory.h"
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace tessera::xpu {
 

@@ -9,7 +9,7 @@
 #include <iterator>
 #include <vector>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "kernels/xpu/program_source.h"
 
 namespace tessera::xpu {

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace tessera::xpu {
 

@@ -3,7 +3,7 @@
 #include <memory>
 #include <mutex>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "kernels/xpu/device_inventory.h"
 #include "kernels/xpu/device_memory.h"
 #include "kernels/xpu/kernel_program.h"
@@ -91,7 +91,7 @@ cl_context create_context(const OpenclDevice& device) {
 
 // What the kernels cannot serve is refused when a model is loaded
 // (supports, prepare_linear), never mid-request.
-class XpuBackend final : public Backend {
+class XpuBackend final : public OffloadBackend {
  public:
   XpuBackend(int index, const OpenclDevice& device)
       : index_(index),
@@ -153,32 +153,12 @@ class XpuBackend final : public Backend {
   Stream& default_stream() override { return stream_; }
   std::unique_ptr<Event> create_event() override { return std::make_unique<XpuEvent>(); }
 
-  bool supports(Op op, DType dtype) const override {
-    switch (op) {
-      case Op::kDequantize:
-      case Op::kEmbedding:
-      case Op::kLinear: return decodable(dtype);
-      case Op::kKvWrite:
-      case Op::kAttention: return dtype == DType::kF16 || dtype == DType::kF32;
-      default: return dtype == DType::kF32;
-    }
-  }
+  bool decodes_format(DType dtype) const override { return decodable(dtype); }
+  std::string refuse_linear(const QuantizedLinear& weight) const override { return linear_refusal(weight); }
 
   bool reads_rope_angle_table() const override { return true; }
 
   const KernelTable& kernels() const override { return kernels_; }
-
-  std::unique_ptr<PreparedLinear> prepare_linear(const QuantizedLinear& weight) override {
-    const std::string refusal = linear_refusal(weight);
-    if (!refusal.empty()) throw Error("weight '" + weight.name + "': " + refusal);
-    auto data = place_weights(weight.data, weight.row_stride * uint64_t(weight.rows));
-    auto bias = weight.bias ? place_weights(weight.bias, size_t(weight.rows) * sizeof(float)) : nullptr;
-    return std::make_unique<XpuLinear>(weight, std::move(data), std::move(bias));
-  }
-
-  std::unique_ptr<AttentionPlan> create_attention_plan(int max_tokens, int max_seqs, int) override {
-    return std::make_unique<XpuAttentionPlan>(max_tokens, max_seqs);
-  }
 
  private:
   void copy(void* dst, const void* src, size_t bytes, Stream& s) {

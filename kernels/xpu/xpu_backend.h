@@ -4,7 +4,7 @@
 // stream, kernels compiled at load from sources embedded in the binary.
 #include <string>
 
-#include "kernels/backend_registry.h"
+#include "kernels/backend_factory.h"
 
 namespace tessera {
 

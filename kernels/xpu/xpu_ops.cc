@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "kernels/q8_rows.h"
 #include "kernels/query_groups.h"
 
@@ -92,7 +92,7 @@ void run_rope(const LaunchContext& cx, const RopeArgs& a, const QueueState& q) {
   const ops::RopeParams& p = a.rope;
   const int64_t n = a.n_tokens * a.n_heads * (p.rotary_dim / 2);
   if (n <= 0) return;
-  // As the CPU computes it (kernels/cpu/rope.cc): the float power.
+  // As the CPU computes it (kernels/cpu/elementwise/rope.cc): the float power.
   const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.rotary_dim));
   launch(cx, q.queue, "rope", linear_range(n), a.x, a.positions, a.n_tokens, a.n_heads, a.head_dim, p.rotary_dim,
          int(p.style == ops::RopeStyle::kInterleaved), int(p.numerics == ops::RopeNumerics::kGgml), theta_scale, p.freq_scale,

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "kernels/offload_backend.h"
 #include "kernels/xpu/launch.h"
 
 namespace tessera::xpu {
@@ -35,26 +36,10 @@ struct QueueState {
 };
 
 // A weight resident in device memory, rows as the checkpoint stores them.
-class XpuLinear final : public PreparedLinear {
- public:
-  XpuLinear(const QuantizedLinear& desc, std::shared_ptr<const void> data, std::shared_ptr<const void> bias)
-      : PreparedLinear(desc), data_(std::move(data)), bias_(std::move(bias)) {}
-  const void* data() const { return data_.get(); }
-  const float* bias() const { return static_cast<const float*>(bias_.get()); }
-
- private:
-  std::shared_ptr<const void> data_;  // (rows, row_stride bytes)
-  std::shared_ptr<const void> bias_;  // (rows) f32, or null
-};
+using XpuLinear = OffloadLinear;
 
 // The step's batch as plan_attention saw it: device pointers, read by every layer.
-class XpuAttentionPlan final : public AttentionPlan {
- public:
-  XpuAttentionPlan(int max_tokens, int max_seqs) : max_tokens(max_tokens), max_seqs(max_seqs) {}
-  int max_tokens, max_seqs;
-  ops::AttentionBatch batch{};
-  int n_tokens = 0;
-};
+using XpuAttentionPlan = OffloadAttentionPlan;
 
 // The weight and table formats the kernels decode.
 bool decodable(DType dtype);

@@ -1,7 +1,7 @@
 // Llama 2/3, SmolLM2 and other Llama-shaped models.
 #include <algorithm>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/architecture.h"
 #include "models/gguf/gguf_file.h"
 

@@ -1,7 +1,7 @@
 // Mistral: Llama's layout, with an optional sliding window on every layer.
 #include <algorithm>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/architecture.h"
 #include "models/gguf/gguf_file.h"
 

@@ -1,7 +1,7 @@
 // Qwen2: Llama's layout with biases on the Q, K and V projections.
 #include <algorithm>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/architecture.h"
 #include "models/gguf/gguf_file.h"
 

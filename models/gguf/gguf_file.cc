@@ -4,8 +4,8 @@
 #include <cstring>
 #include <unordered_set>
 
-#include "engine/checked_math.h"
-#include "engine/error.h"
+#include "engine/core/checked_math.h"
+#include "engine/core/error.h"
 
 namespace tessera::gguf {
 

@@ -5,7 +5,7 @@
 #include <set>
 #include <sstream>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace tessera::hf {
 

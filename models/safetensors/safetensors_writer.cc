@@ -5,8 +5,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "engine/checked_math.h"
-#include "engine/error.h"
+#include "engine/core/checked_math.h"
+#include "engine/core/error.h"
 #include "models/safetensors/safetensors_file.h"
 
 namespace tessera::safetensors {

@@ -2,7 +2,7 @@
 
 #include "models/tokenizer/encoders.h"
 #include "models/tokenizer/pretokenizer.h"
-#include "models/tokenizer/unicode.h"
+#include "engine/core/unicode.h"
 
 namespace tessera {
 namespace {

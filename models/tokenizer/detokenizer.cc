@@ -1,6 +1,6 @@
 #include "models/tokenizer/detokenizer.h"
 
-#include "models/tokenizer/unicode.h"
+#include "engine/core/unicode.h"
 
 namespace tessera {
 

@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/gguf/gguf_file.h"
 #include "models/hf/hf_model_dir.h"
 

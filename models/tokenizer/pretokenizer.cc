@@ -3,8 +3,8 @@
 #include <array>
 #include <unordered_map>
 
-#include "engine/error.h"
-#include "models/tokenizer/unicode.h"
+#include "engine/core/error.h"
+#include "engine/core/unicode.h"
 
 namespace tessera {
 

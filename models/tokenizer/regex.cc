@@ -2,8 +2,8 @@
 
 #include <functional>
 
-#include "engine/error.h"
-#include "models/tokenizer/unicode.h"
+#include "engine/core/error.h"
+#include "engine/core/unicode.h"
 
 namespace tessera {
 

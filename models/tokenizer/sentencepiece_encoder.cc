@@ -2,7 +2,7 @@
 #include <queue>
 
 #include "models/tokenizer/encoders.h"
-#include "models/tokenizer/unicode.h"
+#include "engine/core/unicode.h"
 
 namespace tessera {
 namespace {

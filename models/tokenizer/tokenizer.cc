@@ -2,7 +2,8 @@
 
 #include <algorithm>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
+#include "engine/core/token_ids.h"
 #include "models/tokenizer/encoders.h"
 #include "models/tokenizer/pretokenizer.h"
 #include "models/tokenizer/unicode_nfc.h"
@@ -174,7 +175,7 @@ bool Tokenizer::has_control_text(std::string_view text) const {
 }
 
 std::string Tokenizer::token_bytes(TokenId id, bool render_special) const {
-  if (id < 0 || size_t(id) >= vocab_.size()) throw Error("token id " + std::to_string(id) + " is outside the vocabulary");
+  if (!token_in_vocabulary(id, int64_t(vocab_.size()))) throw Error("token id " + std::to_string(id) + " is outside the vocabulary");
   const std::string& text = vocab_.texts[size_t(id)];
   switch (vocab_.kinds[size_t(id)]) {
     case TokenKind::kControl:

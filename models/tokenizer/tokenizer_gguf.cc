@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <string_view>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/gguf/gguf_file.h"
 #include "models/tokenizer/pretokenizer.h"
 #include "models/tokenizer/tokenizer.h"

@@ -3,7 +3,7 @@
 // implement are refused by name rather than approximated.
 #include <nlohmann/json.hpp>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/hf/hf_model_dir.h"
 #include "models/tokenizer/pretokenizer.h"
 #include "models/tokenizer/tokenizer.h"

@@ -1,6 +1,6 @@
 #include "models/tokenizer/tokenizer_json_writer.h"
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace tessera {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "models/tokenizer/unicode.h"
+#include "engine/core/unicode.h"
 
 namespace tessera::unicode {
 namespace {

@@ -1,6 +1,7 @@
 #include "models/tokenizer/vocab.h"
 
-#include "engine/error.h"
+#include "engine/core/error.h"
+#include "engine/core/token_ids.h"
 
 namespace tessera {
 
@@ -16,7 +17,7 @@ void Vocab::finalize(const std::string& source) {
   if (!scores.empty() && scores.size() != texts.size()) throw Error(source + ": token scores and token texts differ in length");
   if (ids.empty()) index_texts();
   auto check = [&](TokenId id, const char* what) {
-    if (id != kNoToken && (id < 0 || size_t(id) >= texts.size())) {
+    if (id != kNoToken && !token_in_vocabulary(id, int64_t(texts.size()))) {
       throw Error(source + ": " + what + " token id " + std::to_string(id) + " is outside the vocabulary of " +
                   std::to_string(texts.size()));
     }

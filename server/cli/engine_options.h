@@ -3,7 +3,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/model_runner.h"
+#include "engine/runtime/model_runner.h"
 
 namespace CLI {
 class App;

@@ -8,9 +8,9 @@
 #include <random>
 #include <string>
 
-#include "engine/error.h"
-#include "engine/model_runner.h"
-#include "engine/op_profile.h"
+#include "engine/core/error.h"
+#include "engine/runtime/model_runner.h"
+#include "engine/core/op_profile.h"
 #include "models/tokenizer/detokenizer.h"
 #include "server/cli/commands.h"
 #include "server/cli/engine_options.h"

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "server/cli/commands.h"
 #include "server/cli/engine_options.h"
 #include "server/cli/sequence_driver.h"

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "server/cli/sequence_driver.h"
 
 namespace tessera::cli {

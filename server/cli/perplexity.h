@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "engine/model_runner.h"
+#include "engine/runtime/model_runner.h"
 
 namespace tessera::cli {
 

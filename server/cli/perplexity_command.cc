@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/hf/hf_model_dir.h"
 #include "server/cli/commands.h"
 #include "server/cli/engine_options.h"

@@ -15,9 +15,9 @@
 #include <string>
 #include <thread>
 
-#include "engine/error.h"
-#include "kernels/cpu/activation.h"
-#include "kernels/cpu/onednn_matmul.h"
+#include "engine/core/error.h"
+#include "kernels/cpu/elementwise/activation.h"
+#include "kernels/cpu/linear/onednn_matmul.h"
 #include "models/hf/hf_model_dir.h"
 #include "models/quantize_checkpoint.h"
 #include "server/cli/commands.h"

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/model_runner.h"
+#include "engine/runtime/model_runner.h"
 #include "scheduler/page_allocator.h"
 
 namespace tessera::cli {

@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "config/config.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "kernels/backend_plugins.h"
 #include "server/cli/commands.h"
 #include "server/grpc/grpc_server.h"

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "server/cli/commands.h"
 #include "server/parallel/collective_trace.h"
 

@@ -11,10 +11,10 @@
 #include <cstdlib>
 #include <thread>
 
-#include "engine/parallel/plan_broadcast.h"
+#include "engine/runtime/parallel/plan_broadcast.h"
 #include "server/cli/commands.h"
-#include "engine/error.h"
-#include "kernels/rendezvous_store.h"
+#include "engine/core/error.h"
+#include "kernels/comm/rendezvous_store.h"
 #include "server/parallel/group_secret.h"
 #include "server/parallel/parallel_ranks.h"
 #include "server/serving/runner_setup.h"

@@ -1,9 +1,9 @@
 #include "server/grpc/generation_service.h"
 
 #include "server/grpc/grpc_chat.h"
-#include "server/openai/chat_handler.h"
-#include "server/openai/tool_calls.h"
-#include "server/openai/generation_driver.h"
+#include "server/serving/chat_prompt.h"
+#include "server/serving/tool_calls.h"
+#include "server/serving/generation_driver.h"
 #include "server/serving/api_keys.h"
 
 namespace tessera {

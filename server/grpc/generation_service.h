@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "server/openai/api_context.h"
+#include "server/serving/api_context.h"
 #include "tessera/v1/generation.grpc.pb.h"
 
 namespace tessera {

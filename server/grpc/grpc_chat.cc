@@ -1,6 +1,6 @@
 #include "server/grpc/grpc_chat.h"
 
-#include "server/openai/tool_calls.h"
+#include "server/serving/tool_calls.h"
 
 namespace tessera {
 

@@ -1,7 +1,7 @@
 #pragma once
 // A gRPC chat input read as the HTTP chat endpoint reads its JSON: the
 // messages (with tool calls and tool results) and what it asks of tools.
-#include "server/openai/tool_request.h"
+#include "server/serving/tool_request.h"
 #include "server/serving/served_model.h"
 #include "tessera/v1/generation.pb.h"
 

@@ -7,7 +7,7 @@
 #include <condition_variable>
 #include <thread>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "server/grpc/generation_service.h"
 
 namespace tessera {

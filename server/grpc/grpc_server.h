@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "server/openai/generation_fields.h"
+#include "server/serving/generation_request.h"
 #include "server/serving/model_registry.h"
 
 namespace tessera {

@@ -14,7 +14,7 @@
 #include <spdlog/spdlog.h>
 #include <thread>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "server/http/http_session.h"
 
 namespace tessera {

@@ -1,6 +1,6 @@
 #pragma once
 // Prometheus metrics of one served model (label model="<name>"). Names follow
-// vLLM's with the tessera: prefix; the README maps them. Gauges that mirror
+// vLLM's with the tessera: prefix; docs/serving-api.md maps them. Gauges that mirror
 // scheduler state are refreshed from SchedulerStats before each scrape.
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>

@@ -1,21 +1,11 @@
 #pragma once
 // POST /v1/chat/completions: messages through the model's chat template.
 #include "server/http/http_server.h"
-#include "server/openai/api_context.h"
-#include "server/openai/request_fields.h"
+#include "server/serving/api_context.h"
+#include "server/serving/request_fields.h"
 
 namespace tessera {
 
 void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchange& exchange);
-
-// The tokens of the rendered conversation; 400 unless `messages` is a
-// non-empty array of objects with a known role and string or text-part
-// content, when the model has no template, or when the template refuses the
-// conversation. Control-token text the client
-// wrote inside a message stays plain text unless the model's configuration
-// sets parse_special_in_messages; the template's own markers are tokens.
-// `tools`: the request's tool definitions for the template, or null.
-std::vector<int32_t> chat_prompt_tokens(const ServedModel& model, const Json& messages, bool add_generation_prompt,
-                                        const Json& template_kwargs, bool add_special = false, const Json& tools = Json());
 
 }  // namespace tessera

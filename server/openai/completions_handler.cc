@@ -3,7 +3,8 @@
 #include <ctime>
 
 #include "server/openai/event_stream.h"
-#include "server/openai/generation_driver.h"
+#include "server/openai/generation_fields.h"
+#include "server/serving/generation_driver.h"
 
 namespace tessera {
 namespace {

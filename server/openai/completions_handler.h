@@ -1,8 +1,8 @@
 #pragma once
 // POST /v1/completions.
 #include "server/http/http_server.h"
-#include "server/openai/api_context.h"
-#include "server/openai/request_fields.h"
+#include "server/serving/api_context.h"
+#include "server/serving/request_fields.h"
 
 namespace tessera {
 

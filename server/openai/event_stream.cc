@@ -1,6 +1,6 @@
 #include "server/openai/event_stream.h"
 
-#include "server/openai/generation_driver.h"
+#include "server/serving/generation_driver.h"
 
 namespace tessera {
 

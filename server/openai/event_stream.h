@@ -6,7 +6,7 @@
 #include <string>
 
 #include "server/http/http_server.h"
-#include "server/openai/request_fields.h"
+#include "server/serving/request_fields.h"
 
 namespace tessera {
 

@@ -4,7 +4,7 @@
 // min_p, repetition_penalty, ignore_eos, priority), read into the
 // protocol-neutral GenerationRequest: types here, values in
 // validate_generation().
-#include "server/openai/request_fields.h"
+#include "server/serving/request_fields.h"
 #include "server/serving/generation_request.h"
 #include "server/serving/served_model.h"
 

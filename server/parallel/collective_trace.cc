@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <map>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace tessera {
 namespace {

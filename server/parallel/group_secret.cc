@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "engine/error.h"
-#include "kernels/rendezvous_store.h"
+#include "engine/core/error.h"
+#include "kernels/comm/rendezvous_store.h"
 
 namespace tessera {
 namespace {

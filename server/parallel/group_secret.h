@@ -1,6 +1,6 @@
 #pragma once
 // The secret a parallel group's ranks share: it admits them to the leader's
-// rendezvous store and seals what they write there (kernels/cpu/store_wire.h).
+// rendezvous store and seals what they write there (kernels/comm/store_wire.h).
 // It travels by environment (TESSERA_RENDEZVOUS_SECRET) or by file, never
 // on a command line, where any local user could read it.
 #include <string>

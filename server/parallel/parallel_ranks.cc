@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace tessera {
 namespace {

@@ -18,7 +18,7 @@
 
 #include "config/config.h"
 #include "kernels/backend.h"
-#include "kernels/communicator.h"
+#include "kernels/comm/communicator.h"
 #include "models/decoder_weights.h"
 
 namespace tessera {

@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <thread>
 
-#include "engine/error.h"
-#include "kernels/rendezvous_store.h"
+#include "engine/core/error.h"
+#include "kernels/comm/rendezvous_store.h"
 #include "server/parallel/group_secret.h"
 
 namespace tessera {

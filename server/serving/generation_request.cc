@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "engine/core/token_ids.h"
 #include "server/serving/api_error.h"
 
 namespace tessera {
@@ -28,7 +29,7 @@ std::vector<int32_t> checked_token_ids(const std::vector<int64_t>& ids, const Se
   std::vector<int32_t> out;
   out.reserve(ids.size());
   for (int64_t id : ids) {
-    if (id < 0 || id >= vocab) {
+    if (!token_in_vocabulary(id, vocab)) {
       throw ApiError::invalid("'" + param + "' token ids must be integers between 0 and " + std::to_string(vocab - 1), param);
     }
     out.push_back(int32_t(id));
@@ -67,7 +68,7 @@ void read_sampling(const GenerationRequest& r, const ServedModel& model, const A
     throw ApiError::invalid("'logit_bias' has more than " + std::to_string(kMaxLogitBias) + " entries", "logit_bias");
   }
   for (const auto& [id, bias] : r.logit_bias) {
-    if (id < 0 || id >= vocab) {
+    if (!token_in_vocabulary(id, vocab)) {
       throw ApiError::invalid("'logit_bias' key '" + std::to_string(id) + "' is not a token id of this model (0 to " +
                                   std::to_string(vocab - 1) + ")", "logit_bias");
     }
@@ -96,7 +97,7 @@ void read_stops(const GenerationRequest& r, const ServedModel& model, const ApiL
                                 " token ids", "stop_token_ids");
   }
   for (int64_t id : r.stop_token_ids) {
-    if (id < 0 || id >= int64_t(model.tokenizer().vocab().size())) {
+    if (!token_in_vocabulary(id, int64_t(model.tokenizer().vocab().size()))) {
       throw ApiError::invalid("'stop_token_ids' entries must be token ids of this model", "stop_token_ids");
     }
     p.stop_token_ids.push_back(int32_t(id));

@@ -4,8 +4,8 @@
 
 #include <thread>
 
-#include "engine/error.h"
-#include "engine/grammar/tokenizer_texts.h"
+#include "engine/core/error.h"
+#include "engine/runtime/tokenizer_texts.h"
 #include "server/serving/api_error.h"
 #include "server/serving/runner_setup.h"
 
@@ -46,6 +46,7 @@ std::unique_ptr<ServedModel> load_one(const ModelConfig& c, size_t index, promet
   m->grammars = std::make_unique<GrammarCompiler>(
       [model = &runner->model()] { return grammar::tokenizer_texts(model->tokenizer(), size_t(model->spec().vocab_size)); },
       c.structured_output);
+  m->text_tokenizer = &runner->model().tokenizer();
   m->loop = std::make_unique<ModelLoop>(std::move(runner), limits, std::move(named), std::move(draft));
   m->created = std::time(nullptr);
   m->metrics = std::make_unique<ModelMetrics>(metrics, c.name);

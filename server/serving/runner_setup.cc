@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "kernels/backend_registry.h"
 #include "quant/schemes.h"
 

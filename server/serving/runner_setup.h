@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "config/config.h"
-#include "engine/model_runner.h"
+#include "engine/runtime/model_runner.h"
 #include "scheduler/draft_model.h"
 #include "server/parallel/parallel_ranks.h"
 

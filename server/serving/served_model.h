@@ -10,7 +10,7 @@
 #include "scheduler/model_loop.h"
 #include "server/chat/chat_template.h"
 #include "server/metrics/model_metrics.h"
-#include "server/openai/tool_calls.h"
+#include "server/serving/tool_calls.h"
 #include "server/serving/grammar_compiler.h"
 
 namespace tessera {
@@ -24,9 +24,11 @@ struct ServedModel {
   std::time_t created = 0;
   std::unique_ptr<ModelMetrics> metrics;
   std::unique_ptr<GrammarCompiler> grammars;  // output grammars, compiled on request threads
+  // The model's tokenizer, owned by the model `loop` runs; set at load.
+  const Tokenizer* text_tokenizer = nullptr;
 
   const std::string& name() const { return config.name; }
-  const Tokenizer& tokenizer() const { return loop->runner().model().tokenizer(); }
+  const Tokenizer& tokenizer() const { return *text_tokenizer; }
 };
 
 }  // namespace tessera

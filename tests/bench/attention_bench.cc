@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/tensor/half.h"
-#include "kernels/cpu/flex_attention.h"
+#include "kernels/cpu/attention/flex_attention.h"
 
 namespace tessera::cpu {
 namespace {

@@ -15,7 +15,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/runtime/cpu_backend.h"
 
 namespace {
 

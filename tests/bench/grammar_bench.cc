@@ -21,7 +21,7 @@
 #include "engine/grammar/compiled_grammar.h"
 #include "engine/grammar/gbnf_parser.h"
 #include "engine/grammar/json_schema_to_gbnf.h"
-#include "engine/grammar/tokenizer_texts.h"
+#include "engine/runtime/tokenizer_texts.h"
 #include "models/gguf/gguf_file.h"
 #include "models/tokenizer/tokenizer.h"
 

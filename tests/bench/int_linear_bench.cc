@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "kernels/cpu/int_linear.h"
+#include "kernels/cpu/linear/int_linear.h"
 #include "quant/int_weights.h"
 
 namespace tessera::cpu {

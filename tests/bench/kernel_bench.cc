@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/tensor/dtype.h"
-#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/linear/matmul.h"
 #include "quant/gguf_blocks.h"
 
 namespace tessera::cpu {

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "server/chat/chat_template.h"
-#include "server/openai/control_text_guard.h"
-#include "server/openai/tool_calls.h"
+#include "server/serving/control_text_guard.h"
+#include "server/serving/tool_calls.h"
 #include "server/serving/api_error.h"
 #include "server/serving/bounded_json.h"
 

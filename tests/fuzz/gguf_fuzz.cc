@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <span>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/gguf/gguf_file.h"
 #include "models/tokenizer/tokenizer.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "server/chat/chat_template.h"
-#include "server/openai/request_fields.h"
+#include "server/serving/request_fields.h"
 
 namespace {
 

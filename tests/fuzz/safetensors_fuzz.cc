@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <span>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/safetensors/safetensors_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <span>
 
-#include "engine/error.h"
-#include "engine/step_plan_codec.h"
+#include "engine/core/error.h"
+#include "engine/runtime/step_plan_codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -10,7 +10,7 @@
 
 #include "models/gguf/gguf_file.h"
 #include "models/tokenizer/tokenizer.h"
-#include "models/tokenizer/unicode.h"
+#include "engine/core/unicode.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <tuple>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "quant/dequantize.h"
 #include "tests/gpu/parity.h"
 

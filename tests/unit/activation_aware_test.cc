@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "quant/int_weights.h"
 
 namespace tessera {

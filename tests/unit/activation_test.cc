@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/tensor/half.h"
-#include "kernels/cpu/activation.h"
+#include "kernels/cpu/elementwise/activation.h"
 
 namespace tessera::cpu {
 namespace {

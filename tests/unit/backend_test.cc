@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "kernels/backend_registry.h"
 
 namespace tessera {

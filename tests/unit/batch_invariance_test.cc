@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
-#include "engine/model_runner.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "engine/runtime/model_runner.h"
+#include "kernels/cpu/runtime/cpu_backend.h"
 #include "scheduler/page_allocator.h"
 #include "tests/unit/test_files.h"
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "engine/checked_math.h"
+#include "engine/core/checked_math.h"
 
 namespace tessera {
 namespace {

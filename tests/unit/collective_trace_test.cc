@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/error.h"
-#include "kernels/collective_recorder.h"
+#include "engine/core/error.h"
+#include "kernels/comm/collective_recorder.h"
 
 namespace tessera {
 namespace {

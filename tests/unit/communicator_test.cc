@@ -9,9 +9,9 @@
 #include <functional>
 #include <thread>
 
-#include "kernels/cpu/cpu_backend.h"
-#include "kernels/cpu/gloo_communicator.h"
-#include "kernels/cpu/tcp_store.h"
+#include "kernels/cpu/runtime/cpu_backend.h"
+#include "kernels/comm/gloo_communicator.h"
+#include "kernels/comm/tcp_store.h"
 
 namespace tessera {
 namespace {

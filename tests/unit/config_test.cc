@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "config/config.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "tests/unit/test_files.h"
 
 namespace tessera {
@@ -26,12 +26,12 @@ TEST(Config, TheDefaultFileParses) {
   EXPECT_EQ(c.models[0].scheduler.prefill_chunk, 512);
 }
 
-TEST(Config, TheReadmeExampleParses) {
-  const std::string readme = test::read_file(std::string(TESSERA_SOURCE_DIR) + "/README.md");
+TEST(Config, TheDocumentedExampleParses) {
+  const std::string readme = test::read_file(std::string(TESSERA_SOURCE_DIR) + "/docs/configuration.md");
   const size_t begin = readme.find("```yaml\n");
   ASSERT_NE(begin, std::string::npos);
   const size_t end = readme.find("```", begin + 8);
-  const Config c = parse_config(readme.substr(begin + 8, end - begin - 8), "README.md");
+  const Config c = parse_config(readme.substr(begin + 8, end - begin - 8), "docs/configuration.md");
   EXPECT_EQ(c.models.at(0).scheduler.max_queued_tokens, 1048576);
   EXPECT_FALSE(c.models.at(0).chat_template.has_value());
 }

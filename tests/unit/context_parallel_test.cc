@@ -7,8 +7,8 @@
 #include <cmath>
 #include <filesystem>
 
-#include "engine/model_runner.h"
-#include "engine/parallel/context_split.h"
+#include "engine/runtime/model_runner.h"
+#include "engine/runtime/parallel/context_split.h"
 #include "tests/unit/parallel_pair.h"
 #include "tests/unit/test_files.h"
 

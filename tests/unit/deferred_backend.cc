@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace tessera::test {
 namespace {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/runtime/cpu_backend.h"
 
 namespace tessera::test {
 

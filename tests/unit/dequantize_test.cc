@@ -4,9 +4,9 @@
 
 #include <cstring>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "engine/tensor/half.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/runtime/cpu_backend.h"
 #include "quant/dequantize.h"
 #include "tests/unit/test_files.h"
 

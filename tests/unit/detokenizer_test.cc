@@ -2,7 +2,7 @@
 
 #include "models/gguf/gguf_file.h"
 #include "models/tokenizer/detokenizer.h"
-#include "models/tokenizer/unicode.h"
+#include "engine/core/unicode.h"
 #include "tests/unit/test_files.h"
 
 namespace tessera {

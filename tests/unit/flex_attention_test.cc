@@ -10,11 +10,11 @@
 #include <random>
 #include <tuple>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "engine/tensor/half.h"
-#include "kernels/cpu/flex_attention.h"
-#include "kernels/cpu/hadamard.h"
-#include "kernels/cpu/kv_pages.h"
+#include "kernels/cpu/attention/flex_attention.h"
+#include "kernels/cpu/attention/hadamard.h"
+#include "kernels/cpu/attention/kv_pages.h"
 
 namespace tessera::cpu {
 namespace {

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "quant/dequantize.h"
 #include "models/gguf/gguf_file.h"
 #include "tests/unit/test_files.h"

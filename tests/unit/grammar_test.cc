@@ -14,11 +14,11 @@
 #include "engine/grammar/integer_range.h"
 #include "engine/grammar/json_schema_to_gbnf.h"
 #include "engine/grammar/regex_to_gbnf.h"
-#include "engine/grammar/tokenizer_texts.h"
+#include "engine/runtime/tokenizer_texts.h"
 #include "engine/grammar/utf8_ranges.h"
 #include "models/gguf/gguf_file.h"
 #include "models/tokenizer/tokenizer.h"
-#include "models/tokenizer/unicode.h"
+#include "engine/core/unicode.h"
 #include "tests/unit/test_files.h"
 
 namespace tessera::grammar {

@@ -3,7 +3,7 @@
 // and what config.json cannot state here is refused.
 #include <gtest/gtest.h>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/architecture.h"
 #include "tests/unit/test_files.h"
 

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/tokenizer/load_tokenizer.h"
 #include "tests/unit/test_files.h"
 

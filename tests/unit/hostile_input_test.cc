@@ -10,8 +10,8 @@
 #include "engine/grammar/json_schema_to_gbnf.h"
 #include "server/chat/chat_template.h"
 #include "server/chat/jinja_value.h"
-#include "server/openai/control_text_guard.h"
-#include "server/openai/tool_calls.h"
+#include "server/serving/control_text_guard.h"
+#include "server/serving/tool_calls.h"
 #include "server/serving/api_error.h"
 #include "server/serving/bounded_json.h"
 

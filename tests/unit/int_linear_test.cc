@@ -1,7 +1,7 @@
 // Integer schemes: round-to-nearest quantization against its definition, and
 // every instruction set's kernels against a double-precision product of the
 // dequantized weights, with batch invariance and DA8W8's exact integer sums.
-#include "kernels/cpu/int_linear.h"
+#include "kernels/cpu/linear/int_linear.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "quant/activation_aware.h"
 #include "quant/int_weights.h"
 

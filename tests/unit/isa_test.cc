@@ -2,8 +2,8 @@
 
 #include <cstdlib>
 
-#include "engine/error.h"
-#include "kernels/cpu/isa.h"
+#include "engine/core/error.h"
+#include "kernels/cpu/runtime/isa.h"
 
 namespace tessera {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <sstream>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/gguf/gguf_file.h"
 #include "models/safetensors/safetensors_file.h"
 #include "models/tokenizer/tokenizer.h"

@@ -5,11 +5,11 @@
 #include <cmath>
 #include <random>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "engine/tensor/half.h"
 #include "quant/dequantize.h"
-#include "kernels/cpu/matmul.h"
-#include "kernels/cpu/quantize_rows.h"
+#include "kernels/cpu/linear/matmul.h"
+#include "kernels/cpu/linear/quantize_rows.h"
 #include "tests/unit/one_row_bits.h"
 #include "tests/unit/test_files.h"
 

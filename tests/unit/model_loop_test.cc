@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/runtime/cpu_backend.h"
 #include "scheduler/model_loop.h"
 #include "tests/unit/test_files.h"
 

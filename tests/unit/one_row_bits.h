@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/linear/matmul.h"
 #include "tests/unit/test_files.h"
 
 namespace tessera::cpu::test_support {

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "engine/parallel/plan_broadcast.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "engine/runtime/parallel/plan_broadcast.h"
+#include "kernels/cpu/runtime/cpu_backend.h"
 #include "scheduler/page_allocator.h"
 
 namespace tessera::test {

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/model_runner.h"
+#include "engine/runtime/model_runner.h"
 
 namespace tessera::test {
 

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/safetensors/safetensors_file.h"
 #include "quant/dequantize.h"
 #include "quant/published_formats.h"

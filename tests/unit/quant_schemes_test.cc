@@ -2,7 +2,7 @@
 // each kind of linear, and that config.json reads back as written.
 #include <gtest/gtest.h>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "quant/schemes.h"
 
 namespace tessera::quant {

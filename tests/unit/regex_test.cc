@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/tokenizer/pretokenizer.h"
 #include "models/tokenizer/regex.h"
-#include "models/tokenizer/unicode.h"
+#include "engine/core/unicode.h"
 
 namespace tessera {
 namespace {

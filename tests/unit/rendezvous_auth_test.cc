@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/cpu/store_wire.h"
-#include "kernels/cpu/tcp_store.h"
+#include "kernels/comm/store_wire.h"
+#include "kernels/comm/tcp_store.h"
 
 namespace tessera {
 namespace {

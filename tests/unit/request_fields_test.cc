@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "server/openai/request_fields.h"
+#include "server/serving/request_fields.h"
 
 namespace tessera {
 namespace {

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "kernels/cpu/rope.h"
+#include "kernels/cpu/elementwise/rope.h"
 #include "models/rope_frequencies.h"
 #include "tests/unit/test_files.h"
 

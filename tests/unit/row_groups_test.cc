@@ -6,8 +6,8 @@
 #include <cstring>
 #include <random>
 
-#include "kernels/cpu/matmul.h"
-#include "kernels/cpu/row_groups.h"
+#include "kernels/cpu/linear/matmul.h"
+#include "kernels/cpu/linear/row_groups.h"
 #include "quant/dequantize.h"
 #include "tests/unit/one_row_bits.h"
 

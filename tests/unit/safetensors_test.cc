@@ -8,7 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "engine/tensor/half.h"
 #include "quant/dequantize.h"
 #include "models/hf/hf_model_dir.h"

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <map>
 
-#include "engine/sampler.h"
+#include "engine/runtime/sampler.h"
 
 namespace tessera {
 namespace {

@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <map>
 
-#include "engine/model_runner.h"
-#include "engine/error.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "engine/runtime/model_runner.h"
+#include "engine/core/error.h"
+#include "kernels/cpu/runtime/cpu_backend.h"
 #include "quant/schemes.h"
 #include "scheduler/draft_model.h"
 #include "scheduler/scheduler.h"

@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <map>
 
-#include "engine/error.h"
-#include "engine/model_runner.h"
-#include "engine/step_plan_codec.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "engine/core/error.h"
+#include "engine/runtime/model_runner.h"
+#include "engine/runtime/step_plan_codec.h"
+#include "kernels/cpu/runtime/cpu_backend.h"
 #include "scheduler/scheduler.h"
 #include "tests/unit/deferred_backend.h"
 #include "tests/unit/test_files.h"

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "engine/model_runner.h"
+#include "engine/runtime/model_runner.h"
 #include "tests/unit/parallel_pair.h"
 #include "tests/unit/test_files.h"
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "engine/tensor/aligned_buffer.h"
 #include "engine/tensor/tensor.h"
 

@@ -3,8 +3,8 @@
 #include <atomic>
 #include <vector>
 
-#include "kernels/cpu/active_threads.h"
-#include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/runtime/active_threads.h"
+#include "kernels/cpu/runtime/thread_pool.h"
 
 namespace tessera::cpu {
 namespace {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/gguf/gguf_file.h"
 #include "models/tokenizer/tokenizer.h"
 #include "tests/unit/test_files.h"

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "models/gguf/gguf_file.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/tokenizer/tokenizer.h"
 #include "models/tokenizer/tokenizer_json_writer.h"
 #include "tests/unit/test_files.h"

@@ -5,11 +5,11 @@
 
 #include <algorithm>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "engine/grammar/gbnf_parser.h"
 #include "engine/grammar/parse_stacks.h"
-#include "server/openai/tool_call_grammar.h"
-#include "server/openai/tool_calls.h"
+#include "server/serving/tool_call_grammar.h"
+#include "server/serving/tool_calls.h"
 #include "server/serving/api_error.h"
 
 namespace tessera {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "models/tokenizer/unicode.h"
+#include "engine/core/unicode.h"
 
 namespace tessera {
 namespace {

@@ -51,7 +51,7 @@ uint load_u32_bytes(__global const uchar* p) {
   return (uint)p[0] | (uint)p[1] << 8 | (uint)p[2] << 16 | (uint)p[3] << 24;
 }
 
-// The CPU kernels' exponential (kernels/cpu/vector_exp.h), operation for operation.
+// The CPU kernels' exponential (kernels/cpu/elementwise/vector_exp.h), operation for operation.
 float vector_expf(float x) {
   const float shift = 0x1.8p23f;
   const float z = fma(x, 0x1.715476p+0f, shift);
@@ -69,7 +69,7 @@ float vector_expf(float x) {
 // tanh correctly rounded where the device has double, as the CPU's library gives it.
 float tanh_rounded(float x) { return (float)tanh((wide_float)x); }
 
-// The CPU's reduction of 16 lane sums (kernels/cpu/lane_sum.h): halves,
+// The CPU's reduction of 16 lane sums (kernels/cpu/attention/lane_sum.h): halves,
 // quarters, then pairs.
 float reduce_16_lanes(const float* a) {
   float t3[8], t6[4];

@@ -1,0 +1,140 @@
+// Integer-linear kernels for AVX2: int16 products with vpmaddwd, int8 ones
+// with vpmaddubsw on |w| and sign(x, w) (exact: no pair exceeds 2 * 127 *
+// 127). One template per kernel serves every tile of tokens, row by row.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/cpu/linear/int_linear.h"
+#include "kernels/cpu/linear/weight_prefetch.h"
+
+namespace tessera::cpu {
+namespace {
+
+float reduce_add(__m256 v) {
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+int32_t reduce_add(__m256i v) {
+  const __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  const __m128i s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+  return _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1)));
+}
+
+__m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// The frame both 16-bit kernels share: per span, `products` adds the span's
+// int32 products into one accumulator per token; the span then joins the
+// f32 sums with its scale.
+template <int T, class Products>
+void a16_frame(const IntRowLayout& l, const IntRowTask& t, int r, const Products& products) {
+  const float* scales = t.scales + r * l.n_spans;
+  __m256 accf[T];
+  for (int k = 0; k < T; ++k) accf[k] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < l.n_spans; ++s) {
+    __m256i acci[T];
+    for (int k = 0; k < T; ++k) acci[k] = _mm256_setzero_si256();
+    products(s * l.span, std::min((s + 1) * l.span, l.padded_cols), s, acci);
+    const __m256 scale = _mm256_set1_ps(scales[s]);
+    for (int k = 0; k < T; ++k) accf[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acci[k]), scale, accf[k]);
+  }
+  for (int k = 0; k < T; ++k) t.y[k * t.y_stride + r] = reduce_add(accf[k]) * t.x_scales[k];
+}
+
+template <int T>
+void a16_w8_tile(const IntRowLayout& l, const IntRowTask& t, int r) {
+  const uint8_t* w = t.w + size_t(r) * t.w_stride;
+  const auto* x = static_cast<const int16_t*>(t.x);
+  a16_frame<T>(l, t, r, [&](int64_t begin, int64_t end, int64_t, __m256i (&acci)[T]) {
+    for (int64_t c = begin; c < end; c += 16) {
+      if (c % 64 == 0) prefetch_weights_ahead(w + c);
+      const __m256i wv = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + c)));
+      for (int k = 0; k < T; ++k) acci[k] = _mm256_add_epi32(acci[k], _mm256_madd_epi16(wv, load(x + k * t.x_stride + c)));
+    }
+  });
+}
+
+// A 64-column chunk is 32 bytes: bytes 0..15 hold columns 0..15 (low
+// nibbles) and 32..47 (high), bytes 16..31 columns 16..31 and 48..63.
+template <int T>
+void a16_w4_tile(const IntRowLayout& l, const IntRowTask& t, int r) {
+  const uint8_t* w = t.w + size_t(r) * t.w_stride;
+  const int16_t* zeros = t.zeros + r * l.n_spans;
+  const auto* x = static_cast<const int16_t*>(t.x);
+  const __m256i low_mask = _mm256_set1_epi16(0x0F);
+  a16_frame<T>(l, t, r, [&](int64_t begin, int64_t end, int64_t s, __m256i (&acci)[T]) {
+    for (int64_t c = begin; c < end; c += 32) {
+      const bool high = (c % 64) != 0;
+      const uint8_t* bytes = w + (c / 64) * 32;
+      if (c % 128 == 0) prefetch_weights_ahead(bytes);
+      for (int half = 0; half < 2; ++half) {
+        const __m256i raw = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 16 * half)));
+        const __m256i u = high ? _mm256_srli_epi16(raw, 4) : _mm256_and_si256(raw, low_mask);
+        for (int k = 0; k < T; ++k) {
+          acci[k] = _mm256_add_epi32(acci[k], _mm256_madd_epi16(u, load(x + k * t.x_stride + c + 16 * half)));
+        }
+      }
+    }
+    // The products used the unsigned nibbles: zero * (span sum) comes off in lane 0.
+    for (int k = 0; k < T; ++k) {
+      const int32_t offset = int32_t(zeros[s]) * t.x_span_sums[k * l.n_spans + s];
+      acci[k] = _mm256_sub_epi32(acci[k], _mm256_setr_epi32(offset, 0, 0, 0, 0, 0, 0, 0));
+    }
+  });
+}
+
+template <int T>
+void a8_w8_tile(const IntRowLayout& l, const IntRowTask& t, int r) {
+  const uint8_t* w = t.w + size_t(r) * t.w_stride;
+  const auto* x = static_cast<const int8_t*>(t.x);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i acc[T];
+  for (int k = 0; k < T; ++k) acc[k] = _mm256_setzero_si256();
+  for (int64_t c = 0; c < l.padded_cols; c += 32) {
+    if (c % 64 == 0) prefetch_weights_ahead(w + c);
+    const __m256i wv = load(w + c);
+    const __m256i w_abs = _mm256_sign_epi8(wv, wv);
+    for (int k = 0; k < T; ++k) {
+      const __m256i x_signed = _mm256_sign_epi8(load(x + k * t.x_stride + c), wv);
+      acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs, x_signed), ones));
+    }
+  }
+  for (int k = 0; k < T; ++k) t.y[k * t.y_stride + r] = float(reduce_add(acc[k])) * (t.x_scales[k] * t.scales[r * l.n_spans]);
+}
+
+template <int T>
+struct A16W8 {
+  static void run(const IntRowLayout& l, const IntRowTask& t) {
+    for (int r = 0; r < t.n_rows; ++r) a16_w8_tile<T>(l, t, r);
+  }
+};
+template <int T>
+struct A16W4 {
+  static void run(const IntRowLayout& l, const IntRowTask& t) {
+    for (int r = 0; r < t.n_rows; ++r) a16_w4_tile<T>(l, t, r);
+  }
+};
+template <int T>
+struct A8W8 {
+  static void run(const IntRowLayout& l, const IntRowTask& t) {
+    for (int r = 0; r < t.n_rows; ++r) a8_w8_tile<T>(l, t, r);
+  }
+};
+
+template <template <int> class Tile>
+void dispatch(const IntRowLayout& l, const IntRowTask& t) {
+  switch (t.n_tokens) {
+    case 1: return Tile<1>::run(l, t);
+    case 2: return Tile<2>::run(l, t);
+    case 3: return Tile<3>::run(l, t);
+    default: return Tile<4>::run(l, t);
+  }
+}
+
+}  // namespace
+
+IntLinearKernels avx2_int_kernels() { return {dispatch<A16W8>, dispatch<A16W4>, dispatch<A8W8>, false}; }
+
+}  // namespace tessera::cpu

@@ -1,0 +1,166 @@
+// Row-group kernels on AVX-512 VNNI (the layout and arithmetic are in
+// int_linear_groups.h): each 64-byte weight line holds four columns of 16
+// rows, so one vpdpbusd against four activation bytes broadcast to every
+// lane adds those columns to all 16 rows at once, and the lanes end as the
+// rows' exact span sums with no horizontal reduction. Up to four tokens
+// share each weight load.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/linear/int_linear_groups.h"
+#include "kernels/cpu/linear/int_linear_groups_epilogue.h"
+#include "kernels/cpu/linear/vnni_accumulate.h"
+#include "kernels/cpu/linear/weight_prefetch.h"
+
+namespace tessera::cpu {
+namespace {
+
+constexpr int kTokenTile = 4;
+
+__m512i broadcast4(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return _mm512_set1_epi32(v);
+}
+
+// One group's A16 products for T tokens starting at t0.
+template <int Bits, int T>
+void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) {
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  __m512 acc[T];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  const uint8_t* group = t.w + size_t(g) * size_t(l.chunks) * l.block_bytes;
+  for (int64_t s = 0; s < l.n_spans; ++s) {
+    const int64_t c0 = s * (l.span / kGroupChunk), c1 = std::min(l.chunks, c0 + l.span / kGroupChunk);
+    // Two accumulators a sum (even and odd lines): the integer sums are
+    // exact in any order, and two chains hide vpdpbusd's latency.
+    __m512i hi[T][2], lo[T][2];
+    for (int k = 0; k < T; ++k) hi[k][0] = hi[k][1] = lo[k][0] = lo[k][1] = _mm512_setzero_si512();
+    for (int64_t c = c0; c < c1; ++c) {
+      const uint8_t* block = group + size_t(c) * l.block_bytes;
+      if constexpr (Bits == 8) {
+        // Lines in pairs, the even one into the first chain: the chain
+        // is then known at compile time and stays in a register.
+        for (int q = 0; q < 16; q += 2) {
+#pragma GCC unroll 2
+          for (int odd = 0; odd < 2; ++odd) {
+            prefetch_weights_ahead(block + (q + odd) * 64);
+            const __m512i w = _mm512_load_si512(block + (q + odd) * 64);
+            for (int k = 0; k < T; ++k) {
+              const int64_t at = (t0 + k) * l.padded_cols + c * kGroupChunk + 4 * (q + odd);
+              dpbusd_into(hi[k][odd], broadcast4(t.x_hi + at), w);
+              dpbusd_into(lo[k][odd], broadcast4(t.x_lo + at), w);
+            }
+          }
+        }
+      } else {
+        for (int q = 0; q < 8; ++q) {
+          prefetch_weights_ahead(block + q * 64);
+          const __m512i line = _mm512_load_si512(block + q * 64);
+          const __m512i w0 = _mm512_and_si512(line, nibble);
+          const __m512i w1 = _mm512_and_si512(_mm512_srli_epi16(line, 4), nibble);
+          for (int k = 0; k < T; ++k) {
+            const int64_t at = (t0 + k) * l.padded_cols + c * kGroupChunk + 4 * q;
+            dpbusd_into(hi[k][0], broadcast4(t.x_hi + at), w0);
+            dpbusd_into(lo[k][0], broadcast4(t.x_lo + at), w0);
+            dpbusd_into(hi[k][1], broadcast4(t.x_hi + at + 32), w1);
+            dpbusd_into(lo[k][1], broadcast4(t.x_lo + at + 32), w1);
+          }
+        }
+      }
+    }
+    const size_t at = size_t((g * l.n_spans + s) * kRowGroup);
+    for (int k = 0; k < T; ++k) {
+      const int32_t x_sum = Bits == 4 ? t.x_span_sums[(t0 + k) * l.n_spans + s] : 0;
+      acc[k] = a16_span_close(_mm512_add_epi32(hi[k][0], hi[k][1]), _mm512_add_epi32(lo[k][0], lo[k][1]), t, at, x_sum, acc[k]);
+    }
+  }
+  const __mmask16 valid = row_mask(t.rows - g * kRowGroup);
+  for (int k = 0; k < T; ++k) {
+    float* y = t.y + (t0 + k) * t.y_stride + g * kRowGroup;
+    _mm512_mask_storeu_ps(y, valid, _mm512_mul_ps(acc[k], _mm512_set1_ps(t.x_scales[t0 + k])));
+  }
+}
+
+template <int T>
+void a8_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) {
+  // Even lines into `even`, odd ones into `odd`: two chains a token. The
+  // loops over tokens are unrolled before the compiler decides where the
+  // arrays live, so that they stay in registers.
+  __m512i even[T], odd[T];
+#pragma GCC unroll 4
+  for (int k = 0; k < T; ++k) even[k] = odd[k] = _mm512_setzero_si512();
+  const uint8_t* group = t.w + size_t(g) * size_t(l.chunks) * l.block_bytes;
+  const uint8_t* x = t.x8 + t0 * l.padded_cols;  // token t0 + k at x + k * padded_cols
+  for (int64_t c = 0; c < l.chunks; ++c) {
+    const uint8_t* block = group + size_t(c) * l.block_bytes;
+    const uint8_t* xc = x + c * kGroupChunk;
+    for (int q = 0; q < 16; q += 2) {
+      prefetch_weights_ahead(block + q * 64);
+      prefetch_weights_ahead(block + (q + 1) * 64);
+      const __m512i w0 = _mm512_load_si512(block + q * 64), w1 = _mm512_load_si512(block + (q + 1) * 64);
+#pragma GCC unroll 4
+      for (int k = 0; k < T; ++k) {
+        dpbusd_into(even[k], broadcast4(xc + k * l.padded_cols + 4 * q), w0);
+        dpbusd_into(odd[k], broadcast4(xc + k * l.padded_cols + 4 * (q + 1)), w1);
+      }
+    }
+  }
+  const __mmask16 valid = row_mask(t.rows - g * kRowGroup);
+#pragma GCC unroll 4
+  for (int k = 0; k < T; ++k) {
+    float* y = t.y + (t0 + k) * t.y_stride + g * kRowGroup;
+    const __m512i sum = _mm512_add_epi32(even[k], odd[k]);
+    _mm512_mask_storeu_ps(y, valid, a8_row_result(sum, t, g, t.x_scales[t0 + k]));
+  }
+}
+
+// Token tiles outside, groups inside: for one to four tokens the weights
+// stream once, in order.
+template <template <int> class Fn>
+void over_token_tiles(const IntGroupLayout& l, const IntGroupTask& t) {
+  for (int64_t t0 = 0; t0 < t.n_tokens; t0 += kTokenTile) {
+    const int64_t n = std::min<int64_t>(kTokenTile, t.n_tokens - t0);
+    for (int64_t g = 0; g < t.groups; ++g) {
+      switch (n) {
+        case 1: Fn<1>::run(l, t, g, t0); break;
+        case 2: Fn<2>::run(l, t, g, t0); break;
+        case 3: Fn<3>::run(l, t, g, t0); break;
+        default: Fn<4>::run(l, t, g, t0); break;
+      }
+    }
+  }
+}
+
+template <int T>
+struct A16W8 {
+  static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) { a16_group<8, T>(l, t, g, t0); }
+};
+template <int T>
+struct A16W4 {
+  static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) { a16_group<4, T>(l, t, g, t0); }
+};
+template <int T>
+struct A8W8 {
+  static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) { a8_group<T>(l, t, g, t0); }
+};
+
+void a16(const IntGroupLayout& l, const IntGroupTask& t) {
+  if (l.bits == 8) over_token_tiles<A16W8>(l, t);
+  else over_token_tiles<A16W4>(l, t);
+}
+
+void a8(const IntGroupLayout& l, const IntGroupTask& t) { over_token_tiles<A8W8>(l, t); }
+
+}  // namespace
+
+IntGroupKernels avx512_group_kernels() {
+  IntGroupKernels k;
+  k.a16 = a16;
+  k.a8 = a8;
+  return k;
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,50 @@
+// AVX2 dot products (this file is built with -mavx2 -mfma -mf16c and only
+// called after run-time detection). Integer products use the
+// unsigned-by-signed byte multiply, with signs moved onto the activations.
+#include <immintrin.h>
+
+#include "engine/tensor/half.h"
+#include "kernels/cpu/linear/vec_dot_x86_impl.h"
+
+namespace tessera::cpu {
+namespace {
+
+float dot_f32(int64_t n, const void* w, const void* a) {
+  const float* x = static_cast<const float*>(w);
+  const float* y = static_cast<const float*>(a);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), acc1);
+  }
+  float sum = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) sum += x[i] * y[i];
+  return sum;
+}
+
+float dot_f16(int64_t n, const void* w, const void* a) {
+  const uint16_t* x = static_cast<const uint16_t*>(w);
+  const uint16_t* y = static_cast<const uint16_t*>(a);
+  __m256 acc = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+    const __m256 yv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(y + i)));
+    acc = _mm256_fmadd_ps(xv, yv, acc);
+  }
+  float sum = hsum(acc);
+  for (; i < n; ++i) sum += fp16(x[i]) * fp16(y[i]);
+  return sum;
+}
+
+}  // namespace
+
+VecDotKernel avx2_vec_dot(DType weight_type) {
+  if (weight_type == DType::kF32 || weight_type == DType::kF16) {
+    return pick_vec_dot(weight_type, {{DType::kF32, dot_f32}, {DType::kF16, dot_f16}});
+  }
+  return x86_quant_vec_dot<madd_us>(weight_type);
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,37 @@
+#pragma once
+// The CPU's prepared form of a linear weight and the attention plan: what
+// CpuBackend hands out and the CPU kernel table reads back.
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "kernels/cpu/attention/flex_attention.h"
+#include "kernels/cpu/linear/int_linear.h"
+#include "kernels/cpu/linear/matmul.h"
+
+namespace tessera::cpu {
+
+class CpuLinear final : public PreparedLinear {
+ public:
+  CpuLinear(const QuantizedLinear& desc, const IsaFeatures& isa);
+  // Exactly one of these is set: GGUF blocks and floats, or integer schemes.
+  const LinearWeight* weight() const { return weight_ ? &*weight_ : nullptr; }
+  const IntLinear* int_weight() const { return int_weight_.get(); }
+  const float* bias() const { return desc().bias; }
+
+ private:
+  std::optional<LinearWeight> weight_;
+  std::unique_ptr<IntLinear> int_weight_;
+};
+
+class CpuAttentionPlan final : public AttentionPlan {
+ public:
+  CpuAttentionPlan(size_t capacity, int threads) : scratch(size_t(threads)) { items.reserve(capacity); }
+  std::vector<AttentionWorkItem> items;
+  ops::AttentionBatch batch{};
+  // Each layer's kernel reuses these; the plan is const to the layers.
+  mutable std::vector<AttentionScratch> scratch;
+};
+
+}  // namespace tessera::cpu
