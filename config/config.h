@@ -106,7 +106,7 @@ struct StructuredOutputConfig {
 struct ModelConfig {
   std::string name;
   std::string path;            // GGUF file or Hugging Face directory
-  std::string device = "cpu";  // cpu, cuda:N, xpu:N
+  std::string device = "cpu";  // cpu, or KIND:N of a backend (device_forms())
   std::string dtype = "auto";  // auto, f32, f16, bf16
   int threads = 0;             // 0: every hardware thread
   KvCacheConfig kv_cache;

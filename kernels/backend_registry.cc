@@ -23,7 +23,7 @@ namespace {
 
 // Why no backend of `kind` is present: the plugins of that name that did not load.
 std::string absent_because(const Device& device) {
-  const std::string kind = device_name({device.kind, 0}).substr(0, device_name({device.kind, 0}).find(':'));
+  const std::string kind(device.kind.name());
   std::string reasons;
   for (const PluginReport& report : backend_plugins().reports) {
     if (!report.loaded && report.path.find("libtessera-backend-" + kind) != std::string::npos) {

@@ -1,41 +1,11 @@
 #include "engine/tensor/tensor.h"
 
-#include <charconv>
 #include <string_view>
 #include <utility>
 
 #include "engine/core/error.h"
 
 namespace tessera {
-
-std::string device_name(const Device& device) {
-  const char* kind = "cpu";
-  switch (device.kind) {
-    case DeviceKind::kCpu: break;
-    case DeviceKind::kCuda: kind = "cuda"; break;
-    case DeviceKind::kHip: kind = "hip"; break;
-    case DeviceKind::kXpu: kind = "xpu"; break;
-  }
-  return std::string(kind) + ":" + std::to_string(device.index);
-}
-
-Device parse_device(const std::string& text) {
-  static constexpr std::pair<std::string_view, DeviceKind> kKinds[] = {
-      {"cpu", DeviceKind::kCpu}, {"cuda", DeviceKind::kCuda}, {"hip", DeviceKind::kHip}, {"xpu", DeviceKind::kXpu}};
-  const std::string_view view(text);
-  const size_t colon = view.find(':');
-  const std::string_view kind = view.substr(0, colon);
-  for (const auto& [name, value] : kKinds) {
-    if (kind != name) continue;
-    Device device{value, 0};
-    if (colon == std::string_view::npos) return device;
-    const std::string_view index = view.substr(colon + 1);
-    const auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), device.index);
-    if (ec == std::errc() && end == index.data() + index.size() && !index.empty() && device.index >= 0) return device;
-    break;
-  }
-  throw Error("device '" + text + "': expected cpu, cuda, cuda:N, hip:N or xpu:N");
-}
 
 TensorView::TensorView(void* data, DType dtype, std::initializer_list<int64_t> shape, Device device)
     : TensorView(data, dtype, shape.begin(), int(shape.size()), device) {}

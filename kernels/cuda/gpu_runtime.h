@@ -89,11 +89,11 @@ namespace tessera::gpu {
 
 // What this build's devices are called: cuda:N, or hip:N on ROCm.
 #if defined(__HIP_PLATFORM_AMD__) || defined(TESSERA_HIP)
-inline constexpr DeviceKind kDeviceKind = DeviceKind::kHip;
+inline constexpr DeviceKind kDeviceKind = DeviceKind("hip");
 inline constexpr const char* kDeviceName = "hip";
 inline constexpr const char* kPlatformName = "ROCm";
 #else
-inline constexpr DeviceKind kDeviceKind = DeviceKind::kCuda;
+inline constexpr DeviceKind kDeviceKind = DeviceKind("cuda");
 inline constexpr const char* kDeviceName = "cuda";
 inline constexpr const char* kPlatformName = "CUDA";
 #endif

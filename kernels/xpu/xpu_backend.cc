@@ -109,7 +109,7 @@ class XpuBackend final : public OffloadBackend {
     memory_.release(placeholder_);
   }
 
-  Device device() const override { return {DeviceKind::kXpu, index_}; }
+  Device device() const override { return {DeviceKind("xpu"), index_}; }
 
   std::string describe() const override {
     const auto total = device_value<cl_ulong>(device_.device, CL_DEVICE_GLOBAL_MEM_SIZE);
@@ -190,7 +190,7 @@ std::unique_ptr<Backend> create(int index, const BackendOptions&) {
 
 namespace tessera {
 
-BackendFactory xpu_backend_factory() { return {DeviceKind::kXpu, "xpu", xpu::device_count, xpu::create}; }
+BackendFactory xpu_backend_factory() { return {DeviceKind("xpu"), "xpu", xpu::device_count, xpu::create}; }
 
 std::string xpu_unusable_devices() {
   std::string lines;

@@ -9,7 +9,7 @@ namespace tessera::cli {
 
 void add_engine_options(CLI::App* cmd, EngineOptions* o) {
   cmd->add_option("--model,-m", o->model, "GGUF file or Hugging Face model directory")->required();
-  cmd->add_option("--device", o->device, "Device to run on (cpu, cuda:N, xpu:N)")->capture_default_str();
+  cmd->add_option("--device", o->device, "Device to run on (" + device_forms() + ")")->capture_default_str();
   cmd->add_option("--threads,-t", o->threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024))->capture_default_str();
   auto* budget = cmd->add_option("--kv-budget-mb", o->kv_budget_mb, "KV cache memory")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   cmd->add_option("--kv-memory-fraction", o->kv_memory_fraction,

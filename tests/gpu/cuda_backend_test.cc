@@ -19,7 +19,7 @@ class CudaBackend : public ::testing::Test {
  protected:
   void SetUp() override {
     if (cuda_devices() == 0) GTEST_SKIP() << "no CUDA device on this machine: GPU tests skipped";
-    backend_ = create_backend({DeviceKind::kCuda, 0});
+    backend_ = create_backend({DeviceKind("cuda"), 0});
   }
   std::unique_ptr<Backend> backend_;
 };

@@ -45,7 +45,7 @@ std::vector<float> on_device(Backend& b, const std::vector<float>& values, size_
 
 TEST(NcclCommunicator, OneRankCollectivesKeepTheirInput) {
   if (cuda_devices() == 0) GTEST_SKIP() << "no CUDA device on this machine: GPU tests skipped";
-  auto backend = create_backend({DeviceKind::kCuda, 0});
+  auto backend = create_backend({DeviceKind("cuda"), 0});
   auto comm = backend->create_communicator(options_for(0, 1, "one"));
   Stream& s = backend->default_stream();
   const std::vector<float> values = {1.5f, -2.0f, 3.25f, 4.0f};
@@ -64,7 +64,7 @@ TEST(NcclCommunicator, TwoRanksSumGatherAndPassAlong) {
   if (cuda_devices() < 2) GTEST_SKIP() << "fewer than two CUDA devices: the two-rank NCCL test is skipped";
   std::vector<std::vector<float>> sums(2), gathered(2), received(2);
   auto rank_main = [&](int rank) {
-    auto backend = create_backend({DeviceKind::kCuda, rank});
+    auto backend = create_backend({DeviceKind("cuda"), rank});
     auto comm = backend->create_communicator(options_for(rank, 2, "two"));
     Stream& s = backend->default_stream();
     const std::vector<float> mine = {float(rank + 1), float(10 * (rank + 1))};

@@ -8,7 +8,7 @@ namespace tessera::test {
 
 int cuda_devices() {
   for (const BackendFactory& f : available_backends()) {
-    if (f.kind == DeviceKind::kCuda) return f.device_count();
+    if (f.kind == DeviceKind("cuda")) return f.device_count();
   }
   return 0;
 }
@@ -16,7 +16,7 @@ int cuda_devices() {
 std::vector<std::string> accelerator_names() {
   std::vector<std::string> names;
   for (const BackendFactory& f : available_backends()) {
-    if (f.kind != DeviceKind::kCpu && f.device_count() > 0) names.push_back(f.name + ":0");
+    if (f.kind != kCpuDevice && f.device_count() > 0) names.push_back(f.name + ":0");
   }
   return names;
 }

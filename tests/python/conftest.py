@@ -82,3 +82,18 @@ def pb():
     sys.path.insert(0, str(out))
     from tessera.v1 import generation_pb2, generation_pb2_grpc
     return generation_pb2, generation_pb2_grpc
+
+
+def model_level_models(all_models):
+    """The subset of `all_models` (name -> fixture) that model-level tests
+    run on: TESSERA_TEST_MODELS, comma-separated names or "all" (the
+    default). `make test` and CI take the smallest, smollm2;
+    `make test-full` takes all."""
+    wanted = os.environ.get("TESSERA_TEST_MODELS", "all")
+    if wanted == "all":
+        return dict(all_models)
+    names = wanted.split(",")
+    unknown = set(names) - set(all_models)
+    if unknown:
+        raise ValueError(f"TESSERA_TEST_MODELS names unknown models {sorted(unknown)}; known: {sorted(all_models)}")
+    return {name: value for name, value in all_models.items() if name in names}

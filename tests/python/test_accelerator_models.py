@@ -2,9 +2,8 @@
 GPU; the first XPU device, which PoCL provides on a CPU) against the CPU
 backend: greedy continuations of the golden prompts and perplexity.
 Skipped, saying so, for a kind with no device here. TESSERA_ACCEL_REPORT
-names a JSON-lines file that receives the figures; TESSERA_ACCEL_MODELS
-names the models collected (comma-separated; "all", the default; `make test`
-takes the smallest, `make test-full` all three), TESSERA_ACCEL_PPL_CHUNKS
+names a JSON-lines file that receives the figures; TESSERA_TEST_MODELS
+names the models collected (conftest.model_level_models), TESSERA_ACCEL_PPL_CHUNKS
 limits the perplexity runs to that many 512-token chunks (0: all) and
 TESSERA_ACCEL_PPL_MODELS those models' perplexity runs to some of them: PoCL
 runs the kernels on this CPU, some fifty times slower than the CPU backend."""
@@ -18,23 +17,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import DATA, run
+from conftest import DATA, model_level_models, run
 from daemon import Daemon
 
 ALL_MODELS = {"smollm2": "smollm2", "gemma3": "gemma3", "qwen2.5-coder": "qwen25_coder"}
 
 
-def selected_models():
-    wanted = os.environ.get("TESSERA_ACCEL_MODELS", "all")
-    if wanted == "all":
-        return ALL_MODELS
-    unknown = set(wanted.split(",")) - set(ALL_MODELS)
-    if unknown:
-        raise ValueError(f"TESSERA_ACCEL_MODELS names unknown models {sorted(unknown)}; known: {sorted(ALL_MODELS)}")
-    return {name: fixture for name, fixture in ALL_MODELS.items() if name in wanted.split(",")}
-
-
-MODELS = selected_models()
+MODELS = model_level_models(ALL_MODELS)
 
 
 def cuda_present():

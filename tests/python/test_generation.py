@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import DATA, run
+from conftest import DATA, model_level_models, run
 
 
 # Golden file name -> model fixture (conftest.py).
@@ -70,7 +70,7 @@ def test_perplexity_within_a_tenth_of_a_percent_of_llama_cpp(tessera_bin, reques
 # token and head holds them only centred and rotated (uncentred: +13%). On
 # four chunks its perplexity moves 0.7% between f16 and f32 caches alone, so
 # it gets more room here; tests/bench/quant_accuracy.py measures the whole text.
-@pytest.mark.parametrize("name,tolerance", [("smollm2", 0.005), ("gemma3", 0.005), ("qwen2.5-coder", 0.015)])
+@pytest.mark.parametrize("name,tolerance", model_level_models({"smollm2": 0.005, "gemma3": 0.005, "qwen2.5-coder": 0.015}).items())
 def test_int8_kv_cache_perplexity_near_f16(tessera_bin, request, name, tolerance):
     model = request.getfixturevalue(MODELS[name])
 

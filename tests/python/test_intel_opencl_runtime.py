@@ -16,10 +16,10 @@ import sys
 
 import pytest
 
-from conftest import DATA, run
+from conftest import DATA, model_level_models, run
 
 RUNTIME_LIB = pathlib.Path(sys.prefix) / "lib"
-MODELS = {"smollm2": "smollm2", "gemma3": "gemma3", "qwen2.5-coder": "qwen25_coder"}
+MODELS = model_level_models({"smollm2": "smollm2", "gemma3": "gemma3", "qwen2.5-coder": "qwen25_coder"})
 # Decode on this runtime with the sub-group kernel takes 5 to 12 s a prompt
 # here: a few prompts a model keep the suite's time in bounds; the parity
 # suite holds every format to the CPU's bits.

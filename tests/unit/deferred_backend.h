@@ -25,7 +25,7 @@ class DeferredBackend final : public Backend {
   explicit DeferredBackend(bool records = true);
   ~DeferredBackend() override;
 
-  Device device() const override { return {DeviceKind::kCpu, 0}; }
+  Device device() const override { return {kCpuDevice, 0}; }
   std::string describe() const override { return "deferred test backend (portable kernels, queued work)"; }
   MemoryInfo memory_info() const override { return memory_ ? *memory_ : inner_.memory_info(); }
   // Reports `memory` from now on instead of the host's.

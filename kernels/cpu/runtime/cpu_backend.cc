@@ -141,7 +141,7 @@ std::unique_ptr<AttentionPlan> CpuBackend::create_attention_plan(int max_tokens,
 namespace tessera {
 
 BackendFactory cpu_backend_factory() {
-  return {DeviceKind::kCpu, "cpu", [] { return 1; },
+  return {kCpuDevice, "cpu", [] { return 1; },
           [](int, const BackendOptions& options) -> std::unique_ptr<Backend> {
             return std::make_unique<cpu::CpuBackend>(cpu::CpuBackendOptions{options.threads, std::nullopt});
           }};

@@ -44,7 +44,7 @@ class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const CpuBackendOptions& options = {});
 
-  Device device() const override { return {DeviceKind::kCpu, 0}; }
+  Device device() const override { return {kCpuDevice, 0}; }
   std::string describe() const override;
   MemoryInfo memory_info() const override;
   void* allocate(size_t bytes) override;

@@ -1,0 +1,2 @@
+# The host CPU: devices cpu (cpu:0).
+tessera_device_kinds(cpu)

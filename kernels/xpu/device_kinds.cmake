@@ -1,0 +1,2 @@
+# OpenCL devices: xpu:N.
+tessera_device_kinds(xpu)
