@@ -1,5 +1,6 @@
 #include "engine/tensor/device.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "engine/core/error.h"
