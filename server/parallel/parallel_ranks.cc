@@ -100,9 +100,16 @@ std::vector<std::string> ParallelRanks::dump(const std::string& reason) const {
       doc["model"] = g.model;
       doc["reason"] = reason;
       const std::string path = dir + "/collectives." + file_safe(g.model) + ".rank" + std::to_string(rank_) + ".json";
-      std::ofstream out(path, std::ios::trunc);
-      out << doc.dump(1) << "\n";
-      if (!out) throw std::runtime_error("cannot write " + path);
+      // Written beside and renamed into place, so a reader that sees the
+      // file sees all of it.
+      const std::string partial = path + ".partial";
+      {
+        std::ofstream out(partial, std::ios::trunc);
+        out << doc.dump(1) << "\n";
+        out.flush();
+        if (!out) throw std::runtime_error("cannot write " + partial);
+      }
+      std::filesystem::rename(partial, path);
       written.push_back(path);
       spdlog::warn("flight recorder of model {} rank {} written to {} ({})", g.model, rank_, path, reason);
     } catch (const std::exception& e) {
