@@ -78,8 +78,8 @@ serve: build models
 fuzz: deps
 	@bash scripts/run-fuzzers.sh
 
-# Every fuzz target for 30 s, as CI runs them (make fuzz: 600 s each).
-FUZZ_CI_SECONDS ?= 30
+# Every fuzz target for 20 s, as CI runs them (make fuzz: 600 s each).
+FUZZ_CI_SECONDS ?= 20
 fuzz-ci: sanitize-build
 	@FUZZ_BUILD_DIR=$(SANITIZE_BUILD_DIR) FUZZ_SECONDS=$(FUZZ_CI_SECONDS) bash scripts/run-fuzzers.sh
 

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
+#include <thread>
+#include <vector>
 
 #include "engine/core/error.h"
 
@@ -45,14 +48,42 @@ struct GroupFit {
   float refit_scale;
 };
 
+// Round to nearest, ties to even: std::nearbyint in the default rounding
+// mode, without its library call. Adding and taking away 1.5·2^23 keeps the
+// integer part exactly for |x| < 2^22; larger values round wrongly but stay
+// beyond every clamp applied after, so the codes are the same.
+inline float round_half_even(float x) {
+  constexpr float kMagic = 12582912.0f;
+  return (x + kMagic) - kMagic;
+}
+
+constexpr int64_t kMaxGroup = 4096;  // a group longer is fitted in pieces of this size
+
 GroupFit fit_pass(const float* w, const float* importance, int64_t n, const GroupCode& g) {
+  // Codes first, in a loop without a carried sum (it vectorises), then the
+  // sums in element order, as the scalar loop took them.
+  float codes[kMaxGroup];  // (n): each weight's code less the zero point
   float error = 0.0f, num = 0.0f, den = 0.0f;
-  for (int64_t i = 0; i < n; ++i) {
-    const float u = float(quantize_value(w[i], g, 4) - g.zero);
-    const float d = w[i] - g.scale * u;
-    error += importance[i] * d * d;
-    num += importance[i] * w[i] * u;
-    den += importance[i] * u * u;
+  for (int64_t begin = 0; begin < n; begin += kMaxGroup) {
+    const int64_t len = std::min(kMaxGroup, n - begin);
+    const float* wp = w + begin;
+    const float* ip = importance + begin;
+    const float lo = float(-8 - g.zero), hi = float(7 - g.zero);
+    if (g.scale == 0.0f) {
+      std::fill(codes, codes + len, 0.0f);
+    } else {
+      for (int64_t i = 0; i < len; ++i) {
+        const float r = round_half_even(wp[i] / g.scale);
+        codes[i] = r >= lo ? (r <= hi ? r : hi) : lo;  // NaN to the bottom code, as an int conversion takes it
+      }
+    }
+    for (int64_t i = 0; i < len; ++i) {
+      const float u = codes[i];
+      const float d = wp[i] - g.scale * u;
+      error += ip[i] * d * d;
+      num += ip[i] * wp[i] * u;
+      den += ip[i] * u * u;
+    }
   }
   return {error, den > 0.0f ? num / den : 0.0f};
 }
@@ -159,21 +190,16 @@ WeightScheme int_scheme(const std::string& name, const IntQuantConfig& c, int64_
   return s;
 }
 
-IntMatrix quantize_rtn(const std::string& name, const float* w, int64_t rows, int64_t cols, const IntQuantConfig& c,
-                       const float* column_scale) {
-  IntMatrix m;
-  m.scheme = int_scheme(name, c, cols);
-  m.rows = rows;
-  m.cols = cols;
-  const int64_t g = m.scheme.group_size, n_groups = m.n_groups();
+namespace {
+
+// Rows [r0, r1) of quantize_rtn: each row depends on its own values only.
+void quantize_rows(IntMatrix& m, const float* w, int64_t r0, int64_t r1, const IntQuantConfig& c,
+                   const float* column_scale) {
+  const int64_t cols = m.cols, g = m.scheme.group_size, n_groups = m.n_groups();
   const int64_t row_bytes = c.bits == 8 ? cols : cols / 2;
-  m.data.assign(size_t(rows * row_bytes), 0);
-  m.scales.resize(size_t(rows * n_groups));
-  if (m.scheme.has_zero_points) m.zeros.resize(size_t(rows * n_groups));
-  check_row_settings(name, c, rows, cols);
   const bool fits = c.bits == 4 && !c.symmetric;
   std::vector<float> scaled(static_cast<size_t>(cols)), importance(static_cast<size_t>(g));
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = r0; r < r1; ++r) {
     const float clip = c.row_clips.empty() ? c.clip : c.row_clips[size_t(r)];
     const RangeFit fit = fits ? (c.row_fits.empty() ? c.range_fit : c.row_fits[size_t(r)]) : RangeFit::kMinMax;
     const float* src = w + r * cols;
@@ -201,6 +227,53 @@ IntMatrix quantize_rtn(const std::string& name, const float* w, int64_t rows, in
           set_int4(out, i, q);
       }
     }
+  }
+}
+
+// Worker threads for a matrix: one per core, none for a matrix small enough
+// that starting them costs more than it saves.
+int64_t quantize_threads(int threads, int64_t rows, int64_t cols) {
+  constexpr int64_t kValuesPerThread = 1 << 18;
+  const int64_t wanted = threads > 0 ? threads : int64_t(std::max(1u, std::thread::hardware_concurrency()));
+  return std::clamp<int64_t>(rows * cols / kValuesPerThread, 1, std::min(wanted, rows));
+}
+
+}  // namespace
+
+IntMatrix quantize_rtn(const std::string& name, const float* w, int64_t rows, int64_t cols, const IntQuantConfig& c,
+                       const float* column_scale, int threads) {
+  IntMatrix m;
+  m.scheme = int_scheme(name, c, cols);
+  m.rows = rows;
+  m.cols = cols;
+  const int64_t row_bytes = c.bits == 8 ? cols : cols / 2;
+  m.data.assign(size_t(rows * row_bytes), 0);
+  m.scales.resize(size_t(rows * m.n_groups()));
+  if (m.scheme.has_zero_points) m.zeros.resize(size_t(rows * m.n_groups()));
+  check_row_settings(name, c, rows, cols);
+  const int64_t n_threads = quantize_threads(threads, rows, cols);
+  if (n_threads == 1) {
+    quantize_rows(m, w, 0, rows, c, column_scale);
+    return m;
+  }
+  // Contiguous row ranges (4-bit rows are whole bytes, so no two threads
+  // write one byte); the result is the same whatever the thread count.
+  const int64_t per = (rows + n_threads - 1) / n_threads;
+  std::vector<std::exception_ptr> failures(static_cast<size_t>(n_threads));
+  const auto run = [&](int64_t part) {
+    try {
+      quantize_rows(m, w, part * per, std::min(rows, (part + 1) * per), c, column_scale);
+    } catch (...) {
+      failures[size_t(part)] = std::current_exception();  // out of memory for a scratch row
+    }
+  };
+  {
+    std::vector<std::jthread> workers;
+    for (int64_t part = 1; part * per < rows; ++part) workers.emplace_back(run, part);
+    run(0);
+  }
+  for (const std::exception_ptr& failure : failures) {
+    if (failure) std::rethrow_exception(failure);
   }
   return m;
 }

@@ -63,8 +63,10 @@ WeightScheme int_scheme(const std::string& name, const IntQuantConfig& config, i
 // Round-to-nearest quantization of an f32 (rows, cols) matrix, row by row.
 // `column_scale`, when given (cols), multiplies each column first (AWQ's
 // activation-aware scaling; the caller divides the activations by it).
+// Large matrices split their rows over `threads` threads (0: one per core);
+// the result does not depend on how many.
 IntMatrix quantize_rtn(const std::string& name, const float* w, int64_t rows, int64_t cols,
-                       const IntQuantConfig& config, const float* column_scale = nullptr);
+                       const IntQuantConfig& config, const float* column_scale = nullptr, int threads = 0);
 
 // Row `row` of an integer linear back to f32: the reference every kernel and
 // reader is tested against.

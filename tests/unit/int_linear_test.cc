@@ -209,6 +209,24 @@ TEST(IntQuant, ProductFitWeighsEachTermByItsInput) {
   EXPECT_LT(product, 0.5 * magnitude);
 }
 
+// Rows split over threads give the bits one thread gives, for every scheme
+// (a matrix large enough that quantize_rtn splits it).
+TEST(IntQuant, ThreadsGiveTheOneThreadBits) {
+  const int64_t rows = 1031, cols = 1024;  // rows not a multiple of the thread count
+  const auto w = random_values(size_t(rows * cols), 41, 8);
+  for (const quant::IntQuantConfig c : {quant::IntQuantConfig{4, 32, false, ActivationPolicy::kNone},
+                                        quant::IntQuantConfig{4, 128, true, ActivationPolicy::kNone},
+                                        quant::IntQuantConfig{8, 0, true, ActivationPolicy::kNone}}) {
+    const quant::IntMatrix one = quant::quantize_rtn("w", w.data(), rows, cols, c, nullptr, 1);
+    for (const int threads : {2, 3}) {
+      const quant::IntMatrix many = quant::quantize_rtn("w", w.data(), rows, cols, c, nullptr, threads);
+      EXPECT_EQ(many.data, one.data) << c.bits << "-bit, " << threads << " threads";
+      EXPECT_EQ(many.scales, one.scales) << c.bits << "-bit, " << threads << " threads";
+      EXPECT_EQ(many.zeros, one.zeros) << c.bits << "-bit, " << threads << " threads";
+    }
+  }
+}
+
 TEST(IntQuant, RejectsShapesTheKernelsCannotHold) {
   const std::vector<float> w(64 * 2, 1.0f);
   EXPECT_THROW(quant::quantize_rtn("w", w.data(), 2, 40, {8, 0, true, {}}),
