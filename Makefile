@@ -8,7 +8,7 @@ MODEL_DIR ?= $(or $(TESSERA_MODEL_DIR),$(HOME)/.cache/tessera/models)
 DEFAULT_MODEL ?= $(MODEL_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf
 VENV ?= .venv
 
-.PHONY: setup deps models configure build test test-full unit-tests python-tests sanitize-build sanitize-tests image-test include-graph serve fuzz fuzz-ci clean
+.PHONY: setup deps models configure build test test-avx2 test-full unit-tests python-tests sanitize-build sanitize-tests image-test include-graph serve fuzz fuzz-ci clean
 
 setup: deps models
 
@@ -60,6 +60,18 @@ sanitize-tests: sanitize-build
 	@cd $(SANITIZE_BUILD_DIR) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L unit -E '$(SANITIZE_SKIP)'
 
 test: unit-tests python-tests
+
+# The AVX2 paths (Tessera's kernels and oneDNN's) on any x86 machine: the
+# unit tests and the model goldens with AVX-512, VNNI and AMX capped off, so
+# a machine with them still proves the path of one without. Where the CPU
+# has no AVX-512, `make test` has run those paths natively, and this says so.
+ISA_FALLBACK_ENV = TESSERA_MAX_CPU_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2
+test-avx2: build models
+	@if grep -qw avx512f /proc/cpuinfo; then \
+	  (cd $(BUILD_DIR) && $(ISA_FALLBACK_ENV) TESSERA_MODEL_DIR="$(MODEL_DIR)" ctest --output-on-failure -j $(JOBS) $(UNIT_TEST_FILTER)) && \
+	  $(ISA_FALLBACK_ENV) TESSERA_BIN=$(abspath $(BUILD_DIR))/tessera TESSERA_MODEL_DIR="$(MODEL_DIR)" TESSERA_TEST_MODELS=$(TEST_MODELS) \
+	    $(VENV)/bin/python -m pytest -q tests/python/test_generation.py tests/python/test_hf_models.py; \
+	else echo "test-avx2: this CPU has no AVX-512 ($$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)): make test ran the AVX2 paths natively"; fi
 
 test-full:
 	@$(MAKE) test FULL=1 ACCEL_PPL_MODELS=all

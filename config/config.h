@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/sampling_defaults.h"
+
 namespace tessera {
 
 struct TlsConfig {
@@ -118,6 +120,11 @@ struct ModelConfig {
   // unless this is set (the template's own markers always are special).
   bool parse_special_in_messages = false;
   StructuredOutputConfig structured_output;
+  // Values for the sampling fields a request leaves out: these, key by key,
+  // over the model's own recommendation (generation_config.json, GGUF
+  // general.sampling.*) unless sampling_defaults_from_model is false.
+  SamplingDefaults sampling_defaults;
+  bool sampling_defaults_from_model = true;
 };
 
 // Parallel ranks, rank 0 in the serving process: tensor parallelism splits

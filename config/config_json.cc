@@ -38,6 +38,14 @@ nlohmann::json model_json(const ModelConfig& m) {
     out["quantization"] = {{"scheme", m.quantization.scheme}, {"group_size", m.quantization.group_size}};
   }
   if (m.chat_template) out["chat_template"] = *m.chat_template;
+  nlohmann::json sampling = {{"from_model", m.sampling_defaults_from_model}};
+  const SamplingDefaults& d = m.sampling_defaults;
+  if (d.temperature) sampling["temperature"] = *d.temperature;
+  if (d.top_p) sampling["top_p"] = *d.top_p;
+  if (d.top_k) sampling["top_k"] = *d.top_k;
+  if (d.min_p) sampling["min_p"] = *d.min_p;
+  if (d.repetition_penalty) sampling["repetition_penalty"] = *d.repetition_penalty;
+  out["sampling_defaults"] = sampling;
   return out;
 }
 

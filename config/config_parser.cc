@@ -165,10 +165,35 @@ class Parser {
     }
   }
 
+  // The ranges a request may ask for (server/serving/generation_request.cc).
+  void parse_sampling_defaults(const YAML::Node& n, const std::string& path, ModelConfig* m) const {
+    require_map(n, path);
+    check_keys(n, path, {"from_model", "temperature", "top_p", "top_k", "min_p", "repetition_penalty"});
+    boolean(n, "from_model", path, &m->sampling_defaults_from_model);
+    SamplingDefaults& s = m->sampling_defaults;
+    const auto optional_number = [&](const char* key, double lo, double hi, std::optional<double>* out) {
+      if (!n[key] || n[key].IsNull()) return;
+      double v = 0.0;
+      number(n, key, path, lo, hi, &v);
+      *out = v;
+    };
+    optional_number("temperature", 0.0, 2.0, &s.temperature);
+    optional_number("top_p", 0.0, 1.0, &s.top_p);
+    if (s.top_p && *s.top_p <= 0.0) fail(n["top_p"], path + ".top_p: must be greater than 0");
+    optional_number("min_p", 0.0, 1.0, &s.min_p);
+    optional_number("repetition_penalty", 0.01, 10.0, &s.repetition_penalty);
+    if (n["top_k"] && !n["top_k"].IsNull()) {
+      int64_t k = 0;
+      integer(n, "top_k", path, 0, int64_t(1) << 30, &k);
+      s.top_k = k;
+    }
+  }
+
   ModelConfig parse_model(const YAML::Node& n, const std::string& path) const {
     require_map(n, path);
     check_keys(n, path, {"name", "path", "device", "dtype", "threads", "kv_cache", "scheduler", "max_model_len", "chat_template",
-                         "parse_special_in_messages", "speculative", "quantization", "structured_output"});
+                         "parse_special_in_messages", "speculative", "quantization", "structured_output",
+                         "sampling_defaults"});
     ModelConfig m;
     if (!n["name"] || !n["path"]) fail(n, path + ": 'name' and 'path' are required");
     text(n, "name", path, &m.name);
@@ -222,6 +247,7 @@ class Parser {
       number(so, "compile_budget_s", p, 0.01, 600.0, &m.structured_output.compile_budget_s);
       integer(so, "cached_grammars", p, 0, 1 << 16, &m.structured_output.cached_grammars);
     }
+    if (const YAML::Node sd = n["sampling_defaults"]) parse_sampling_defaults(sd, path + ".sampling_defaults", &m);
     if (const YAML::Node s = n["speculative"]) parse_speculative(s, path + ".speculative", &m.scheduler.speculative);
     if (const YAML::Node q = n["quantization"]; q && !q.IsNull()) {
       const std::string p = path + ".quantization";

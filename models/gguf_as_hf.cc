@@ -2,6 +2,7 @@
 
 #include "engine/core/error.h"
 #include "models/gguf_spec.h"
+#include "models/model_sampling_defaults.h"
 #include "models/tokenizer/tokenizer.h"
 #include "models/tokenizer/tokenizer_json_writer.h"
 
@@ -119,6 +120,13 @@ void GgufAsHf::write_text_files() {
   text_files_["tokenizer_config.json"] = tokenizer_config_from_vocab(v, chat_template).dump(2) + "\n";
   nlohmann::json generation = {{"bos_token_id", v.bos == kNoToken ? nlohmann::json(nullptr) : nlohmann::json(v.bos)},
                                {"eos_token_id", v.end_of_generation}};
+  // The file's sampling recommendation travels with the copy.
+  const SamplingDefaults sampling = sampling_defaults_from_gguf(file_).values;
+  if (sampling.temperature) generation["temperature"] = *sampling.temperature;
+  if (sampling.top_p) generation["top_p"] = *sampling.top_p;
+  if (sampling.top_k) generation["top_k"] = *sampling.top_k;
+  if (sampling.min_p) generation["min_p"] = *sampling.min_p;
+  if (sampling.repetition_penalty) generation["repetition_penalty"] = *sampling.repetition_penalty;
   text_files_["generation_config.json"] = generation.dump(2) + "\n";
   if (v.bos != kNoToken) config_["bos_token_id"] = v.bos;
   if (v.eos != kNoToken) config_["eos_token_id"] = v.eos;

@@ -38,6 +38,7 @@ void Model::load_gguf(Backend& backend, const ModelLoadOptions& options) {
   rank_spec_ = tessera::rank_spec(spec_, weights_->shard);
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*gguf_));
   chat_template_ = gguf_->get_string("tokenizer.chat_template").value_or("");
+  sampling_defaults_ = sampling_defaults_from_gguf(*gguf_);
 }
 
 void Model::load_hf(Backend& backend, const ModelLoadOptions& options) {
@@ -68,6 +69,9 @@ void Model::load_hf(Backend& backend, const ModelLoadOptions& options) {
   if (hf_->tokenizer_config() && hf_->tokenizer_config()->contains("chat_template") &&
       (*hf_->tokenizer_config())["chat_template"].is_string()) {
     chat_template_ = (*hf_->tokenizer_config())["chat_template"].get<std::string>();
+  }
+  if (hf_->generation_config()) {
+    sampling_defaults_ = sampling_defaults_from_generation_config(*hf_->generation_config(), path_ + "/generation_config.json");
   }
 }
 

@@ -10,6 +10,7 @@
 #include "models/decoder_weights.h"
 #include "models/gguf/gguf_file.h"
 #include "models/hf/hf_model_dir.h"
+#include "models/model_sampling_defaults.h"
 #include "models/tokenizer/tokenizer.h"
 
 namespace tessera {
@@ -39,6 +40,8 @@ class Model {
   const DecoderWeights& weights() const { return *weights_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const std::string& chat_template() const { return chat_template_; }
+  // What the checkpoint recommends for requests that leave sampling fields out.
+  const ModelSamplingDefaults& sampling_defaults() const { return sampling_defaults_; }
 
  private:
   Model() = default;
@@ -53,6 +56,7 @@ class Model {
   std::unique_ptr<DecoderWeights> weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::string chat_template_;
+  ModelSamplingDefaults sampling_defaults_;
   std::optional<quant::SchemeChoice> quantization_;
 };
 

@@ -53,15 +53,19 @@ float number_or(const std::optional<double>& v, const char* key, double min, dou
 }
 
 void read_sampling(const GenerationRequest& r, const ServedModel& model, const ApiLimits& limits, SamplingParams& s) {
-  s.temperature = number_or(r.temperature, "temperature", 0.0, 2.0, 1.0f);
-  s.top_p = number_or(r.top_p, "top_p", 0.0, 1.0, 1.0f);
+  // Fields left out take the model's defaults (config, then its files),
+  // then OpenAI's.
+  const SamplingDefaults& d = model.sampling_defaults;
+  s.temperature = number_or(r.temperature, "temperature", 0.0, 2.0, float(d.temperature.value_or(1.0)));
+  s.top_p = number_or(r.top_p, "top_p", 0.0, 1.0, float(d.top_p.value_or(1.0)));
   if (s.top_p <= 0.0f) throw ApiError::invalid("'top_p' must be greater than 0", "top_p");
-  const int64_t top_k = r.top_k ? checked_integer("top_k", *r.top_k, -1, 1 << 30) : 0;
+  const int64_t top_k = r.top_k ? checked_integer("top_k", *r.top_k, -1, 1 << 30) : d.top_k.value_or(0);
   s.top_k = top_k < 0 ? 0 : int(top_k);
-  s.min_p = number_or(r.min_p, "min_p", 0.0, 1.0, 0.0f);
+  s.min_p = number_or(r.min_p, "min_p", 0.0, 1.0, float(d.min_p.value_or(0.0)));
   s.presence_penalty = number_or(r.presence_penalty, "presence_penalty", -2.0, 2.0, 0.0f);
   s.frequency_penalty = number_or(r.frequency_penalty, "frequency_penalty", -2.0, 2.0, 0.0f);
-  s.repetition_penalty = number_or(r.repetition_penalty, "repetition_penalty", 0.01, 10.0, 1.0f);
+  s.repetition_penalty =
+      number_or(r.repetition_penalty, "repetition_penalty", 0.01, 10.0, float(d.repetition_penalty.value_or(1.0)));
   if (r.seed) s.seed = uint64_t(*r.seed);
   const int64_t vocab = int64_t(model.tokenizer().vocab().size());
   if (r.logit_bias.size() > kMaxLogitBias) {

@@ -7,10 +7,23 @@
 #include "engine/core/error.h"
 #include "engine/runtime/tokenizer_texts.h"
 #include "server/serving/api_error.h"
+#include "models/model.h"
 #include "server/serving/runner_setup.h"
 
 namespace tessera {
 namespace {
+
+// The config's values over the model's own recommendation, each value the
+// model's files held but could not be used said once in the log.
+SamplingDefaults sampling_defaults_for(const ModelConfig& c, const Model& model) {
+  const ModelSamplingDefaults& from_files = model.sampling_defaults();
+  for (const std::string& why : from_files.dropped) spdlog::warn("model {}: sampling recommendation left out: {}", c.name, why);
+  const SamplingDefaults base = c.sampling_defaults_from_model ? from_files.values : SamplingDefaults{};
+  const SamplingDefaults out = base.overridden_by(c.sampling_defaults);
+  spdlog::info("model {}: sampling defaults: {}{}", c.name, out.describe(),
+               c.sampling_defaults_from_model && !from_files.values.empty() ? " (model's recommendation: " + from_files.values.describe() + ")" : "");
+  return out;
+}
 
 std::unique_ptr<ServedModel> load_one(const ModelConfig& c, size_t index, prometheus::Registry& metrics, ParallelRanks* ranks,
                                       const ModelLoop::FaultListener& on_fault) {
@@ -32,6 +45,7 @@ std::unique_ptr<ServedModel> load_one(const ModelConfig& c, size_t index, promet
       throw Error("model '" + c.name + "': chat template: " + e.what());
     }
   }
+  m->sampling_defaults = sampling_defaults_for(c, runner->model());
   SchedulerLimits limits;
   static_cast<SchedulerConfig&>(limits) = c.scheduler;
   limits.max_model_len = m->max_model_len;

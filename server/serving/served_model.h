@@ -21,6 +21,8 @@ struct ServedModel {
   std::optional<ChatTemplate> chat_template;  // none: chat requests are refused
   ToolCallFormat tool_format = ToolCallFormat::kNone;  // how its template asks for tool calls
   int max_model_len = 0;
+  // For the sampling fields a request leaves out (config over the model's files).
+  SamplingDefaults sampling_defaults;
   std::time_t created = 0;
   std::unique_ptr<ModelMetrics> metrics;
   std::unique_ptr<GrammarCompiler> grammars;  // output grammars, compiled on request threads

@@ -120,6 +120,9 @@ void memory_shapes(benchmark::internal::Benchmark* b) {
                                                     {int64_t(DType::kQ5_0), 4864, 896}, {int64_t(DType::kQ4_K), 896, 4864},
                                                     {int64_t(DType::kQ6_K), 896, 4864}, {int64_t(DType::kQ8_0), 151936, 896}};
   for (const auto& s : shapes) b->Args({s[0], s[1], s[2], 1, 1});
+  // Plain floating-point checkpoints (Qwen2.5-0.5B's ffn_up): bf16 read as
+  // stored, against the f32 a CPU without bf16 products once widened it to.
+  for (const DType dense : {DType::kBF16, DType::kF16, DType::kF32}) b->Args({int64_t(dense), 4864, 896, 1, 1});
   // The steps of a speculative verification (up to eight tokens); the
   // output head without a row-group copy, as a model holds it.
   for (int64_t tokens : {2, 4, 8}) {
@@ -135,6 +138,7 @@ void prefill_shapes(benchmark::internal::Benchmark* b) {
   const std::vector<std::vector<int64_t>> shapes = {{int64_t(DType::kQ5_0), 4864, 896}, {int64_t(DType::kQ4_K), 896, 4864},
                                                     {int64_t(DType::kQ6_K), 896, 4864}, {int64_t(DType::kQ4_1), 1536, 576}};
   for (const auto& s : shapes) b->Args({s[0], s[1], s[2], 512, 1});
+  for (const DType dense : {DType::kBF16, DType::kF32}) b->Args({int64_t(dense), 4864, 896, 512, 0});
 }
 BENCHMARK(BM_Matmul)->Apply(prefill_shapes)->UseRealTime()->Unit(benchmark::kMillisecond);
 

@@ -1,8 +1,8 @@
 // libFuzzer target: JSON schemas a client sends (response_format, guided
 // JSON, tool parameters) lower to a grammar or fail with a GrammarError,
 // however deep they nest or long their $ref chains run. The first two
-// bytes give a chain of that many $defs, each referring to the next, that
-// ends in the input schema.
+// bytes give a chain of that many $defs (up to 4,096), each referring to
+// the next, that ends in the input schema.
 #include <cstddef>
 #include <algorithm>
 #include <cstdint>
@@ -40,7 +40,9 @@ int nesting(const std::string& text) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
   using Json = nlohmann::ordered_json;
-  const size_t chain = size_t(data[0]) | (size_t(data[1]) << 8);
+  // At most the members the body parser lets one object hold
+  // (JsonLimits::max_object_members): a client cannot send a longer one.
+  const size_t chain = std::min<size_t>(size_t(data[0]) | (size_t(data[1]) << 8), 4096);
   const std::string text(reinterpret_cast<const char*>(data) + 2, size - 2);
   if (nesting(text) > 64) return 0;
   Json schema = Json::parse(text, nullptr, false);

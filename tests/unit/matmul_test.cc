@@ -4,11 +4,13 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 
 #include "engine/core/error.h"
 #include "engine/tensor/half.h"
 #include "quant/dequantize.h"
 #include "kernels/cpu/linear/matmul.h"
+#include "kernels/cpu/linear/onednn_matmul.h"
 #include "kernels/cpu/linear/quantize_rows.h"
 #include "tests/unit/one_row_bits.h"
 #include "tests/unit/test_files.h"
@@ -270,28 +272,59 @@ TEST(OnednnMatmul, MatchesAnF64Reference) {
   }
 }
 
-TEST(OnednnMatmul, Bf16WeightsUsedDirectly) {
-  const int64_t rows = 40, cols = 96, tokens = 3;
-  const std::vector<float> wf = test::normal_values(rows * cols, 31);
-  std::vector<uint16_t> w(wf.size());
-  for (size_t i = 0; i < w.size(); ++i) w[i] = f32_to_bf16(wf[i]);
-  const std::vector<float> x = test::normal_values(tokens * cols, 32);
-  const LinearWeight weight("bf16", DType::kBF16, w.data(), rows, cols, detect_isa());
-  ASSERT_NE(weight.dense(), nullptr);
-  std::vector<float> y(static_cast<size_t>(tokens * rows));
-  ThreadPool pool(2);
-  MatmulScratch scratch;
-  matmul(weight, x.data(), tokens, y.data(), scratch, pool);
+// y = x · Wᵀ with both operands rounded to bf16 and the products summed in
+// f64: what every bf16 path must give, to within its f32 sums.
+void expect_bf16_products(const std::vector<uint16_t>& w, const std::vector<float>& x, const std::vector<float>& y,
+                          int64_t rows, int64_t cols, const std::string& path) {
+  const int64_t tokens = int64_t(x.size()) / cols;
   for (int64_t m = 0; m < tokens; ++m) {
     for (int64_t r = 0; r < rows; ++r) {
-      // Reference: both operands rounded to bf16, products summed in f64.
       double want = 0.0;
       for (int64_t k = 0; k < cols; ++k) {
         want += double(bf16_to_f32(f32_to_bf16(x[size_t(m * cols + k)]))) * double(bf16_to_f32(w[size_t(r * cols + k)]));
       }
-      EXPECT_NEAR(y[size_t(m * rows + r)], want, 1e-3) << m << "," << r;
+      ASSERT_NEAR(y[size_t(m * rows + r)], want, 1e-3) << path << ": token " << m << ", row " << r;
     }
   }
+}
+
+std::vector<uint16_t> bf16_values(int64_t n, uint32_t seed) {
+  const std::vector<float> f = test::normal_values(n, seed);
+  std::vector<uint16_t> out(f.size());
+  for (size_t i = 0; i < f.size(); ++i) out[i] = f32_to_bf16(f[i]);
+  return out;
+}
+
+// bf16 weights on every x86 CPU: a few tokens through the bf16 dot products
+// (or oneDNN's bf16 matmul where the CPU has one), a prompt through oneDNN,
+// on tiles widened to f32 where it has no bf16 matmul. 300 rows: two tiles.
+TEST(OnednnMatmul, Bf16WeightsOnEveryCpu) {
+  const int64_t rows = 300, cols = 96;
+  const std::vector<uint16_t> w = bf16_values(rows * cols, 31);
+  for (const char* level : {"amx", "avx2", "scalar"}) {
+    const LinearWeight weight("bf16", DType::kBF16, w.data(), rows, cols, cap_isa(detect_isa(), level));
+    ASSERT_NE(weight.dense(), nullptr);
+    for (const int64_t tokens : {1, 3, 40}) {
+      const std::vector<float> x = test::normal_values(tokens * cols, 32 + uint32_t(tokens));
+      std::vector<float> y(static_cast<size_t>(tokens * rows));
+      ThreadPool pool(2);
+      MatmulScratch scratch;
+      matmul(weight, x.data(), tokens, y.data(), scratch, pool);
+      expect_bf16_products(w, x, y, rows, cols, std::string(level) + ", " + std::to_string(tokens) + " tokens");
+    }
+  }
+}
+
+// The widened tiles, forced on any CPU: the same products.
+TEST(OnednnMatmul, Bf16TilesWidenedToF32GiveTheBf16Products) {
+  const int64_t rows = 513, cols = 64, tokens = 17;
+  const std::vector<uint16_t> w = bf16_values(rows * cols, 41);
+  const OnednnMatmul widened(w.data(), true, rows, cols, /*bf16_products=*/false);
+  EXPECT_EQ(widened.min_tokens(), 16);
+  const std::vector<float> x = test::normal_values(tokens * cols, 42);
+  std::vector<float> y(static_cast<size_t>(tokens * rows));
+  widened.run(x.data(), tokens, y.data());
+  expect_bf16_products(w, x, y, rows, cols, "widened tiles");
 }
 
 }  // namespace

@@ -16,14 +16,6 @@ namespace tessera::cpu {
 LinearWeight::LinearWeight(std::string name, DType dtype, const void* data, int64_t rows, int64_t cols,
                            const IsaFeatures& isa, bool prompt_copy)
     : name_(std::move(name)), dtype_(dtype), data_(static_cast<const uint8_t*>(data)), rows_(rows), cols_(cols) {
-  if (dtype == DType::kBF16) {
-    // bf16 goes to oneDNN only; the row geometry below is that of f32 activations.
-    row_bytes_ = size_t(cols) * 2;
-    act_row_bytes_ = size_t(cols) * sizeof(float);
-    kernel_ = {DType::kF32, nullptr};
-    dense_ = std::make_shared<OnednnMatmul>(data, true, rows, cols);
-    return;
-  }
   kernel_ = select_vec_dot(dtype, isa);
   if (!kernel_.fn) throw Error("weight '" + name_ + "': no CPU matmul kernel for " + std::string(dtype_name(dtype)));
   const auto row_bytes = dtype_bytes(dtype, uint64_t(cols));
@@ -38,12 +30,19 @@ LinearWeight::LinearWeight(std::string name, DType dtype, const void* data, int6
     if (auto groups = RowGroups::repack(dtype, data, rows, cols)) row_groups_ = std::make_shared<const RowGroups>(std::move(*groups));
   }
   if (dtype == DType::kF32) dense_ = std::make_shared<OnednnMatmul>(data, false, rows, cols);
+  // bf16: oneDNN's bf16 matmul where the CPU has bf16 products; elsewhere
+  // prompts go to oneDNN on tiles widened to f32 and a few tokens to the
+  // bf16 dot products, which read the weights as they are.
+  if (dtype == DType::kBF16) {
+    dense_ = std::make_shared<OnednnMatmul>(data, true, rows, cols, isa.avx512_bf16 || isa.amx_bf16);
+  }
 }
 
 void convert_activation_row(DType type, const float* x, void* out, int64_t n) {
   switch (type) {
     case DType::kF32: std::memcpy(out, x, size_t(n) * sizeof(float)); return;
     case DType::kF16: convert_row_f16(x, static_cast<uint16_t*>(out), n); return;
+    case DType::kBF16: convert_row_bf16(x, static_cast<uint16_t*>(out), n); return;
     case DType::kQ8_0: quantize_row_q8_0(x, static_cast<BlockQ8_0*>(out), n); return;
     case DType::kQ8_1: quantize_row_q8_1(x, static_cast<BlockQ8_1*>(out), n); return;
     case DType::kQ8_K: quantize_row_q8_k(x, static_cast<BlockQ8_K*>(out), n); return;
@@ -398,7 +397,7 @@ void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, 
       throw Error("matmul: weight '" + o.weight->name() + "' has " + std::to_string(o.weight->cols()) +
                   " columns, the others of its group " + std::to_string(outputs.front().weight->cols()));
     }
-    if (o.weight->dense()) {
+    if (o.weight->dense() && n_tokens >= o.weight->dense()->min_tokens()) {
       o.weight->dense()->run(x, n_tokens, o.y);
       continue;
     }

@@ -12,5 +12,6 @@ void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);
 void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n);
 void quantize_row_q8_k(const float* x, BlockQ8_K* y, int64_t n);
 void convert_row_f16(const float* x, uint16_t* y, int64_t n);
+void convert_row_bf16(const float* x, uint16_t* y, int64_t n);  // round to nearest even
 
 }  // namespace tessera::cpu

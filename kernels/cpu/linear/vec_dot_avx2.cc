@@ -38,11 +38,36 @@ float dot_f16(int64_t n, const void* w, const void* a) {
   return sum;
 }
 
+// Eight bf16 values as f32: the upper halves of eight 32-bit lanes.
+inline __m256 widen_bf16(const uint16_t* p) {
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+
+// bf16 weights widened in registers (no f32 copy of them), against
+// bf16-rounded activations: each product is exact; four chains of sums.
+float dot_bf16(int64_t n, const void* w, const void* a) {
+  const uint16_t* x = static_cast<const uint16_t*>(w);
+  const uint16_t* y = static_cast<const uint16_t*>(a);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm256_fmadd_ps(widen_bf16(x + i), widen_bf16(y + i), acc0);
+    acc1 = _mm256_fmadd_ps(widen_bf16(x + i + 8), widen_bf16(y + i + 8), acc1);
+    acc2 = _mm256_fmadd_ps(widen_bf16(x + i + 16), widen_bf16(y + i + 16), acc2);
+    acc3 = _mm256_fmadd_ps(widen_bf16(x + i + 24), widen_bf16(y + i + 24), acc3);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(widen_bf16(x + i), widen_bf16(y + i), acc0);
+  float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+  for (; i < n; ++i) sum += bf16_to_f32(x[i]) * bf16_to_f32(y[i]);
+  return sum;
+}
+
 }  // namespace
 
 VecDotKernel avx2_vec_dot(DType weight_type) {
-  if (weight_type == DType::kF32 || weight_type == DType::kF16) {
-    return pick_vec_dot(weight_type, {{DType::kF32, dot_f32}, {DType::kF16, dot_f16}});
+  if (weight_type == DType::kF32 || weight_type == DType::kF16 || weight_type == DType::kBF16) {
+    return pick_vec_dot(weight_type, {{DType::kF32, dot_f32}, {DType::kF16, dot_f16}, {DType::kBF16, dot_bf16}});
   }
   return x86_quant_vec_dot<madd_us>(weight_type);
 }

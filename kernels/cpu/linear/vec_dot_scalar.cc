@@ -16,13 +16,17 @@ float dot_f32(int64_t n, const void* w, const void* a) {
   return float(sum);
 }
 
-float dot_f16(int64_t n, const void* w, const void* a) {
+// 16-bit floats (f16, or bf16 against bf16-rounded activations: each
+// product exact), summed in f64.
+template <float (*widen)(uint16_t)>
+float dot_half(int64_t n, const void* w, const void* a) {
   const uint16_t* x = static_cast<const uint16_t*>(w);
   const uint16_t* y = static_cast<const uint16_t*>(a);
   double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum += double(f16_to_f32(x[i])) * double(f16_to_f32(y[i]));
+  for (int64_t i = 0; i < n; ++i) sum += double(widen(x[i])) * double(widen(y[i]));
   return float(sum);
 }
+
 
 float dot_q4_0(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ4_0*>(w);
@@ -124,6 +128,7 @@ std::optional<DType> activation_type_for(DType weight_type) {
   switch (weight_type) {
     case DType::kF32: return DType::kF32;
     case DType::kF16: return DType::kF16;
+    case DType::kBF16: return DType::kBF16;
     case DType::kQ4_0: case DType::kQ5_0: case DType::kQ8_0: return DType::kQ8_0;
     case DType::kQ4_1: return DType::kQ8_1;
     case DType::kQ4_K: case DType::kQ6_K: return DType::kQ8_K;
@@ -132,7 +137,7 @@ std::optional<DType> activation_type_for(DType weight_type) {
 }
 
 VecDotKernel scalar_vec_dot(DType weight_type) {
-  return pick_vec_dot(weight_type, {{DType::kF32, dot_f32}, {DType::kF16, dot_f16}, {DType::kQ4_0, dot_q4_0},
+  return pick_vec_dot(weight_type, {{DType::kF32, dot_f32}, {DType::kF16, dot_half<f16_to_f32>}, {DType::kBF16, dot_half<bf16_to_f32>}, {DType::kQ4_0, dot_q4_0},
                                     {DType::kQ4_1, dot_q4_1}, {DType::kQ5_0, dot_q5_0}, {DType::kQ8_0, dot_q8_0},
                                     {DType::kQ4_K, dot_q4_k}, {DType::kQ6_K, dot_q6_k}});
 }
