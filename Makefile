@@ -66,12 +66,13 @@ test: unit-tests python-tests
 # a machine with them still proves the path of one without. Where the CPU
 # has no AVX-512, `make test` has run those paths natively, and this says so.
 ISA_FALLBACK_ENV = TESSERA_MAX_CPU_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2
+ISA_FALLBACK_RUN ?= $(shell grep -qw avx512f /proc/cpuinfo && echo yes)
 test-avx2: build models
-	@if grep -qw avx512f /proc/cpuinfo; then \
+	@if [ "$(ISA_FALLBACK_RUN)" = yes ]; then \
 	  (cd $(BUILD_DIR) && $(ISA_FALLBACK_ENV) TESSERA_MODEL_DIR="$(MODEL_DIR)" ctest --output-on-failure -j $(JOBS) $(UNIT_TEST_FILTER)) && \
 	  $(ISA_FALLBACK_ENV) TESSERA_BIN=$(abspath $(BUILD_DIR))/tessera TESSERA_MODEL_DIR="$(MODEL_DIR)" TESSERA_TEST_MODELS=$(TEST_MODELS) \
 	    $(VENV)/bin/python -m pytest -q tests/python/test_generation.py tests/python/test_hf_models.py; \
-	else echo "test-avx2: this CPU has no AVX-512 ($$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)): make test ran the AVX2 paths natively"; fi
+	else echo "test-avx2: this CPU has no AVX-512 ($$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')): make test ran the AVX2 paths natively"; fi
 
 test-full:
 	@$(MAKE) test FULL=1 ACCEL_PPL_MODELS=all
