@@ -64,11 +64,11 @@ GroupFit fit_pass(const float* w, const float* importance, int64_t n, const Grou
   // sums in element order, as the scalar loop took them.
   float codes[kMaxGroup];  // (n): each weight's code less the zero point
   float error = 0.0f, num = 0.0f, den = 0.0f;
+  const float lo = float(-8 - g.zero), hi = float(7 - g.zero);  // the 4-bit codes' range, less the zero point
   for (int64_t begin = 0; begin < n; begin += kMaxGroup) {
     const int64_t len = std::min(kMaxGroup, n - begin);
     const float* wp = w + begin;
     const float* ip = importance + begin;
-    const float lo = float(-8 - g.zero), hi = float(7 - g.zero);
     if (g.scale == 0.0f) {
       std::fill(codes, codes + len, 0.0f);
     } else {
