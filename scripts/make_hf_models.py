@@ -60,22 +60,35 @@ def make_llama_cpp_peers(gguf_path, base, llama_cpp):
         subprocess.run([str(quantize), str(bf16), str(out), scheme.upper()], check=True)
 
 
+def installed_version(package):
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--llama-cpp", help="llama.cpp source tree with build/bin/llama-quantize")
     parser.add_argument("--only", choices=sorted(MODELS), help="one model")
+    parser.add_argument("--peers-only", action="store_true",
+                        help="only llama.cpp's BF16/Q8_0/Q4_0 GGUFs (no torch needed; tessera reads the BF16 GGUF)")
     args = parser.parse_args()
+    if args.peers_only and not args.llama_cpp:
+        parser.error("--peers-only needs --llama-cpp")
     out_root = model_dir() / "hf"
     out_root.mkdir(parents=True, exist_ok=True)
     for name, gguf_name in MODELS.items():
         if args.only and name != args.only:
             continue
         hf_dir = out_root / f"{name}-bf16"
-        if not (hf_dir / "model.safetensors").exists():
+        if not args.peers_only and not (hf_dir / "model.safetensors").exists():
             make_hf(model_dir() / gguf_name, hf_dir)
         if args.llama_cpp:
             make_llama_cpp_peers(model_dir() / gguf_name, out_root / name, args.llama_cpp)
-    versions = {p: metadata.version(p) for p in ("torch", "transformers", "gguf", "safetensors")}
+    versions = {p: installed_version(p) for p in ("torch", "transformers", "gguf", "safetensors")}
+    if args.llama_cpp:
+        versions["llama.cpp"] = pathlib.Path(args.llama_cpp).resolve().as_posix()
     (out_root / "versions.json").write_text(json.dumps(versions, indent=2) + "\n")
     print(json.dumps(versions))
 

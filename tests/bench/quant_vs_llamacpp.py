@@ -6,9 +6,10 @@ repeats interleaved, medians reported with ratios and each decode's fraction
 of the memory roofline (read bandwidth measured in the same run over the
 weight bytes one token reads).
 
-Inputs come from scripts/make_hf_models.py --llama-cpp (the bf16 directories
-and llama.cpp's Q8_0/Q4_0 of them); the tessera checkpoints are written here
-by `tessera quantize` when missing.
+Inputs come from scripts/make_hf_models.py --llama-cpp (the bf16 directories,
+or with --peers-only llama.cpp's BF16 GGUFs, and llama.cpp's Q8_0/Q4_0 of
+them); the tessera checkpoints are written here by `tessera quantize` when
+missing.
 
   python tests/bench/quant_vs_llamacpp.py --llama-bench /path/to/llama-bench [--threads 2] [--repeats 3]
 """
@@ -28,10 +29,18 @@ MODELS = ("smollm2-135m", "qwen2.5-coder-0.5b")
 PAIRS = (("a16w8", "q8_0"), ("da8w8", "q8_0"), ("a16w4", "q4_0"))
 
 
+def source(hf_root, model):
+    """The bf16 weights both sides quantize: the Hugging Face directory, or
+    where it was not made (it needs torch), llama.cpp's BF16 GGUF of the same
+    weights, which tessera reads as well."""
+    directory = hf_root / f"{model}-bf16"
+    return directory if (directory / "model.safetensors").exists() else hf_root / f"{model}-bf16.gguf"
+
+
 def checkpoint(binary, hf_root, model, scheme):
     out = hf_root / f"{model}-{scheme}"
     if not (out / "model.safetensors").exists():
-        subprocess.run([binary, "quantize", "-m", hf_root / f"{model}-bf16", "--scheme", scheme, "-o", out], check=True,
+        subprocess.run([binary, "quantize", "-m", source(hf_root, model), "--scheme", scheme, "-o", out], check=True,
                        capture_output=True)
     return out
 
@@ -62,7 +71,7 @@ def main():
         for scheme, peer in [p for p in PAIRS if p[0] in args.schemes]:
             cases.append((model, scheme, peer, checkpoint(args.binary, hf_root, model, scheme),
                           hf_root / f"{model}-{peer}.gguf"))
-    prompts = {model: prompt_of(args.binary, str(hf_root / f"{model}-bf16"), args.prefill)
+    prompts = {model: prompt_of(args.binary, str(source(hf_root, model)), args.prefill)
                for model in args.models}
     runs = {(m, s): {"tp": [], "td": [], "lp": [], "ld": []} for m, s, *_ in cases}
     bandwidth = []

@@ -25,62 +25,96 @@ int32_t reduce_add(__m256i v) {
 
 __m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
-// The frame both 16-bit kernels share: per span, `products` adds the span's
-// int32 products into one accumulator per token; the span then joins the
-// f32 sums with its scale.
-template <int T, class Products>
-void a16_frame(const IntRowLayout& l, const IntRowTask& t, int r, const Products& products) {
-  const float* scales = t.scales + r * l.n_spans;
-  __m256 accf[T];
-  for (int k = 0; k < T; ++k) accf[k] = _mm256_setzero_ps();
-  for (int64_t s = 0; s < l.n_spans; ++s) {
-    __m256i acci[T];
-    for (int k = 0; k < T; ++k) acci[k] = _mm256_setzero_si256();
-    products(s * l.span, std::min((s + 1) * l.span, l.padded_cols), s, acci);
-    const __m256 scale = _mm256_set1_ps(scales[s]);
-    for (int k = 0; k < T; ++k) accf[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acci[k]), scale, accf[k]);
+// The frame both 16-bit kernels share, for R consecutive rows of the task
+// from `r0`: per span, `products` adds the span's int32 products into one
+// accumulator per (row, token); the span then joins that pair's f32 sums
+// with the row's scale. Several rows at once let one activation load serve
+// every row and keep R independent sums in flight; each (row, token) sees
+// the same lane sums in the same order for every R, so R never changes a bit.
+template <int T, int R, class Products>
+void a16_frame(const IntRowLayout& l, const IntRowTask& t, int r0, const Products& products) {
+  __m256 accf[R][T];
+  for (int i = 0; i < R; ++i) {
+    for (int k = 0; k < T; ++k) accf[i][k] = _mm256_setzero_ps();
   }
-  for (int k = 0; k < T; ++k) t.y[k * t.y_stride + r] = reduce_add(accf[k]) * t.x_scales[k];
+  for (int64_t s = 0; s < l.n_spans; ++s) {
+    __m256i acci[R][T];
+    for (int i = 0; i < R; ++i) {
+      for (int k = 0; k < T; ++k) acci[i][k] = _mm256_setzero_si256();
+    }
+    products(s * l.span, std::min((s + 1) * l.span, l.padded_cols), s, acci);
+    for (int i = 0; i < R; ++i) {
+      const __m256 scale = _mm256_set1_ps(t.scales[(r0 + i) * l.n_spans + s]);
+      for (int k = 0; k < T; ++k) accf[i][k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acci[i][k]), scale, accf[i][k]);
+    }
+  }
+  for (int i = 0; i < R; ++i) {
+    for (int k = 0; k < T; ++k) t.y[k * t.y_stride + r0 + i] = reduce_add(accf[i][k]) * t.x_scales[k];
+  }
 }
 
-template <int T>
-void a16_w8_tile(const IntRowLayout& l, const IntRowTask& t, int r) {
-  const uint8_t* w = t.w + size_t(r) * t.w_stride;
+// 16 columns of R rows against T tokens.
+template <int T, int R>
+inline void a16_w8_step(const uint8_t* const (&w)[R], const int16_t* x, int64_t x_stride, int64_t c,
+                        __m256i (&acci)[R][T]) {
+  __m256i xv[T];
+  for (int k = 0; k < T; ++k) xv[k] = load(x + k * x_stride + c);
+  for (int i = 0; i < R; ++i) {
+    const __m256i wv = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i] + c)));
+    for (int k = 0; k < T; ++k) acci[i][k] = _mm256_add_epi32(acci[i][k], _mm256_madd_epi16(wv, xv[k]));
+  }
+}
+
+// Per-channel spans are whole 64-column chunks (padded_cols and the
+// 4096-column span both are multiples of 64): the loop takes 64 columns a
+// turn with one prefetch per row; grouped spans end in 16-column steps.
+template <int T, int R>
+void a16_w8_rows(const IntRowLayout& l, const IntRowTask& t, int r0) {
+  const uint8_t* w[R];
+  for (int i = 0; i < R; ++i) w[i] = t.w + size_t(r0 + i) * t.w_stride;
   const auto* x = static_cast<const int16_t*>(t.x);
-  a16_frame<T>(l, t, r, [&](int64_t begin, int64_t end, int64_t, __m256i (&acci)[T]) {
-    for (int64_t c = begin; c < end; c += 16) {
-      if (c % 64 == 0) prefetch_weights_ahead(w + c);
-      const __m256i wv = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + c)));
-      for (int k = 0; k < T; ++k) acci[k] = _mm256_add_epi32(acci[k], _mm256_madd_epi16(wv, load(x + k * t.x_stride + c)));
+  a16_frame<T, R>(l, t, r0, [&](int64_t begin, int64_t end, int64_t, __m256i (&acci)[R][T]) {
+    int64_t c = begin;
+    for (; c + 64 <= end; c += 64) {
+      for (int i = 0; i < R; ++i) prefetch_weights_ahead(w[i] + c);
+      for (int part = 0; part < 64; part += 16) a16_w8_step<T, R>(w, x, t.x_stride, c + part, acci);
     }
+    for (; c < end; c += 16) a16_w8_step<T, R>(w, x, t.x_stride, c, acci);
   });
 }
 
 // A 64-column chunk is 32 bytes: bytes 0..15 hold columns 0..15 (low
 // nibbles) and 32..47 (high), bytes 16..31 columns 16..31 and 48..63.
-template <int T>
-void a16_w4_tile(const IntRowLayout& l, const IntRowTask& t, int r) {
-  const uint8_t* w = t.w + size_t(r) * t.w_stride;
-  const int16_t* zeros = t.zeros + r * l.n_spans;
+// 4-bit spans (groups) are multiples of 32 columns: a turn takes 32.
+template <int T, int R>
+void a16_w4_rows(const IntRowLayout& l, const IntRowTask& t, int r0) {
+  const uint8_t* w[R];
+  for (int i = 0; i < R; ++i) w[i] = t.w + size_t(r0 + i) * t.w_stride;
   const auto* x = static_cast<const int16_t*>(t.x);
   const __m256i low_mask = _mm256_set1_epi16(0x0F);
-  a16_frame<T>(l, t, r, [&](int64_t begin, int64_t end, int64_t s, __m256i (&acci)[T]) {
+  a16_frame<T, R>(l, t, r0, [&](int64_t begin, int64_t end, int64_t s, __m256i (&acci)[R][T]) {
     for (int64_t c = begin; c < end; c += 32) {
       const bool high = (c % 64) != 0;
-      const uint8_t* bytes = w + (c / 64) * 32;
-      if (c % 128 == 0) prefetch_weights_ahead(bytes);
+      const int64_t chunk = (c / 64) * 32;
+      if (c % 128 == 0) {
+        for (int i = 0; i < R; ++i) prefetch_weights_ahead(w[i] + chunk);
+      }
       for (int half = 0; half < 2; ++half) {
-        const __m256i raw = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 16 * half)));
-        const __m256i u = high ? _mm256_srli_epi16(raw, 4) : _mm256_and_si256(raw, low_mask);
-        for (int k = 0; k < T; ++k) {
-          acci[k] = _mm256_add_epi32(acci[k], _mm256_madd_epi16(u, load(x + k * t.x_stride + c + 16 * half)));
+        __m256i xv[T];
+        for (int k = 0; k < T; ++k) xv[k] = load(x + k * t.x_stride + c + 16 * half);
+        for (int i = 0; i < R; ++i) {
+          const __m256i raw = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i] + chunk + 16 * half)));
+          const __m256i u = high ? _mm256_srli_epi16(raw, 4) : _mm256_and_si256(raw, low_mask);
+          for (int k = 0; k < T; ++k) acci[i][k] = _mm256_add_epi32(acci[i][k], _mm256_madd_epi16(u, xv[k]));
         }
       }
     }
     // The products used the unsigned nibbles: zero * (span sum) comes off in lane 0.
-    for (int k = 0; k < T; ++k) {
-      const int32_t offset = int32_t(zeros[s]) * t.x_span_sums[k * l.n_spans + s];
-      acci[k] = _mm256_sub_epi32(acci[k], _mm256_setr_epi32(offset, 0, 0, 0, 0, 0, 0, 0));
+    for (int i = 0; i < R; ++i) {
+      for (int k = 0; k < T; ++k) {
+        const int32_t offset = int32_t(t.zeros[(r0 + i) * l.n_spans + s]) * t.x_span_sums[k * l.n_spans + s];
+        acci[i][k] = _mm256_sub_epi32(acci[i][k], _mm256_setr_epi32(offset, 0, 0, 0, 0, 0, 0, 0));
+      }
     }
   });
 }
@@ -104,17 +138,36 @@ void a8_w8_tile(const IntRowLayout& l, const IntRowTask& t, int r) {
   for (int k = 0; k < T; ++k) t.y[k * t.y_stride + r] = float(reduce_add(acc[k])) * (t.x_scales[k] * t.scales[r * l.n_spans]);
 }
 
+// Rows taken together per token count: as many as the registers hold
+// (R accumulators and R weight vectors per token, plus the activations).
+template <int T>
+constexpr int kRowsTogether = T == 1 ? 4 : T == 2 ? 2 : 1;
+
+template <int T, template <int, int> class Rows>
+void run_rows(const IntRowLayout& l, const IntRowTask& t) {
+  constexpr int R = kRowsTogether<T>;
+  int r = 0;
+  if constexpr (R > 1) {
+    for (; r + R <= t.n_rows; r += R) Rows<T, R>::run(l, t, r);
+  }
+  for (; r < t.n_rows; ++r) Rows<T, 1>::run(l, t, r);
+}
+
+template <int T, int R>
+struct A16W8Rows {
+  static void run(const IntRowLayout& l, const IntRowTask& t, int r0) { a16_w8_rows<T, R>(l, t, r0); }
+};
+template <int T, int R>
+struct A16W4Rows {
+  static void run(const IntRowLayout& l, const IntRowTask& t, int r0) { a16_w4_rows<T, R>(l, t, r0); }
+};
 template <int T>
 struct A16W8 {
-  static void run(const IntRowLayout& l, const IntRowTask& t) {
-    for (int r = 0; r < t.n_rows; ++r) a16_w8_tile<T>(l, t, r);
-  }
+  static void run(const IntRowLayout& l, const IntRowTask& t) { run_rows<T, A16W8Rows>(l, t); }
 };
 template <int T>
 struct A16W4 {
-  static void run(const IntRowLayout& l, const IntRowTask& t) {
-    for (int r = 0; r < t.n_rows; ++r) a16_w4_tile<T>(l, t, r);
-  }
+  static void run(const IntRowLayout& l, const IntRowTask& t) { run_rows<T, A16W4Rows>(l, t); }
 };
 template <int T>
 struct A8W8 {

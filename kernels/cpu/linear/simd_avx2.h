@@ -22,11 +22,12 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(lo);
 }
 
-// 16 bytes of packed nibbles -> 32 bytes: low nibbles (elements 0..15), then high.
+// 16 bytes of packed nibbles -> 32 bytes: low nibbles (elements 0..15), then
+// high. The bytes are loaded into both halves at once and only the upper
+// half shifted (what a byte takes from its neighbour is masked off).
 inline __m256i unpack_nibbles(const uint8_t* p) {
-  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
-  return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
+  const __m256i twice = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_and_si256(_mm256_srlv_epi64(twice, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0f));
 }
 
 // 32 bits -> 32 bytes, 0xFF where the bit is set.

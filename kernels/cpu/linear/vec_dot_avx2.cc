@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include "engine/tensor/half.h"
+#include "kernels/cpu/linear/vec_dot_avx2_rows.h"
 #include "kernels/cpu/linear/vec_dot_x86_impl.h"
 
 namespace tessera::cpu {
@@ -69,7 +70,15 @@ VecDotKernel avx2_vec_dot(DType weight_type) {
   if (weight_type == DType::kF32 || weight_type == DType::kF16 || weight_type == DType::kBF16) {
     return pick_vec_dot(weight_type, {{DType::kF32, dot_f32}, {DType::kF16, dot_f16}, {DType::kBF16, dot_bf16}});
   }
-  return x86_quant_vec_dot<madd_us>(weight_type);
+  VecDotKernel k = x86_quant_vec_dot<madd_us>(weight_type);
+  switch (weight_type) {
+    case DType::kQ4_0: k.fn_rows = dot_signed_rows<BlockQ4_0, q4_0_values>; break;
+    case DType::kQ5_0: k.fn_rows = dot_signed_rows<BlockQ5_0, q5_0_values>; break;
+    case DType::kQ8_0: k.fn_rows = dot_signed_rows<BlockQ8_0, q8_0_values>; break;
+    case DType::kQ4_1: k.fn_rows = dot_q4_1_rows; break;
+    default: break;
+  }
+  return k;
 }
 
 }  // namespace tessera::cpu

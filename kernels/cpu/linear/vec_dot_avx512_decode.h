@@ -16,6 +16,7 @@
 
 #include "kernels/cpu/linear/simd_avx2.h"
 #include "kernels/cpu/linear/vec_dot.h"
+#include "kernels/cpu/linear/vec_dot_rows_common.h"
 #include "kernels/cpu/linear/vec_dot_avx512_offset.h"
 #include "kernels/cpu/linear/vec_dot_avx512_tokens.h"
 
@@ -64,22 +65,6 @@ template <>
 inline __m512i offset_values_pair<Q8_0Offset>(const BlockQ8_0& b0, const BlockQ8_0& b1) {
   const __m512i q = _mm512_inserti64x4(_mm512_zextsi256_si512(load32(b0.qs)), load32(b1.qs), 1);
   return _mm512_xor_si512(q, _mm512_set1_epi8(char(0x80)));
-}
-
-// Calls kernel.operator()<T>() with T = n_tokens, 1 to kMaxRowTokens, so
-// that each token count gets its own unrolled accumulators.
-template <class Kernel>
-inline void for_token_count(int n_tokens, const Kernel& kernel) {
-  switch (n_tokens) {
-    case 1: kernel.template operator()<1>(); return;
-    case 2: kernel.template operator()<2>(); return;
-    case 3: kernel.template operator()<3>(); return;
-    case 4: kernel.template operator()<4>(); return;
-    case 5: kernel.template operator()<5>(); return;
-    case 6: kernel.template operator()<6>(); return;
-    case 7: kernel.template operator()<7>(); return;
-    default: kernel.template operator()<kMaxRowTokens>(); return;
-  }
 }
 
 // dot_offset for four rows and kTokens tokens: each weight block is decoded

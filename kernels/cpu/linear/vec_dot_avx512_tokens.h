@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/linear/q8_0_pairs.h"
 #include "kernels/cpu/linear/simd_avx2.h"
+#include "kernels/cpu/linear/vec_dot_rows_common.h"
 
 namespace tessera::cpu {
 namespace {
@@ -36,12 +37,6 @@ inline void store_pair_sums(const __m512* acc, float* out) {
     out[2 * p] = hsum(low_half(acc[p]));
     out[2 * p + 1] = hsum(high_half(acc[p]));
   }
-}
-
-// Pointers to kRows weight rows `row_stride` bytes apart.
-template <class Block, int kRows>
-inline void row_pointers(const void* w, size_t row_stride, const Block* (&x)[kRows]) {
-  for (int r = 0; r < kRows; ++r) x[r] = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + size_t(r) * row_stride);
 }
 
 // Signed weights read as unsigned q + 128 (Format: the offset view of
