@@ -136,8 +136,11 @@ BENCHMARK(BM_MatmulFromMemory)->Apply(memory_shapes)->UseRealTime();
 // The same weights against a 512-token prompt chunk (prefill).
 void prefill_shapes(benchmark::internal::Benchmark* b) {
   const std::vector<std::vector<int64_t>> shapes = {{int64_t(DType::kQ5_0), 4864, 896}, {int64_t(DType::kQ4_K), 896, 4864},
-                                                    {int64_t(DType::kQ6_K), 896, 4864}, {int64_t(DType::kQ4_1), 1536, 576}};
-  for (const auto& s : shapes) b->Args({s[0], s[1], s[2], 512, 1});
+                                                    {int64_t(DType::kQ6_K), 896, 4864}, {int64_t(DType::kQ4_1), 1536, 576},
+                                                    {int64_t(DType::kQ8_0), 4864, 896}, {int64_t(DType::kQ4_0), 4864, 896}};
+  for (const auto& s : shapes) {
+    for (int64_t isa : {0, 1}) b->Args({s[0], s[1], s[2], 512, isa});
+  }
   for (const DType dense : {DType::kBF16, DType::kF32}) b->Args({int64_t(dense), 4864, 896, 512, 0});
 }
 BENCHMARK(BM_Matmul)->Apply(prefill_shapes)->UseRealTime()->Unit(benchmark::kMillisecond);

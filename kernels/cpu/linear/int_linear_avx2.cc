@@ -85,29 +85,37 @@ void a16_w8_rows(const IntRowLayout& l, const IntRowTask& t, int r0) {
 
 // A 64-column chunk is 32 bytes: bytes 0..15 hold columns 0..15 (low
 // nibbles) and 32..47 (high), bytes 16..31 columns 16..31 and 48..63.
-// 4-bit spans (groups) are multiples of 32 columns: a turn takes 32.
+// Each 16 bytes widen to 16-bit lanes in the load; loading the chunk whole
+// and widening its halves measured slower from memory.
+// 32 columns: the low (columns c..c+31 of the chunk) or high nibbles.
+template <int T, int R>
+inline void a16_w4_half_chunk(const uint8_t* const (&w)[R], int64_t chunk_byte, const int16_t* x, int64_t x_stride, int64_t c,
+                              bool high, __m256i (&acci)[R][T]) {
+  const __m256i low_mask = _mm256_set1_epi16(0x0F);
+  for (int half = 0; half < 2; ++half) {
+    for (int i = 0; i < R; ++i) {
+      const __m256i raw = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i] + chunk_byte + 16 * half)));
+      const __m256i u = high ? _mm256_srli_epi16(raw, 4) : _mm256_and_si256(raw, low_mask);
+      for (int k = 0; k < T; ++k) {
+        acci[i][k] = _mm256_add_epi32(acci[i][k], _mm256_madd_epi16(u, load(x + k * x_stride + c + 16 * half)));
+      }
+    }
+  }
+}
+
+// Spans (groups) are multiples of 32 columns: a turn takes 32.
 template <int T, int R>
 void a16_w4_rows(const IntRowLayout& l, const IntRowTask& t, int r0) {
   const uint8_t* w[R];
   for (int i = 0; i < R; ++i) w[i] = t.w + size_t(r0 + i) * t.w_stride;
   const auto* x = static_cast<const int16_t*>(t.x);
-  const __m256i low_mask = _mm256_set1_epi16(0x0F);
   a16_frame<T, R>(l, t, r0, [&](int64_t begin, int64_t end, int64_t s, __m256i (&acci)[R][T]) {
     for (int64_t c = begin; c < end; c += 32) {
-      const bool high = (c % 64) != 0;
-      const int64_t chunk = (c / 64) * 32;
+      const int64_t chunk_byte = (c / 64) * 32;
       if (c % 128 == 0) {
-        for (int i = 0; i < R; ++i) prefetch_weights_ahead(w[i] + chunk);
+        for (int i = 0; i < R; ++i) prefetch_weights_ahead(w[i] + chunk_byte);
       }
-      for (int half = 0; half < 2; ++half) {
-        __m256i xv[T];
-        for (int k = 0; k < T; ++k) xv[k] = load(x + k * t.x_stride + c + 16 * half);
-        for (int i = 0; i < R; ++i) {
-          const __m256i raw = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i] + chunk + 16 * half)));
-          const __m256i u = high ? _mm256_srli_epi16(raw, 4) : _mm256_and_si256(raw, low_mask);
-          for (int k = 0; k < T; ++k) acci[i][k] = _mm256_add_epi32(acci[i][k], _mm256_madd_epi16(u, xv[k]));
-        }
-      }
+      a16_w4_half_chunk<T, R>(w, chunk_byte, x, t.x_stride, c, c % 64 != 0, acci);
     }
     // The products used the unsigned nibbles: zero * (span sum) comes off in lane 0.
     for (int i = 0; i < R; ++i) {
@@ -138,14 +146,18 @@ void a8_w8_tile(const IntRowLayout& l, const IntRowTask& t, int r) {
   for (int k = 0; k < T; ++k) t.y[k * t.y_stride + r] = float(reduce_add(acc[k])) * (t.x_scales[k] * t.scales[r * l.n_spans]);
 }
 
-// Rows taken together per token count: as many as the registers hold
-// (R accumulators and R weight vectors per token, plus the activations).
+// Rows taken together per token count, where the registers hold them (R
+// accumulators and R weight vectors per token, plus the activations). The
+// 4-bit kernels are bound by their arithmetic and gain from independent
+// rows; an 8-bit row alone already reads as fast as memory serves it, and
+// several interleaved rows of one stretch of memory slow the prefetchers.
 template <int T>
-constexpr int kRowsTogether = T == 1 ? 4 : T == 2 ? 2 : 1;
+constexpr int kW4Rows = T == 1 ? 4 : T == 2 ? 2 : 1;
+template <int T>
+constexpr int kW8Rows = T == 2 ? 2 : 1;
 
-template <int T, template <int, int> class Rows>
+template <int T, int R, template <int, int> class Rows>
 void run_rows(const IntRowLayout& l, const IntRowTask& t) {
-  constexpr int R = kRowsTogether<T>;
   int r = 0;
   if constexpr (R > 1) {
     for (; r + R <= t.n_rows; r += R) Rows<T, R>::run(l, t, r);
@@ -163,11 +175,11 @@ struct A16W4Rows {
 };
 template <int T>
 struct A16W8 {
-  static void run(const IntRowLayout& l, const IntRowTask& t) { run_rows<T, A16W8Rows>(l, t); }
+  static void run(const IntRowLayout& l, const IntRowTask& t) { run_rows<T, kW8Rows<T>, A16W8Rows>(l, t); }
 };
 template <int T>
 struct A16W4 {
-  static void run(const IntRowLayout& l, const IntRowTask& t) { run_rows<T, A16W4Rows>(l, t); }
+  static void run(const IntRowLayout& l, const IntRowTask& t) { run_rows<T, kW4Rows<T>, A16W4Rows>(l, t); }
 };
 template <int T>
 struct A8W8 {
