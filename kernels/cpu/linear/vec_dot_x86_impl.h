@@ -44,9 +44,10 @@ void dot4_signed(int64_t n, const void* w, const void* const* a, float* out) {
   for (int j = 0; j < 4; ++j) out[j] = hsum(acc[j]);
 }
 
-// dot4_signed for eight rows. The eight block scales dx * dy are formed in
-// one multiply (lane by lane, as the scalar products round) and read back
-// by broadcast, which costs no arithmetic port.
+// dot4_signed for eight rows. Each row's block scale dx * dy is one
+// multiply of broadcast values (rounded as the scalar product rounds); read
+// back from a vector stored in the same block instead, the scales waited
+// on store forwarding and halved the speed on AMD cores.
 template <ByteDot byte_dot, class Block, __m256i (*values)(const Block&)>
 void dot8_signed(int64_t n, const void* w, const void* const* a, const float* dy, const float*, float* out) {
   const auto* x = static_cast<const Block*>(w);
@@ -54,13 +55,13 @@ void dot8_signed(int64_t n, const void* w, const void* const* a, const float* dy
   for (int j = 0; j < 8; ++j) y[j] = static_cast<const BlockQ8_0*>(a[j]);
   __m256 acc[8];
   for (__m256& v : acc) v = _mm256_setzero_ps();
-  alignas(32) float scale[8];
   for (int64_t b = 0; b < n / kQK; ++b) {
-    _mm256_store_ps(scale, _mm256_mul_ps(_mm256_set1_ps(fp16(x[b].d)), _mm256_loadu_ps(dy + b * 8)));
+    const __m256 dx = _mm256_set1_ps(fp16(x[b].d));
     const __m256i qx = values(x[b]);
     const __m256i ax = _mm256_sign_epi8(qx, qx);
     for (int j = 0; j < 8; ++j) {
-      acc[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(scale + j), byte_dot(ax, _mm256_sign_epi8(load32(y[j][b].qs), qx)), acc[j]);
+      const __m256 scale = _mm256_mul_ps(dx, _mm256_broadcast_ss(dy + b * 8 + j));
+      acc[j] = _mm256_fmadd_ps(scale, byte_dot(ax, _mm256_sign_epi8(load32(y[j][b].qs), qx)), acc[j]);
     }
   }
   for (int j = 0; j < 8; ++j) out[j] = hsum(acc[j]);
@@ -121,13 +122,13 @@ void dot8_q4_1(int64_t n, const void* w, const void* const* a, const float* dy, 
   __m256 acc[8];
   for (__m256& v : acc) v = _mm256_setzero_ps();
   __m256 mins = _mm256_setzero_ps();
-  alignas(32) float scale[8];
   for (int64_t b = 0; b < n / kQK; ++b) {
     mins = _mm256_add_ps(mins, _mm256_mul_ps(_mm256_set1_ps(fp16(x[b].m)), _mm256_loadu_ps(sums + b * 8)));
-    _mm256_store_ps(scale, _mm256_mul_ps(_mm256_set1_ps(fp16(x[b].d)), _mm256_loadu_ps(dy + b * 8)));
+    const __m256 dx = _mm256_set1_ps(fp16(x[b].d));
     const __m256i qx = unpack_nibbles(x[b].qs);
     for (int j = 0; j < 8; ++j) {
-      acc[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(scale + j), byte_dot(qx, load32(y[j][b].qs)), acc[j]);
+      const __m256 scale = _mm256_mul_ps(dx, _mm256_broadcast_ss(dy + b * 8 + j));
+      acc[j] = _mm256_fmadd_ps(scale, byte_dot(qx, load32(y[j][b].qs)), acc[j]);
     }
   }
   alignas(32) float min_terms[8];
