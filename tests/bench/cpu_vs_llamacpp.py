@@ -97,8 +97,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_arguments(ap)
     ap.add_argument("--model-dir", default=os.environ.get("TESSERA_MODEL_DIR", str(pathlib.Path.home() / ".cache/tessera/models")))
+    ap.add_argument("--model", action="append", metavar="NAME=GGUF",
+                    help="a GGUF both sides read, instead of the three real models (repeatable): e.g. the BF16 GGUF "
+                         "of scripts/make_hf_models.py --peers-only")
     args = ap.parse_args()
-    paths = {name: str(pathlib.Path(args.model_dir) / file) for name, file in MODELS.items()}
+    if args.model:
+        paths = dict(m.split("=", 1) for m in args.model)
+    else:
+        paths = {name: str(pathlib.Path(args.model_dir) / file) for name, file in MODELS.items()}
     prompts = {name: prompt_of(args.binary, path, args.prefill) for name, path in paths.items()}
     runs = {name: {"tp": [], "td": [], "lp": [], "ld": []} for name in paths}
     bandwidth = []

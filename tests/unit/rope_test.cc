@@ -44,10 +44,15 @@ RopeCase read_case(const std::string& name) {
   return c;
 }
 
-float max_error(const RopeCase& c, const ops::RopeParams& params) {
+std::vector<float> rotated(const RopeCase& c, const ops::RopeParams& params, const cpu::IsaFeatures& isa) {
   std::vector<float> y = c.x;
   cpu::ThreadPool pool(1);
-  cpu::apply_rope(y.data(), c.positions.data(), c.n, 1, c.dim, params, pool);
+  cpu::apply_rope(y.data(), c.positions.data(), c.n, 1, c.dim, params, pool, isa);
+  return y;
+}
+
+float max_error(const RopeCase& c, const ops::RopeParams& params) {
+  const std::vector<float> y = rotated(c, params, cpu::detect_isa());
   float worst = 0.0f;
   for (size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::abs(y[i] - c.rotated[i]));
   return worst;
@@ -86,6 +91,29 @@ TEST(RopeVsTransformers, GgmlRecipeDriftsWhereTheTableDoesNot) {
   const float ggml_error = max_error(c, ggml), table_error = max_error(c, table);
   std::printf("max |error| at positions up to 32k: ggml recipe %.3g, frequency table %.3g\n", ggml_error, table_error);
   EXPECT_GT(ggml_error, 10.0f * table_error);
+}
+
+// The FMA build and the portable one (libm's fma) round alike, for both
+// recipes: the kernel's choice of build never changes a bit.
+TEST(Rope, EveryBuildGivesTheSameBits) {
+  const RopeCase c = read_case("base1e4");
+  const std::vector<float> inv_freq = transformers_inv_freq(c.theta, c.dim, nullptr);
+  ops::RopeParams ggml;
+  ggml.style = ops::RopeStyle::kHalves;
+  ggml.numerics = ops::RopeNumerics::kGgml;
+  ggml.rotary_dim = c.dim;
+  ggml.freq_base = c.theta;
+  ops::RopeParams table = ggml;
+  table.numerics = ops::RopeNumerics::kFrequencyTable;
+  table.inv_freq = inv_freq.data();
+  ops::RopeParams interleaved = ggml;
+  interleaved.style = ops::RopeStyle::kInterleaved;
+  const cpu::IsaFeatures portable{};
+  for (const ops::RopeParams& params : {ggml, table, interleaved}) {
+    const std::vector<float> a = rotated(c, params, portable), b = rotated(c, params, cpu::detect_isa());
+    ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+    EXPECT_NE(0, std::memcmp(a.data(), c.x.data(), a.size() * sizeof(float)));  // it did rotate
+  }
 }
 
 }  // namespace

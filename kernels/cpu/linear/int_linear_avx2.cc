@@ -85,44 +85,51 @@ void a16_w8_rows(const IntRowLayout& l, const IntRowTask& t, int r0) {
 
 // A 64-column chunk is 32 bytes: bytes 0..15 hold columns 0..15 (low
 // nibbles) and 32..47 (high), bytes 16..31 columns 16..31 and 48..63.
-// Each 16 bytes widen to 16-bit lanes in the load; loading the chunk whole
-// and widening its halves measured slower from memory.
-// 32 columns: the low (columns c..c+31 of the chunk) or high nibbles.
+// 32 columns of R rows, the low (columns c..c+31 of the chunk) or the high
+// nibbles, each widened to 16 bits and less its row's zero point (a signed
+// value within ±15), so the products need no correction afterwards.
 template <int T, int R>
-inline void a16_w4_half_chunk(const uint8_t* const (&w)[R], int64_t chunk_byte, const int16_t* x, int64_t x_stride, int64_t c,
-                              bool high, __m256i (&acci)[R][T]) {
+inline void a16_w4_half_chunk(const uint8_t* const (&w)[R], const __m256i (&zero)[R], int64_t chunk_byte, const int16_t* x,
+                              int64_t x_stride, int64_t c, bool high, __m256i (&acci)[R][T]) {
   const __m256i low_mask = _mm256_set1_epi16(0x0F);
   for (int half = 0; half < 2; ++half) {
     for (int i = 0; i < R; ++i) {
       const __m256i raw = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i] + chunk_byte + 16 * half)));
       const __m256i u = high ? _mm256_srli_epi16(raw, 4) : _mm256_and_si256(raw, low_mask);
+      const __m256i q = _mm256_sub_epi16(u, zero[i]);
       for (int k = 0; k < T; ++k) {
-        acci[i][k] = _mm256_add_epi32(acci[i][k], _mm256_madd_epi16(u, load(x + k * x_stride + c + 16 * half)));
+        acci[i][k] = _mm256_add_epi32(acci[i][k], _mm256_madd_epi16(q, load(x + k * x_stride + c + 16 * half)));
       }
     }
   }
 }
 
-// Spans (groups) are multiples of 32 columns: a turn takes 32.
+// Spans (groups) are multiples of 32 columns: a turn takes 32. Widening
+// the nibbles 16 at a time in the load measured faster from memory than
+// loading a chunk whole and widening its halves.
 template <int T, int R>
 void a16_w4_rows(const IntRowLayout& l, const IntRowTask& t, int r0) {
   const uint8_t* w[R];
   for (int i = 0; i < R; ++i) w[i] = t.w + size_t(r0 + i) * t.w_stride;
   const auto* x = static_cast<const int16_t*>(t.x);
   a16_frame<T, R>(l, t, r0, [&](int64_t begin, int64_t end, int64_t s, __m256i (&acci)[R][T]) {
-    for (int64_t c = begin; c < end; c += 32) {
+    __m256i zero[R];
+    for (int i = 0; i < R; ++i) zero[i] = _mm256_set1_epi16(t.zeros[(r0 + i) * l.n_spans + s]);
+    int64_t c = begin;
+    for (; c % 64 == 0 && c + 64 <= end; c += 64) {  // whole chunks, low then high nibbles
+      const int64_t chunk_byte = c / 2;
+      if (c % 128 == 0) {
+        for (int i = 0; i < R; ++i) prefetch_weights_ahead(w[i] + chunk_byte);
+      }
+      a16_w4_half_chunk<T, R>(w, zero, chunk_byte, x, t.x_stride, c, false, acci);
+      a16_w4_half_chunk<T, R>(w, zero, chunk_byte, x, t.x_stride, c + 32, true, acci);
+    }
+    for (; c < end; c += 32) {  // a 32-column span: half a chunk
       const int64_t chunk_byte = (c / 64) * 32;
       if (c % 128 == 0) {
         for (int i = 0; i < R; ++i) prefetch_weights_ahead(w[i] + chunk_byte);
       }
-      a16_w4_half_chunk<T, R>(w, chunk_byte, x, t.x_stride, c, c % 64 != 0, acci);
-    }
-    // The products used the unsigned nibbles: zero * (span sum) comes off in lane 0.
-    for (int i = 0; i < R; ++i) {
-      for (int k = 0; k < T; ++k) {
-        const int32_t offset = int32_t(t.zeros[(r0 + i) * l.n_spans + s]) * t.x_span_sums[k * l.n_spans + s];
-        acci[i][k] = _mm256_sub_epi32(acci[i][k], _mm256_setr_epi32(offset, 0, 0, 0, 0, 0, 0, 0));
-      }
+      a16_w4_half_chunk<T, R>(w, zero, chunk_byte, x, t.x_stride, c, c % 64 != 0, acci);
     }
   });
 }

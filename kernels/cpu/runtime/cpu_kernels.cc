@@ -31,7 +31,8 @@ void rms_norm_op(const RmsNormArgs& a, Stream& s) {
 }
 
 void rope_op(const RopeArgs& a, Stream& s) {
-  apply_rope(a.x, a.positions, a.n_tokens, a.n_heads, a.head_dim, a.rope, cpu_stream(s).pool());
+  CpuStream& cs = cpu_stream(s);
+  apply_rope(a.x, a.positions, a.n_tokens, a.n_heads, a.head_dim, a.rope, cs.pool(), cs.isa());
 }
 
 void add_bias(float* y, const float* bias, int64_t n_rows, int64_t dim) {
