@@ -376,11 +376,60 @@ void int_matmul(const IntLinear& w, IntActivations& x, int64_t n_tokens, float* 
 
 namespace {
 
+// Tokens [t0, t0 + tile) of a task's activations.
+void set_task_tokens(const IntLinear& w, const IntActivations& x, int64_t t0, int tile, IntRowTask& task) {
+  const bool a8 = w.int8_activations();
+  const int64_t padded = x.padded_cols;
+  task.x = a8 ? static_cast<const void*>(x.x8.data() + t0 * padded) : static_cast<const void*>(x.x16.data() + t0 * padded);
+  task.x_stride = padded;
+  task.x_scales = (a8 ? x.scales8.data() : x.scales16.data()) + t0;
+  task.x_span_sums = w.bits() == 4 ? x.span_sums.data() + t0 * w.layout().n_spans : nullptr;
+  task.n_tokens = tile;
+}
+
+// One or two tokens (decode) through kernels that take rows spread apart:
+// each task takes one row from each quarter of the weight, so a thread
+// reads four separate sequential streams, which the prefetchers serve at
+// full speed where one stream (or rows interleaved within one stretch)
+// left a decode step at about two thirds of the read bandwidth. The rows
+// past the quarters go one task at a time.
+void spread_matmul(const IntLinear& w, const IntActivations& x, IntRowFn fn, int64_t n_tokens, float* y, ThreadPool& pool) {
+  const int64_t rows = w.rows(), quarter = rows / kIntRowTile;
+  constexpr int64_t kQuarterRows = 16;
+  const int64_t quarter_tasks = (quarter + kQuarterRows - 1) / kQuarterRows;
+  pool.parallel_for(quarter_tasks + 1, 1, [&](int, int64_t begin, int64_t end) {
+    for (int64_t job = begin; job < end; ++job) {
+      if (job == quarter_tasks) {  // the rows past the quarters
+        for (int64_t r = kIntRowTile * quarter; r < rows; ++r) {
+          IntRowTask task = w.row_task(r, 1);
+          set_task_tokens(w, x, 0, int(n_tokens), task);
+          task.y = y + r;
+          task.y_stride = rows;
+          fn(w.layout(), task);
+        }
+        continue;
+      }
+      for (int64_t q = job * kQuarterRows; q < std::min(quarter, (job + 1) * kQuarterRows); ++q) {
+        IntRowTask task = w.row_task(q, kIntRowTile);
+        task.w_stride = size_t(quarter) * w.row_bytes();
+        task.row_step = quarter;
+        set_task_tokens(w, x, 0, int(n_tokens), task);
+        task.y = y + q;
+        task.y_stride = rows;
+        fn(w.layout(), task);
+      }
+    }
+  });
+}
+
 void int_matmul_in_order(const IntLinear& w, IntActivations& x, int64_t n_tokens, float* y, ThreadPool& pool) {
   if (w.row_groups()) return group_matmul(w, x, n_tokens, y, pool);
   if (w.bits() == 4) compute_span_sums(x, w.layout().span, w.layout().n_spans, pool);
   const bool a8 = w.int8_activations();
   const IntRowFn fn = a8 ? w.kernels().a8_w8 : w.bits() == 8 ? w.kernels().a16_w8 : w.kernels().a16_w4;
+  if (w.kernels().spread_rows && n_tokens <= 2 && w.rows() >= 4 * kIntRowTile) {
+    return spread_matmul(w, x, fn, n_tokens, y, pool);
+  }
   const void* xs = a8 ? static_cast<const void*>(x.x8.data()) : static_cast<const void*>(x.x16.data());
   const float* x_scales = a8 ? x.scales8.data() : x.scales16.data();
   const int64_t rows = w.rows(), padded = x.padded_cols;

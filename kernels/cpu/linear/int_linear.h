@@ -50,8 +50,12 @@ struct IntRowTask {
   const float* x_scales;   // (n_tokens)
   const int32_t* x_span_sums;  // 4 bits: (n_tokens, n_spans) sums of each span's int16 activations
   int n_tokens;            // 1 .. kIntTokenTile
-  float* y;                // y[t * y_stride + r]
+  float* y;                // y[t * y_stride + r * row_step]
   int64_t y_stride;
+  // Row r of the task is row r * row_step of the weight from the first (its
+  // scales, zeros and output too); w_stride is then row_step rows' bytes.
+  // Only kernels with IntLinearKernels::spread_rows are given a step over 1.
+  int64_t row_step = 1;
 };
 
 constexpr int kIntRowTile = 4;
@@ -79,6 +83,7 @@ struct IntLinearKernels {
   IntRowFn a16_w4 = nullptr;
   IntRowFn a8_w8 = nullptr;
   bool offset_int8_activations = false;  // DA8 activations stored as uint8 (x + 128)
+  bool spread_rows = false;  // honour IntRowTask::row_step
   IntQuantizeRowFn quantize_row = nullptr;  // null: the portable one
 };
 
@@ -118,6 +123,7 @@ class IntLinear {
   IntGroupTask group_task(int64_t group, int64_t n) const;
   // Empty, or (cols): stored column c multiplies input channel input_order()[c].
   const std::vector<int32_t>& input_order() const { return input_order_; }
+  size_t row_bytes() const { return row_bytes_; }  // from one packed row to the next
   // A task for rows [row, row + n_rows), activations left to the caller.
   IntRowTask row_task(int64_t row, int n_rows) const;
 

@@ -44,12 +44,12 @@ void a16_frame(const IntRowLayout& l, const IntRowTask& t, int r0, const Product
     }
     products(s * l.span, std::min((s + 1) * l.span, l.padded_cols), s, acci);
     for (int i = 0; i < R; ++i) {
-      const __m256 scale = _mm256_set1_ps(t.scales[(r0 + i) * l.n_spans + s]);
+      const __m256 scale = _mm256_set1_ps(t.scales[(r0 + i) * t.row_step * l.n_spans + s]);
       for (int k = 0; k < T; ++k) accf[i][k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acci[i][k]), scale, accf[i][k]);
     }
   }
   for (int i = 0; i < R; ++i) {
-    for (int k = 0; k < T; ++k) t.y[k * t.y_stride + r0 + i] = reduce_add(accf[i][k]) * t.x_scales[k];
+    for (int k = 0; k < T; ++k) t.y[k * t.y_stride + (r0 + i) * t.row_step] = reduce_add(accf[i][k]) * t.x_scales[k];
   }
 }
 
@@ -114,7 +114,7 @@ void a16_w4_rows(const IntRowLayout& l, const IntRowTask& t, int r0) {
   const auto* x = static_cast<const int16_t*>(t.x);
   a16_frame<T, R>(l, t, r0, [&](int64_t begin, int64_t end, int64_t s, __m256i (&acci)[R][T]) {
     __m256i zero[R];
-    for (int i = 0; i < R; ++i) zero[i] = _mm256_set1_epi16(t.zeros[(r0 + i) * l.n_spans + s]);
+    for (int i = 0; i < R; ++i) zero[i] = _mm256_set1_epi16(t.zeros[(r0 + i) * t.row_step * l.n_spans + s]);
     int64_t c = begin;
     for (; c % 64 == 0 && c + 64 <= end; c += 64) {  // whole chunks, low then high nibbles
       const int64_t chunk_byte = c / 2;
@@ -134,23 +134,37 @@ void a16_w4_rows(const IntRowLayout& l, const IntRowTask& t, int r0) {
   });
 }
 
-template <int T>
-void a8_w8_tile(const IntRowLayout& l, const IntRowTask& t, int r) {
-  const uint8_t* w = t.w + size_t(r) * t.w_stride;
+// R rows against T tokens in int8: one exact integer sum per (row, token)
+// over the whole row, scaled once.
+template <int T, int R>
+void a8_w8_rows(const IntRowLayout& l, const IntRowTask& t, int r0) {
+  const uint8_t* w[R];
+  for (int i = 0; i < R; ++i) w[i] = t.w + size_t(r0 + i) * t.w_stride;
   const auto* x = static_cast<const int8_t*>(t.x);
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256i acc[T];
-  for (int k = 0; k < T; ++k) acc[k] = _mm256_setzero_si256();
+  __m256i acc[R][T];
+  for (int i = 0; i < R; ++i) {
+    for (int k = 0; k < T; ++k) acc[i][k] = _mm256_setzero_si256();
+  }
   for (int64_t c = 0; c < l.padded_cols; c += 32) {
-    if (c % 64 == 0) prefetch_weights_ahead(w + c);
-    const __m256i wv = load(w + c);
-    const __m256i w_abs = _mm256_sign_epi8(wv, wv);
-    for (int k = 0; k < T; ++k) {
-      const __m256i x_signed = _mm256_sign_epi8(load(x + k * t.x_stride + c), wv);
-      acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs, x_signed), ones));
+    if (c % 64 == 0) {
+      for (int i = 0; i < R; ++i) prefetch_weights_ahead(w[i] + c);
+    }
+    for (int i = 0; i < R; ++i) {
+      const __m256i wv = load(w[i] + c);
+      const __m256i w_abs = _mm256_sign_epi8(wv, wv);
+      for (int k = 0; k < T; ++k) {
+        const __m256i x_signed = _mm256_sign_epi8(load(x + k * t.x_stride + c), wv);
+        acc[i][k] = _mm256_add_epi32(acc[i][k], _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs, x_signed), ones));
+      }
     }
   }
-  for (int k = 0; k < T; ++k) t.y[k * t.y_stride + r] = float(reduce_add(acc[k])) * (t.x_scales[k] * t.scales[r * l.n_spans]);
+  for (int i = 0; i < R; ++i) {
+    const int64_t row = (r0 + i) * t.row_step;
+    for (int k = 0; k < T; ++k) {
+      t.y[k * t.y_stride + row] = float(reduce_add(acc[i][k])) * (t.x_scales[k] * t.scales[row * l.n_spans]);
+    }
+  }
 }
 
 // Rows taken together per token count, where the registers hold them (R
@@ -165,6 +179,9 @@ constexpr int kW8Rows = T == 2 ? 2 : 1;
 
 template <int T, int R, template <int, int> class Rows>
 void run_rows(const IntRowLayout& l, const IntRowTask& t) {
+  // Rows spread over the weight are separate streams from memory: read
+  // side by side, each keeps its own prefetch going.
+  if (t.row_step > 1 && t.n_rows == kIntRowTile && kIntRowTile * T <= 8) return Rows<T, kIntRowTile>::run(l, t, 0);
   int r = 0;
   if constexpr (R > 1) {
     for (; r + R <= t.n_rows; r += R) Rows<T, R>::run(l, t, r);
@@ -188,11 +205,13 @@ template <int T>
 struct A16W4 {
   static void run(const IntRowLayout& l, const IntRowTask& t) { run_rows<T, kW4Rows<T>, A16W4Rows>(l, t); }
 };
+template <int T, int R>
+struct A8W8Rows {
+  static void run(const IntRowLayout& l, const IntRowTask& t, int r0) { a8_w8_rows<T, R>(l, t, r0); }
+};
 template <int T>
 struct A8W8 {
-  static void run(const IntRowLayout& l, const IntRowTask& t) {
-    for (int r = 0; r < t.n_rows; ++r) a8_w8_tile<T>(l, t, r);
-  }
+  static void run(const IntRowLayout& l, const IntRowTask& t) { run_rows<T, 1, A8W8Rows>(l, t); }
 };
 
 template <template <int> class Tile>
@@ -207,6 +226,10 @@ void dispatch(const IntRowLayout& l, const IntRowTask& t) {
 
 }  // namespace
 
-IntLinearKernels avx2_int_kernels() { return {dispatch<A16W8>, dispatch<A16W4>, dispatch<A8W8>, false}; }
+IntLinearKernels avx2_int_kernels() {
+  IntLinearKernels k{dispatch<A16W8>, dispatch<A16W4>, dispatch<A8W8>, false};
+  k.spread_rows = true;
+  return k;
+}
 
 }  // namespace tessera::cpu
