@@ -345,6 +345,22 @@ TEST(IntQuant, ActivationsRoundAlikeOnEveryInstructionSet) {
   }
 }
 
+// Only kernels that honour IntRowTask::row_step may be given rows spread
+// over the weight; the AVX-512 ones read rows w_stride apart as given.
+TEST(IntQuant, OnlyKernelsThatTakeSpreadRowsSayTheyDo) {
+  EXPECT_FALSE(scalar_int_kernels().spread_rows);
+  const IsaFeatures isa = detect_isa();
+  if (isa.avx2 && isa.fma) {
+    EXPECT_TRUE(avx2_int_kernels().spread_rows);
+  }
+  if (isa.avx512f && isa.avx512bw && isa.avx512vl && isa.avx512_vnni) {
+    const auto avx512 = avx512_int_kernels();
+    EXPECT_FALSE(avx512.spread_rows);
+    EXPECT_TRUE(avx512.offset_int8_activations);
+    EXPECT_NE(avx512.quantize_row, nullptr);
+  }
+}
+
 class IntLinearKernels : public ::testing::TestWithParam<Case> {};
 
 TEST_P(IntLinearKernels, MatchTheDequantizedProductOnEveryInstructionSet) {

@@ -83,8 +83,8 @@ struct IntLinearKernels {
   IntRowFn a16_w4 = nullptr;
   IntRowFn a8_w8 = nullptr;
   bool offset_int8_activations = false;  // DA8 activations stored as uint8 (x + 128)
-  bool spread_rows = false;  // honour IntRowTask::row_step
   IntQuantizeRowFn quantize_row = nullptr;  // null: the portable one
+  bool spread_rows = false;  // honour IntRowTask::row_step
 };
 
 IntLinearKernels scalar_int_kernels();

@@ -227,7 +227,7 @@ void dispatch(const IntRowLayout& l, const IntRowTask& t) {
 }  // namespace
 
 IntLinearKernels avx2_int_kernels() {
-  IntLinearKernels k{dispatch<A16W8>, dispatch<A16W4>, dispatch<A8W8>, false};
+  IntLinearKernels k{dispatch<A16W8>, dispatch<A16W4>, dispatch<A8W8>};
   k.spread_rows = true;
   return k;
 }

@@ -231,7 +231,10 @@ void quantize_int_row_avx512(const IntRowQuantizeArgs& a) {
 }
 
 IntLinearKernels avx512_int_kernels() {
-  return {dispatch<A16W8>, dispatch<A16W4>, dispatch<A8W8>, true, quantize_int_row_avx512};
+  IntLinearKernels k{dispatch<A16W8>, dispatch<A16W4>, dispatch<A8W8>};
+  k.offset_int8_activations = true;
+  k.quantize_row = quantize_int_row_avx512;
+  return k;
 }
 
 }  // namespace tessera::cpu
