@@ -430,9 +430,7 @@ void int_matmul_in_order(const IntLinear& w, IntActivations& x, int64_t n_tokens
   if (w.kernels().spread_rows && n_tokens <= 2 && w.rows() >= 4 * kIntRowTile) {
     return spread_matmul(w, x, fn, n_tokens, y, pool);
   }
-  const void* xs = a8 ? static_cast<const void*>(x.x8.data()) : static_cast<const void*>(x.x16.data());
-  const float* x_scales = a8 ? x.scales8.data() : x.scales16.data();
-  const int64_t rows = w.rows(), padded = x.padded_cols;
+  const int64_t rows = w.rows();
   // Rows in blocks small enough that a block's weights stay in L1/L2 while
   // every tile of tokens passes over them.
   constexpr int64_t kRowBlock = 16;
@@ -446,12 +444,7 @@ void int_matmul_in_order(const IntLinear& w, IntActivations& x, int64_t n_tokens
         const int tile = int(std::min<int64_t>(kIntTokenTile, n_tokens - t0));
         for (int64_t r = r0; r < r1; r += kIntRowTile) {
           IntRowTask task = w.row_task(r, int(std::min<int64_t>(kIntRowTile, r1 - r)));
-          task.x = a8 ? static_cast<const void*>(static_cast<const int8_t*>(xs) + t0 * padded)
-                      : static_cast<const void*>(static_cast<const int16_t*>(xs) + t0 * padded);
-          task.x_stride = padded;
-          task.x_scales = x_scales + t0;
-          task.x_span_sums = w.bits() == 4 ? x.span_sums.data() + t0 * w.layout().n_spans : nullptr;
-          task.n_tokens = tile;
+          set_task_tokens(w, x, t0, tile, task);
           task.y = y + t0 * rows + r;
           task.y_stride = rows;
           fn(w.layout(), task);
