@@ -352,12 +352,14 @@ TEST(IntQuant, OnlyKernelsThatTakeSpreadRowsSayTheyDo) {
   const IsaFeatures isa = detect_isa();
   if (isa.avx2 && isa.fma) {
     EXPECT_TRUE(avx2_int_kernels().spread_rows);
+    EXPECT_FALSE(avx2_int_kernels().reads_span_sums);  // zero points come off the widened nibbles
   }
   if (isa.avx512f && isa.avx512bw && isa.avx512vl && isa.avx512_vnni) {
     const auto avx512 = avx512_int_kernels();
     EXPECT_FALSE(avx512.spread_rows);
     EXPECT_TRUE(avx512.offset_int8_activations);
     EXPECT_NE(avx512.quantize_row, nullptr);
+    EXPECT_TRUE(avx512.reads_span_sums);
   }
 }
 

@@ -383,7 +383,7 @@ void set_task_tokens(const IntLinear& w, const IntActivations& x, int64_t t0, in
   task.x = a8 ? static_cast<const void*>(x.x8.data() + t0 * padded) : static_cast<const void*>(x.x16.data() + t0 * padded);
   task.x_stride = padded;
   task.x_scales = (a8 ? x.scales8.data() : x.scales16.data()) + t0;
-  task.x_span_sums = w.bits() == 4 ? x.span_sums.data() + t0 * w.layout().n_spans : nullptr;
+  task.x_span_sums = w.bits() == 4 && w.kernels().reads_span_sums ? x.span_sums.data() + t0 * w.layout().n_spans : nullptr;
   task.n_tokens = tile;
 }
 
@@ -424,7 +424,7 @@ void spread_matmul(const IntLinear& w, const IntActivations& x, IntRowFn fn, int
 
 void int_matmul_in_order(const IntLinear& w, IntActivations& x, int64_t n_tokens, float* y, ThreadPool& pool) {
   if (w.row_groups()) return group_matmul(w, x, n_tokens, y, pool);
-  if (w.bits() == 4) compute_span_sums(x, w.layout().span, w.layout().n_spans, pool);
+  if (w.bits() == 4 && w.kernels().reads_span_sums) compute_span_sums(x, w.layout().span, w.layout().n_spans, pool);
   const bool a8 = w.int8_activations();
   const IntRowFn fn = a8 ? w.kernels().a8_w8 : w.bits() == 8 ? w.kernels().a16_w8 : w.kernels().a16_w4;
   if (w.kernels().spread_rows && n_tokens <= 2 && w.rows() >= 4 * kIntRowTile) {

@@ -48,7 +48,7 @@ struct IntRowTask {
   const void* x;           // n_tokens rows of padded_cols int16 (A16) or int8 (DA8)
   int64_t x_stride;        // elements from one token's row to the next
   const float* x_scales;   // (n_tokens)
-  const int32_t* x_span_sums;  // 4 bits: (n_tokens, n_spans) sums of each span's int16 activations
+  const int32_t* x_span_sums;  // 4 bits, kernels that read them: (n_tokens, n_spans) sums of each span's int16 activations
   int n_tokens;            // 1 .. kIntTokenTile
   float* y;                // y[t * y_stride + r * row_step]
   int64_t y_stride;
@@ -85,6 +85,9 @@ struct IntLinearKernels {
   bool offset_int8_activations = false;  // DA8 activations stored as uint8 (x + 128)
   IntQuantizeRowFn quantize_row = nullptr;  // null: the portable one
   bool spread_rows = false;  // honour IntRowTask::row_step
+  // The 4-bit kernels take zero points off through the activations' span
+  // sums (IntRowTask::x_span_sums), not off the weights themselves.
+  bool reads_span_sums = false;
 };
 
 IntLinearKernels scalar_int_kernels();

@@ -25,8 +25,8 @@ int32_t reduce_add(__m256i v) {
 
 __m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
-// The frame both 16-bit kernels share, for R consecutive rows of the task
-// from `r0`: per span, `products` adds the span's int32 products into one
+// The frame both 16-bit kernels share, for rows r0 .. r0 + R - 1 of the
+// task (row_step apart in the weight): per span, `products` adds the span's int32 products into one
 // accumulator per (row, token); the span then joins that pair's f32 sums
 // with the row's scale. Several rows at once let one activation load serve
 // every row and keep R independent sums in flight; each (row, token) sees

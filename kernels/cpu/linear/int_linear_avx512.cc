@@ -234,6 +234,7 @@ IntLinearKernels avx512_int_kernels() {
   IntLinearKernels k{dispatch<A16W8>, dispatch<A16W4>, dispatch<A8W8>};
   k.offset_int8_activations = true;
   k.quantize_row = quantize_int_row_avx512;
+  k.reads_span_sums = true;
   return k;
 }
 

@@ -47,6 +47,11 @@ inline __m256 madd_us(__m256i u, __m256i s) {
 }
 
 
+// Four f16 values as floats (a row's four block scales, say).
+inline __m128 halves(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
+  return _mm_cvtph_ps(_mm_setr_epi16(short(a), short(b), short(c), short(d), 0, 0, 0, 0));
+}
+
 inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // Weight values of one 32-element block as signed bytes.

@@ -18,11 +18,6 @@
 namespace tessera::cpu {
 namespace {
 
-// Four f16 values as floats.
-inline __m128 four_halves(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
-  return _mm_cvtph_ps(_mm_setr_epi16(short(a), short(b), short(c), short(d), 0, 0, 0, 0));
-}
-
 // Rows [0, 4) of the signed formats (Q4_0, Q5_0, Q8_0) against kTokens
 // (1 or 2) tokens: dot_signed's sign trick, row by row.
 template <class Block, __m256i (*values)(const Block&), int kTokens>
@@ -35,7 +30,7 @@ void dot_signed_rows_tokens(int64_t n, const Block* const (&x)[kDecodeRows], con
   }
   alignas(16) float scale[kTokens][4];
   for (int64_t b = 0; b < n / kQK; ++b) {
-    const __m128 dx = four_halves(x[0][b].d, x[1][b].d, x[2][b].d, x[3][b].d);
+    const __m128 dx = halves(x[0][b].d, x[1][b].d, x[2][b].d, x[3][b].d);
     for (int t = 0; t < kTokens; ++t) _mm_store_ps(scale[t], _mm_mul_ps(dx, _mm_set1_ps(fp16(y[t][b].d))));
     __m256i qx[kDecodeRows];
     for (int r = 0; r < kDecodeRows; ++r) qx[r] = values(x[r][b]);
@@ -67,8 +62,8 @@ void dot_q4_1_rows_tokens(int64_t n, const BlockQ4_1* const (&x)[kDecodeRows], c
   }
   alignas(16) float scale[kTokens][4];
   for (int64_t b = 0; b < n / kQK; ++b) {
-    const __m128 dx = four_halves(x[0][b].d, x[1][b].d, x[2][b].d, x[3][b].d);
-    const __m128 m = four_halves(x[0][b].m, x[1][b].m, x[2][b].m, x[3][b].m);
+    const __m128 dx = halves(x[0][b].d, x[1][b].d, x[2][b].d, x[3][b].d);
+    const __m128 m = halves(x[0][b].m, x[1][b].m, x[2][b].m, x[3][b].m);
     for (int t = 0; t < kTokens; ++t) {
       _mm_store_ps(scale[t], _mm_mul_ps(dx, _mm_set1_ps(fp16(y[t][b].d))));
       mins[t] = _mm_add_ps(mins[t], _mm_mul_ps(m, _mm_set1_ps(fp16(y[t][b].s))));

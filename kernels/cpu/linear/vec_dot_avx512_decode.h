@@ -34,11 +34,6 @@ inline __m512i unpack_nibbles_pair(const uint8_t* p0, const uint8_t* p1) {
   return _mm512_and_si512(shifted, _mm512_set1_epi8(0x0f));
 }
 
-// Four f16 values as floats.
-inline __m128 halves(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
-  return _mm_cvtph_ps(_mm_setr_epi16(short(a), short(b), short(c), short(d), 0, 0, 0, 0));
-}
-
 // Lane i of `v` in the low eight lanes, lane j in the high eight.
 inline __m512 pair_broadcast(__m128 v, int i, int j) {
   const __m512i index = _mm512_setr_epi32(i, i, i, i, i, i, i, i, j, j, j, j, j, j, j, j);

@@ -27,7 +27,6 @@ float dot_half(int64_t n, const void* w, const void* a) {
   return float(sum);
 }
 
-
 float dot_q4_0(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ4_0*>(w);
   const auto* y = static_cast<const BlockQ8_0*>(a);
