@@ -270,7 +270,7 @@ TEST(RegexLowering, AgreesWithStdRegex) {
     }
     (void)agreed_matches;
   }
-  for (const std::string& p : {"123-4567", "ccx", "Hello World", "me@x.org", "colour", "abcdcd", "xxx"}) {
+  for (const std::string p : {"123-4567", "ccx", "Hello World", "me@x.org", "colour", "abcdcd", "xxx"}) {
     bool any = false;
     for (const std::string& pattern : patterns) any |= matches(regex_to_gbnf(pattern), p) && std::regex_match(p, std::regex(pattern));
     EXPECT_TRUE(any) << p;

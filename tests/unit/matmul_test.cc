@@ -171,7 +171,9 @@ TEST(Matmul, DecodeRowKernelsGiveTheOneRowBits) {
     const VecDotKernel k = select_vec_dot(w.dtype, isa);
     // Every x86 build has them for the 32-element formats; the K formats' are optional.
     const bool block32 = std::string(type).find('K') == std::string::npos;
-    if (isa.avx2 && isa.fma && isa.f16c && block32) ASSERT_TRUE(k.fn_rows) << type;
+    if (isa.avx2 && isa.fma && isa.f16c && block32) {
+      ASSERT_TRUE(k.fn_rows) << type;
+    }
     if (!k.fn_rows) continue;
     const size_t row_bytes = *dtype_bytes(w.dtype, uint64_t(w.cols));
     const int64_t quarter = w.rows / kDecodeRows;
