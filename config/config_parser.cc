@@ -121,7 +121,7 @@ class Parser {
                              "max_n", "max_top_logprobs", "drain_timeout_s", "max_connections",
                              "max_connections_per_client", "reserved_health_connections", "header_timeout_s",
                              "body_timeout_s", "idle_timeout_s", "write_timeout_s", "grpc_max_concurrent_streams",
-                             "api_keys", "tls", "backend_dir"});
+                             "api_keys", "tls", "backend_dir", "allowed_origins"});
     text(n, "host", "server", &s->host);
     text(n, "backend_dir", "server", &s->backend_dir);
     integer(n, "http_port", "server", 1, 65535, &s->http_port);
@@ -141,6 +141,7 @@ class Parser {
     number(n, "write_timeout_s", "server", 0.1, 3600.0, &s->write_timeout_s);
     integer(n, "grpc_max_concurrent_streams", "server", 1, 1 << 20, &s->grpc_max_concurrent_streams);
     parse_api_keys(n, s);
+    parse_allowed_origins(n, s);
     if (const YAML::Node tls = n["tls"]; tls && !tls.IsNull()) {
       require_map(tls, "server.tls");
       check_keys(tls, "server.tls", {"cert_file", "key_file"});
@@ -153,6 +154,23 @@ class Parser {
     integer(n, "max_top_logprobs", "server", 0, 100, &s->max_top_logprobs);
     number(n, "drain_timeout_s", "server", 0.0, 86400.0, &s->drain_timeout_s);
     if (s->http_port == s->grpc_port) fail(n, "server: http_port and grpc_port must differ");
+  }
+
+  // Each "*" or an origin as browsers send it: scheme, host and optional
+  // port, no path (a trailing '/' would never match).
+  void parse_allowed_origins(const YAML::Node& n, ServerConfig* s) const {
+    const YAML::Node list = n["allowed_origins"];
+    if (!list || list.IsNull()) return;
+    if (!list.IsSequence()) fail(list, "server.allowed_origins: expected a list of origins");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string origin = list[i].IsScalar() ? list[i].Scalar() : "";
+      const size_t host = origin.find("://");
+      const bool web = origin.rfind("http://", 0) == 0 || origin.rfind("https://", 0) == 0;
+      if (origin != "*" && (!web || origin.size() == host + 3 || origin.find('/', host + 3) != std::string::npos)) {
+        fail(list[i], "server.allowed_origins: '" + origin + "' is not an origin (\"*\" or scheme://host[:port], no path)");
+      }
+      s->allowed_origins.push_back(origin);
+    }
   }
 
   void parse_api_keys(const YAML::Node& n, ServerConfig* s) const {

@@ -33,6 +33,7 @@ struct RequestEvent {
   int prompt_tokens = 0;                // on the final event: usage
   int completion_tokens = 0;
   double queue_seconds = -1.0;          // on the first event after it was first scheduled: time spent waiting
+  int cached_prompt_tokens = -1;        // on that event too: prompt tokens found in the prefix cache
 };
 
 using EventSink = std::function<void(const RequestEvent&)>;

@@ -22,17 +22,20 @@ struct Scheduler::Sequence {
   bool queued = true;    // its prompt counts against the queue's token bound
   std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
   double queue_seconds = -1.0;  // until first scheduled
-  bool queue_time_reported = false;
+  int cached_prompt_tokens = -1;  // prompt tokens the prefix cache held when first scheduled
+  bool first_schedule_reported = false;
   std::vector<PrefixKey> page_keys;  // prefix key of each full page seen so far
   std::optional<PromptLookup> lookup;  // speculative decoding: made on its first decode step
   std::vector<int32_t> draft;          // proposals in the plan being built
   int draft_room = 0;                  // or how many a draft model may propose
 
-  // The queue time, once: for the first event after the first schedule.
-  double take_queue_seconds() {
-    if (queue_time_reported || queue_seconds < 0) return -1.0;
-    queue_time_reported = true;
-    return queue_seconds;
+  // The queue time and the prompt tokens found cached, once: on the first
+  // event after the first schedule.
+  void report_first_schedule(RequestEvent& event) {
+    if (first_schedule_reported || queue_seconds < 0) return;
+    first_schedule_reported = true;
+    event.queue_seconds = queue_seconds;
+    event.cached_prompt_tokens = cached_prompt_tokens;
   }
 
   // Runs before `other`: higher priority, then earlier arrival.
@@ -180,7 +183,7 @@ void Scheduler::finish(Sequence& s, FinishReason reason, const std::string& erro
   event.error = error;
   event.prompt_tokens = int(s.request.prompt.size());
   event.completion_tokens = s.generated;
-  event.queue_seconds = s.take_queue_seconds();
+  s.report_first_schedule(event);
   const EventSink sink = std::move(s.sink);
   if (s.engine_knows) finished_.push_back(s.request.id);
   by_id_.erase(s.request.id);
@@ -261,6 +264,7 @@ StepPlan Scheduler::schedule() {
     s.planned = true;
     if (s.queue_seconds < 0) {
       s.queue_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - s.submitted).count();
+      s.cached_prompt_tokens = int(std::min(s.computed, s.request.prompt.size()));
     }
     chosen.emplace_back(&s, n);
     budget -= int(n);
@@ -347,7 +351,7 @@ bool Scheduler::emit_token(Sequence& s, const SampledToken& token) {
   event.request_id = s.request.id;
   event.has_token = true;
   event.token = token;
-  event.queue_seconds = s.take_queue_seconds();
+  s.report_first_schedule(event);
   if (s.sink) s.sink(event);
   if (s.generated >= s.request.max_new_tokens || int(s.tokens.size()) >= limits_.max_model_len) {
     finish(s, FinishReason::kLength);

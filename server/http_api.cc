@@ -20,19 +20,19 @@ namespace {
 // Bodies from this size up are parsed at low priority (a few milliseconds of work).
 constexpr size_t kLowPriorityBodyBytes = 64u << 10;
 
-// Passes everything through, remembering the status for the request log.
+// Passes everything through, remembering the status for the request log and
+// adding `added` (the CORS headers) to every answer.
 class LoggedExchange : public HttpExchange {
  public:
-  explicit LoggedExchange(HttpExchange& inner) : inner_(inner) {}
+  LoggedExchange(HttpExchange& inner, HttpHeaders added) : inner_(inner), added_(std::move(added)) {}
   const HttpRequest& request() const override { return inner_.request(); }
-  void respond(int status, const std::string& type, std::string body,
-               const std::vector<std::pair<std::string, std::string>>& headers) override {
+  void respond(int status, const std::string& type, std::string body, const HttpHeaders& headers) override {
     status_ = status;
-    inner_.respond(status, type, std::move(body), headers);
+    inner_.respond(status, type, std::move(body), with_added(headers));
   }
-  bool begin_stream(const std::string& type) override {
+  bool begin_stream(const std::string& type, const HttpHeaders& headers) override {
     status_ = 200;
-    return inner_.begin_stream(type);
+    return inner_.begin_stream(type, with_added(headers));
   }
   bool write_chunk(const std::string& data) override {
     const bool ok = inner_.write_chunk(data);
@@ -49,10 +49,21 @@ class LoggedExchange : public HttpExchange {
   bool client_left() const { return client_left_; }
 
  private:
+  HttpHeaders with_added(HttpHeaders headers) const {
+    headers.insert(headers.end(), added_.begin(), added_.end());
+    return headers;
+  }
+
   HttpExchange& inner_;
+  HttpHeaders added_;
   int status_ = 0;
   bool client_left_ = false;
 };
+
+std::string_view origin_of(const HttpRequest& request) {
+  const auto origin = request[boost::beast::http::field::origin];
+  return {origin.data(), origin.size()};
+}
 
 void respond_json(HttpExchange& ex, int status, const Json& body,
                   const std::vector<std::pair<std::string, std::string>>& headers = {}) {
@@ -68,13 +79,14 @@ void HttpApi::handle(HttpExchange& raw) {
     ~Leave() { --n; }
   } leave{in_flight_};
   const auto t0 = std::chrono::steady_clock::now();
-  LoggedExchange ex(raw);
+  LoggedExchange ex(raw, cors_.answer_headers(origin_of(raw.request())));
   try {
     route(ex);
   } catch (const ApiError& e) {
     std::vector<std::pair<std::string, std::string>> headers;
     if (e.status() == 429 || e.status() == 503) headers.emplace_back("Retry-After", "1");
     if (e.status() == 401) headers.emplace_back("WWW-Authenticate", "Bearer");
+    if (!e.allow().empty()) headers.emplace_back("Allow", e.allow());
     if (ex.status() == 0) respond_json(ex, e.status(), e.to_json(), headers);
   } catch (const std::exception& e) {
     // A bug, not a bad request: the client gets a 500 and the log says what.
@@ -94,27 +106,33 @@ void HttpApi::route(HttpExchange& ex) {
   const auto& req = ex.request();
   const std::string target(req.target());
   const std::string path = target.substr(0, target.find('?'));
-  const bool get = req.method() == boost::beast::http::verb::get;
+  // HEAD is GET without the body (the session leaves it out).
+  const bool get = req.method() == boost::beast::http::verb::get || req.method() == boost::beast::http::verb::head;
   const bool post = req.method() == boost::beast::http::verb::post;
-  if (path == "/health") return get ? health(ex) : throw ApiError(405, "invalid_request_error", "use GET");
-  if (path == "/metrics") return get ? metrics(ex) : throw ApiError(405, "invalid_request_error", "use GET");
+  if (path == "/health") return get ? health(ex) : throw ApiError::method_not_allowed("GET, HEAD");
+  if (path == "/metrics") return get ? metrics(ex) : throw ApiError::method_not_allowed("GET, HEAD");
+  // A browser's preflight carries no credentials: it is answered before the key check.
+  if (req.method() == boost::beast::http::verb::options && cors_.allows(origin_of(req))) {
+    const auto asked = req[boost::beast::http::field::access_control_request_headers];
+    return ex.respond(204, "text/plain", "", cors_.preflight_headers(origin_of(req), std::string_view(asked.data(), asked.size())));
+  }
   const auto authorization = req[boost::beast::http::field::authorization];
   if (!api_key_accepted(std::string_view(authorization.data(), authorization.size()), api_keys_)) {
     throw ApiError(401, "invalid_request_error", "a valid API key is required (Authorization: Bearer KEY)", "",
                    "invalid_api_key");
   }
   if (path == "/admin/collectives") {
-    if (!get) throw ApiError(405, "invalid_request_error", "use GET");
+    if (!get) throw ApiError::method_not_allowed("GET, HEAD");
     if (!collectives_) throw ApiError(404, "invalid_request_error", "this server runs no parallel groups", "", "not_found");
     return respond_json(ex, 200, collectives_());
   }
   if (path == "/v1/models" || path.rfind("/v1/models/", 0) == 0) {
-    if (!get) throw ApiError(405, "invalid_request_error", "use GET");
+    if (!get) throw ApiError::method_not_allowed("GET, HEAD");
     return list_models(ex, path.size() > 11 ? path.substr(11) : "");
   }
   static const std::set<std::string> kPostRoutes = {"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize"};
   if (!kPostRoutes.count(path)) throw ApiError(404, "invalid_request_error", "no route " + clip_echo(path), "", "not_found");
-  if (!post) throw ApiError(405, "invalid_request_error", "use POST for " + path);
+  if (!post) throw ApiError::method_not_allowed("POST");
   api_.registry.require_serving();
   Json body;
   if (req.body().size() < kLowPriorityBodyBytes) {
@@ -123,10 +141,16 @@ void HttpApi::route(HttpExchange& ex) {
     // Parsing a large body is a client's long work: not at the model loops' priority.
     run_at_low_priority([&] { body = parse_bounded_json(req.body(), api_.limits.json); });
   }
-  if (path == "/v1/completions") return handle_completions(api_, body, ex);
-  if (path == "/v1/chat/completions") return handle_chat_completions(api_, body, ex);
-  if (path == "/tokenize") return tokenize(body, ex);
-  return detokenize(body, ex);
+  try {
+    if (path == "/v1/completions") return handle_completions(api_, body, ex);
+    if (path == "/v1/chat/completions") return handle_chat_completions(api_, body, ex);
+    if (path == "/tokenize") return tokenize(body, ex);
+    return detokenize(body, ex);
+  } catch (const ApiError& e) {
+    const auto model = body.is_object() ? body.find("model") : body.end();
+    api_.count_invalid(e, model != body.end() && model->is_string() ? model->get<std::string>() : "");
+    throw;
+  }
 }
 
 void HttpApi::health(HttpExchange& ex) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "server/http/cors_policy.h"
 #include "server/http/http_server.h"
 #include "server/serving/api_context.h"
 
@@ -23,6 +24,8 @@ class HttpApi {
   // What GET /admin/collectives answers (the flight recorders of this
   // process's parallel groups); unset: 404.
   void set_collectives_source(std::function<Json()> source) { collectives_ = std::move(source); }
+  // Which browser origins may call the API (none unless set).
+  void set_cors_policy(CorsPolicy cors) { cors_ = std::move(cors); }
   // Requests being served right now (generation or not).
   int in_flight() const { return in_flight_.load(); }
 
@@ -36,6 +39,7 @@ class HttpApi {
 
   ApiContext api_;
   std::vector<std::string> api_keys_;
+  CorsPolicy cors_;
   std::function<Json()> collectives_;
   std::atomic<int> in_flight_{0};
 };

@@ -198,6 +198,7 @@ int run_serve(const ServeOptions& o) {
                  size_t(config.server.max_json_object_members)};
   limits.max_body_bytes = size_t(config.server.max_body_bytes);
   HttpApi api(registry, limits, config.server.api_keys);
+  api.set_cors_policy(CorsPolicy(config.server.allowed_origins));
   if (ParallelRanks* ranks = parallel.ranks()) api.set_collectives_source([ranks] { return ranks->recorders_json(); });
   const HttpLimits http_limits = http_limits_of(config.server);
   HttpServer http(http_limits, [&api](HttpExchange& ex) { api.handle(ex); }, {"/health", "/metrics"});

@@ -145,7 +145,7 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
     }
     if (prompt.empty()) throw ApiError::invalid("the prompt has no tokens", "prompt");
     GenerationParams params = validate_generation(generation, model, api_.limits, default_max_tokens);
-    params.render_special = tools.parse;
+    params.render_special = params.render_special || tools.parse;
     auto gens = start_generations(model, {prompt}, params);
     std::vector<ToolCallParser> parsers(size_t(params.n), ToolCallParser(tools.names, tools.parallel));
     std::string error;
@@ -190,6 +190,7 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
     writer->Write(last);
     return grpc::Status::OK;
   } catch (const ApiError& e) {
+    api_.count_invalid(e, request->model());
     return status_of(e);
   }
 }

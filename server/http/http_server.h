@@ -44,7 +44,8 @@ class HttpExchange {
   virtual void respond(int status, const std::string& content_type, std::string body,
                        const std::vector<std::pair<std::string, std::string>>& headers = {}) = 0;
   // Sends the status and headers of a chunked response; false if the client is gone.
-  virtual bool begin_stream(const std::string& content_type) = 0;
+  virtual bool begin_stream(const std::string& content_type,
+                            const std::vector<std::pair<std::string, std::string>>& headers = {}) = 0;
   // False when the client is gone (the write failed or missed its deadline).
   virtual bool write_chunk(const std::string& data) = 0;
   virtual void end_stream() = 0;

@@ -69,13 +69,21 @@ class SessionExchange : public HttpExchange {
     res.prepare_payload();
     responded_ = true;
     keep_alive_ = res.keep_alive();
+    if (request_.method() == http::verb::head) {
+      // The GET answer's headers, Content-Length included, and no body (RFC 9110 9.3.2).
+      http::response_serializer<http::string_body> serializer{res};
+      write([&](auto& stream, auto done) { http::async_write_header(stream, serializer, std::move(done)); });
+      return;
+    }
     write([&](auto& stream, auto done) { http::async_write(stream, res, std::move(done)); });
   }
 
-  bool begin_stream(const std::string& content_type) override {
+  bool begin_stream(const std::string& content_type,
+                    const std::vector<std::pair<std::string, std::string>>& headers = {}) override {
     http::response<http::empty_body> res{http::status::ok, request_.version()};
     res.set(http::field::server, "tessera");
     res.set(http::field::content_type, content_type);
+    for (const auto& [k, v] : headers) res.set(k, v);
     res.set(http::field::cache_control, "no-cache");
     res.keep_alive(request_.keep_alive());
     res.chunked(true);

@@ -45,12 +45,18 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
   request.logprobs = f.boolean("logprobs").value_or(false);
   request.top_logprobs = f.integer("top_logprobs", 0, api.limits.max_top_logprobs);
   const bool stream = f.boolean("stream").value_or(false);
-  if (const Json* so = f.raw("stream_options"); so && !so->is_object()) {
-    throw ApiError::invalid("'stream_options' must be an object", "stream_options");
-  }
+  const StreamOptions stream_options = read_stream_options(f);
   const bool add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
-  const Json* kwargs = f.raw("chat_template_kwargs");
-  if (kwargs && !kwargs->is_object()) throw ApiError::invalid("'chat_template_kwargs' must be an object", "chat_template_kwargs");
+  const Json* kwargs_field = f.raw("chat_template_kwargs");
+  if (kwargs_field && !kwargs_field->is_object()) throw ApiError::invalid("'chat_template_kwargs' must be an object", "chat_template_kwargs");
+  Json kwargs = kwargs_field ? *kwargs_field : Json::object();
+  // Templates that take it read the reasoning effort as a variable; the rest ignore it.
+  if (auto effort = f.string("reasoning_effort")) {
+    if (*effort != "minimal" && *effort != "low" && *effort != "medium" && *effort != "high") {
+      throw ApiError::invalid("'reasoning_effort' must be one of minimal, low, medium, high", "reasoning_effort");
+    }
+    if (!kwargs.contains("reasoning_effort")) kwargs["reasoning_effort"] = *effort;
+  }
   for (const char* key : {"functions", "function_call"}) f.refuse(key, "the legacy function-calling fields are not supported; use 'tools'");
   const ToolRequest tool_request = read_tool_request(f, model);
   if (tool_request.forced) {
@@ -61,14 +67,13 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
     request.structured = tool_request.forced;
   }
   f.refuse("audio", "audio output is not available");
-  f.refuse("modalities", "only text is available");
   f.finish();
 
   std::vector<int32_t> prompt =
-      chat_prompt_tokens(model, *messages, add_generation_prompt, kwargs ? *kwargs : Json(), false, tool_request.tools);
+      chat_prompt_tokens(model, *messages, add_generation_prompt, kwargs, false, tool_request.tools);
   if (prompt.empty()) throw ApiError::invalid("the rendered conversation has no tokens", "messages");
   GenerationParams params = validate_generation(request, model, api.limits, model.max_model_len - int(prompt.size()));
-  params.render_special = tool_request.parse;
+  params.render_special = params.render_special || tool_request.parse;
   auto gens = start_generations(model, {prompt}, params);
 
   const std::string id = new_response_id("chatcmpl-");
@@ -76,7 +81,10 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
   std::vector<ChoiceState> choices(size_t(params.n));
   for (ChoiceState& c : choices) c.parser = ToolCallParser(tool_request.names, tool_request.parallel);
   auto chunk = [&](Json choice_list) {
-    return Json{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model_name}, {"choices", std::move(choice_list)}};
+    Json c{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model_name},
+           {"system_fingerprint", model.fingerprint}, {"choices", std::move(choice_list)}};
+    if (stream_options.continuous_usage) c["usage"] = usage_of(gens);
+    return c;
   };
   std::string error;
   if (stream) {
@@ -135,7 +143,7 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
   });
   if (!completed) return;
   const Json usage = usage_of(gens);
-  if (stream) return end_event_stream(ex, error, chunk(Json::array()), usage);
+  if (stream) return end_event_stream(ex, error, chunk(Json::array()), usage, stream_options);
   if (!error.empty()) throw ApiError::from_generation(error);
   Json list = Json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
@@ -152,8 +160,8 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
                     {"logprobs", params.sampling.logprobs ? Json{{"content", choices[i].logprobs}} : Json()},
                     {"finish_reason", choices[i].finish_reason}});
   }
-  Json response = {{"id", id}, {"object", "chat.completion"}, {"created", created}, {"model", model_name}, {"choices", list},
-                   {"usage", usage}};
+  Json response = {{"id", id}, {"object", "chat.completion"}, {"created", created}, {"model", model_name},
+                   {"system_fingerprint", model.fingerprint}, {"choices", list}, {"usage", usage}};
   ex.respond(200, "application/json", json_text(response));
 }
 

@@ -91,9 +91,7 @@ void handle_completions(const ApiContext& api, const Json& body, HttpExchange& e
   const bool echo = f.boolean("echo").value_or(false);
   if (echo && logprobs) throw ApiError::invalid("'echo' together with 'logprobs' (prompt log-probabilities) is not supported", "echo");
   const bool stream = f.boolean("stream").value_or(false);
-  if (const Json* so = f.raw("stream_options"); so && !so->is_object()) {
-    throw ApiError::invalid("'stream_options' must be an object", "stream_options");
-  }
+  const StreamOptions stream_options = read_stream_options(f);
   f.refuse("suffix", "insertion is not available for these models");
   f.finish();
   const GenerationParams params = validate_generation(request, model, api.limits, 16);
@@ -109,7 +107,10 @@ void handle_completions(const ApiContext& api, const Json& body, HttpExchange& e
     for (size_t c = 0; c < choices.size(); ++c) choices[c].text = prompts.texts[c / size_t(params.n)];
   }
   auto chunk = [&](Json choice_list) {
-    return Json{{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model_name}, {"choices", std::move(choice_list)}};
+    Json c{{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model_name},
+           {"system_fingerprint", model.fingerprint}, {"choices", std::move(choice_list)}};
+    if (stream_options.continuous_usage) c["usage"] = usage_of(gens);
+    return c;
   };
   std::string error;
   if (stream && !ex.begin_stream("text/event-stream")) return;
@@ -139,7 +140,7 @@ void handle_completions(const ApiContext& api, const Json& body, HttpExchange& e
                                                          {"finish_reason", u.finish_reason ? Json(*u.finish_reason) : Json()}}}))));
   });
   if (!completed) return;
-  if (stream) return end_event_stream(ex, error, chunk(Json::array()), usage_of(gens));
+  if (stream) return end_event_stream(ex, error, chunk(Json::array()), usage_of(gens), stream_options);
   if (!error.empty()) throw ApiError::from_generation(error);
   Json list = Json::array();
   for (size_t i = 0; i < choices.size(); ++i) {

@@ -1,7 +1,7 @@
 #pragma once
 // The end of an OpenAI server-sent event stream, shared by completions and
 // chat: an error event if a choice failed, the final chunk (no choices, with
-// usage), then `data: [DONE]`.
+// usage) when asked for, then `data: [DONE]`.
 #include <chrono>
 #include <string>
 
@@ -10,7 +10,17 @@
 
 namespace tessera {
 
-void end_event_stream(HttpExchange& exchange, const std::string& error, Json final_chunk, Json usage);
+// `stream_options`: usage comes in a last chunk (no choices) only with
+// include_usage, as OpenAI sends it, and in every chunk too with vLLM's
+// continuous_usage_stats.
+struct StreamOptions {
+  bool include_usage = false;
+  bool continuous_usage = false;
+};
+StreamOptions read_stream_options(RequestFields& fields);
+
+void end_event_stream(HttpExchange& exchange, const std::string& error, Json final_chunk, Json usage,
+                      const StreamOptions& options);
 
 // Whether the client of an event stream is gone. A client that shut down its
 // sending side has either closed the connection or only half-closed it; an

@@ -1,5 +1,6 @@
 #include "server/openai/generation_fields.h"
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 
@@ -151,6 +152,21 @@ std::optional<StructuredOutput> read_structured_output(RequestFields& f) {
   return out;
 }
 
+// Fields current SDKs send by default that change nothing about the output
+// here: OpenAI's storage, billing, caching-key and tracking fields, and a
+// speed hint. docs/serving-api.md lists them.
+void ignore_fields_that_change_nothing(RequestFields& f) {
+  for (const char* key : {"user", "store", "metadata", "service_tier", "prompt_cache_key", "safety_identifier", "verbosity",
+                          "prediction"}) {
+    f.ignore(key);
+  }
+  if (const Json* m = f.raw("modalities")) {
+    if (!m->is_array() || m->empty() || std::any_of(m->begin(), m->end(), [](const Json& v) { return v != "text"; })) {
+      throw ApiError::invalid("'modalities' may only be [\"text\"]: only text is available", "modalities");
+    }
+  }
+}
+
 }  // namespace
 
 GenerationRequest read_generation_request(RequestFields& f) {
@@ -169,9 +185,11 @@ GenerationRequest read_generation_request(RequestFields& f) {
   r.stop = f.strings("stop", std::numeric_limits<size_t>::max());
   r.stop_token_ids = read_stop_token_ids(f);
   r.ignore_eos = f.boolean("ignore_eos").value_or(false);
+  r.skip_special_tokens = f.boolean("skip_special_tokens").value_or(true);
+  r.include_stop_str_in_output = f.boolean("include_stop_str_in_output").value_or(false);
   r.priority = f.integer("priority", -kAnyInteger, kAnyInteger);
   r.structured = read_structured_output(f);
-  f.ignore("user");
+  ignore_fields_that_change_nothing(f);
   return r;
 }
 

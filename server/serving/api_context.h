@@ -24,6 +24,15 @@ struct ApiContext {
     if (!m) throw ApiError(404, "invalid_request_error", "the model '" + clip_echo(name) + "' does not exist", "model", "model_not_found");
     return *m;
   }
+
+  // Counts a request refused as invalid (a 400 its model's admission did not
+  // count already) against the model it names, if that model is served.
+  void count_invalid(const ApiError& e, const std::string& name) const {
+    if (e.status() != 400 || e.is_counted()) return;
+    const auto& all = registry.models();
+    ServedModel* m = name.empty() ? (all.size() == 1 ? all.front().get() : nullptr) : registry.find(name);
+    if (m) m->metrics->count_rejected("invalid");
+  }
 };
 
 }  // namespace tessera

@@ -35,7 +35,22 @@ class ApiError : public std::runtime_error {
     return ApiError(400, "invalid_request_error", message, param);
   }
 
+  // 405: the answer names the methods the route takes (`allow`, e.g. "GET, HEAD").
+  static ApiError method_not_allowed(const std::string& allow) {
+    ApiError e(405, "invalid_request_error", "use " + allow);
+    e.allow_ = allow;
+    return e;
+  }
+
+  // Marks an error whose refusal the model's metrics already counted.
+  ApiError& counted() {
+    counted_ = true;
+    return *this;
+  }
+  bool is_counted() const { return counted_; }
+
   int status() const { return status_; }
+  const std::string& allow() const { return allow_; }
   const std::string& type() const { return type_; }
   const std::string& param() const { return param_; }
   const std::string& code() const { return code_; }
@@ -63,6 +78,8 @@ class ApiError : public std::runtime_error {
   std::string type_;
   std::string param_;
   std::string code_;
+  std::string allow_;  // for 405: the Allow header
+  bool counted_ = false;
 };
 
 }  // namespace tessera

@@ -43,9 +43,9 @@ std::vector<std::unique_ptr<TextGeneration>> start_generations(ServedModel& mode
     auto g = TextGeneration::start(model, prompt, params, &failure);
     if (!g) {
       if (failure.admission == Admission::kQueueFull) {
-        throw ApiError(429, "rate_limit_error", failure.message, "", "rate_limit_exceeded");
+        throw ApiError(429, "rate_limit_error", failure.message, "", "rate_limit_exceeded").counted();
       }
-      throw ApiError::invalid(failure.message, failure.admission == Admission::kInvalid ? "prompt" : "max_tokens");
+      throw ApiError::invalid(failure.message, failure.admission == Admission::kInvalid ? "prompt" : "max_tokens").counted();
     }
     out.push_back(std::move(g));
   }
@@ -53,12 +53,14 @@ std::vector<std::unique_ptr<TextGeneration>> start_generations(ServedModel& mode
 }
 
 nlohmann::ordered_json usage_of(const std::vector<std::unique_ptr<TextGeneration>>& generations) {
-  int prompt = 0, completion = 0;
+  int prompt = 0, completion = 0, cached = 0;
   for (const auto& g : generations) {
     prompt += g->prompt_tokens();
     completion += g->completion_tokens();
+    cached += g->cached_prompt_tokens();
   }
-  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion},
+          {"prompt_tokens_details", {{"cached_tokens", cached}}}};
 }
 
 std::string json_text(const nlohmann::ordered_json& payload) {

@@ -127,6 +127,8 @@ GenerationParams validate_generation(const GenerationRequest& r, const ServedMod
     p.sampling.grammar.prepared = std::move(c.prepared);
   }
   p.ignore_eos = r.ignore_eos;
+  p.render_special = !r.skip_special_tokens;
+  p.include_stop_string = r.include_stop_str_in_output;
   p.priority = r.priority ? int(checked_integer("priority", *r.priority, -1000000, 1000000)) : 0;
   // Without the priority policy, a client choosing its place in the queue
   // (or who is preempted) would be trusted with everyone's latency.

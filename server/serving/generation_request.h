@@ -34,6 +34,8 @@ struct GenerationRequest {
   std::vector<std::string> stop;
   std::vector<int64_t> stop_token_ids;
   bool ignore_eos = false;
+  bool skip_special_tokens = true;          // vLLM's: control tokens left out of the text
+  bool include_stop_str_in_output = false;  // vLLM's
   bool logprobs = false;
   std::optional<int64_t> top_logprobs;  // alternatives per token; needs logprobs
   std::optional<StructuredOutput> structured;

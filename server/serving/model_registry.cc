@@ -8,6 +8,7 @@
 #include "engine/runtime/tokenizer_texts.h"
 #include "server/serving/api_error.h"
 #include "models/model.h"
+#include "server/serving/model_fingerprint.h"
 #include "server/serving/runner_setup.h"
 
 namespace tessera {
@@ -63,6 +64,7 @@ std::unique_ptr<ServedModel> load_one(const ModelConfig& c, size_t index, promet
   m->text_tokenizer = &runner->model().tokenizer();
   m->loop = std::make_unique<ModelLoop>(std::move(runner), limits, std::move(named), std::move(draft));
   m->created = std::time(nullptr);
+  m->fingerprint = model_fingerprint(c, template_source);
   m->metrics = std::make_unique<ModelMetrics>(metrics, c.name);
   spdlog::info("model {} loaded from {} on {} in {:.2f} s (max_model_len {}, {} KV pages of {}, chat template: {})", c.name,
                c.path, c.device, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), m->max_model_len,

@@ -24,6 +24,7 @@ struct ServedModel {
   // For the sampling fields a request leaves out (config over the model's files).
   SamplingDefaults sampling_defaults;
   std::time_t created = 0;
+  std::string fingerprint;  // OpenAI's system_fingerprint (model_fingerprint.h)
   std::unique_ptr<ModelMetrics> metrics;
   std::unique_ptr<GrammarCompiler> grammars;  // output grammars, compiled on request threads
   // The model's tokenizer, owned by the model `loop` runs; set at load.

@@ -4,18 +4,22 @@
 
 namespace tessera {
 
-StopMatcher::StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {
+StopMatcher::StopMatcher(std::vector<std::string> stops, bool include_stop)
+    : stops_(std::move(stops)), include_stop_(include_stop) {
   std::erase_if(stops_, [](const std::string& s) { return s.empty(); });
 }
 
 std::string StopMatcher::push(const std::string& text) {
   if (stopped_) return "";
   held_ += text;
-  size_t first_hit = std::string::npos;
-  for (const std::string& s : stops_) first_hit = std::min(first_hit, held_.find(s));
+  size_t first_hit = std::string::npos, hit_size = 0;
+  for (const std::string& s : stops_) {
+    const size_t at = held_.find(s);
+    if (at < first_hit) first_hit = at, hit_size = s.size();
+  }
   if (first_hit != std::string::npos) {
     stopped_ = true;
-    std::string out = held_.substr(0, first_hit);
+    std::string out = held_.substr(0, first_hit + (include_stop_ ? hit_size : 0));
     held_.clear();
     return out;
   }

@@ -1,7 +1,8 @@
 #pragma once
 // Stop strings over streamed text: text is released as soon as it can no
 // longer be the start of a stop string, and generation ends where the first
-// stop string begins (the stop string itself is not part of the output).
+// stop string begins (the stop string itself is not part of the output
+// unless `include_stop`, vLLM's include_stop_str_in_output).
 #include <string>
 #include <vector>
 
@@ -9,7 +10,7 @@ namespace tessera {
 
 class StopMatcher {
  public:
-  explicit StopMatcher(std::vector<std::string> stops);
+  explicit StopMatcher(std::vector<std::string> stops, bool include_stop = false);
 
   // Adds generated text; returns the text now safe to emit. After a stop
   // string is found, stopped() is true and later calls return nothing.
@@ -21,6 +22,7 @@ class StopMatcher {
  private:
   std::vector<std::string> stops_;
   std::string held_;
+  bool include_stop_ = false;
   bool stopped_ = false;
 };
 

@@ -55,7 +55,7 @@ std::unique_ptr<TextGeneration> TextGeneration::start(ServedModel& model, std::v
     Choice c;
     c.request_id = s.request_id;
     c.detok = std::make_unique<IncrementalDetokenizer>(model.tokenizer(), params.render_special);
-    c.stops = std::make_unique<StopMatcher>(params.stop);
+    c.stops = std::make_unique<StopMatcher>(params.stop, params.include_stop_string);
     g->choices_.push_back(std::move(c));
     ++g->open_choices_;
   }
@@ -106,6 +106,7 @@ ChoiceUpdate TextGeneration::apply(Choice& c, int index, const RequestEvent& e) 
   u.index = index;
   const auto now = std::chrono::steady_clock::now();
   if (e.queue_seconds >= 0) model_.metrics->observe_queue_time(e.queue_seconds);
+  cached_prompt_tokens_ = std::max(cached_prompt_tokens_, e.cached_prompt_tokens);
   if (e.has_token) {
     ++c.tokens;
     ++completion_tokens_;

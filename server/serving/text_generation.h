@@ -26,6 +26,7 @@ struct GenerationParams {
   // Control tokens appear in the text: tool-call markup such as Qwen's
   // <tool_call> is one, and the tool-call parser reads it.
   bool render_special = false;
+  bool include_stop_string = false;  // a matched stop string ends the text (vLLM's include_stop_str_in_output)
 };
 
 struct TokenLogprob {
@@ -67,6 +68,8 @@ class TextGeneration {
 
   int prompt_tokens() const { return int(prompt_.size()); }
   int completion_tokens() const { return completion_tokens_; }
+  // Prompt tokens the prefix cache already held (the most any choice found).
+  int cached_prompt_tokens() const { return cached_prompt_tokens_; }
   const std::vector<int32_t>& prompt() const { return prompt_; }
 
  private:
@@ -91,6 +94,7 @@ class TextGeneration {
   std::vector<Choice> choices_;
   int open_choices_ = 0;
   int completion_tokens_ = 0;
+  int cached_prompt_tokens_ = 0;
   bool first_token_seen_ = false;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };

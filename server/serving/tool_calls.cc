@@ -13,6 +13,7 @@ constexpr std::string_view kOpen = "<tool_call>";
 constexpr std::string_view kClose = "</tool_call>";
 constexpr std::string_view kMistralMarker = "[TOOL_CALLS]";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
+constexpr std::string_view kFence = "```";
 
 std::string new_call_id() {
   static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
@@ -32,6 +33,29 @@ size_t partial_tag_suffix(const std::string& text, std::string_view tag) {
 }
 
 bool is_blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
+
+// The contents of the ``` fences of `text` when it is nothing but fences and
+// blank text between them (an unclosed last fence runs to the end), or the
+// whole text as one block when it does not open with a fence; an empty list
+// when text sits outside the fences.
+std::vector<std::string_view> fenced_blocks(std::string_view text) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || text.substr(first, kFence.size()) != kFence) return {text};
+  std::vector<std::string_view> blocks;
+  size_t at = first;
+  while (at < text.size()) {
+    const size_t gap_end = text.find(kFence, at);
+    if (!is_blank(std::string(text.substr(at, std::min(gap_end, text.size()) - at)))) return {};
+    if (gap_end == std::string_view::npos) break;
+    const size_t line_end = text.find('\n', gap_end);
+    if (line_end == std::string_view::npos) return {};
+    const size_t close = text.find(kFence, line_end);
+    blocks.push_back(text.substr(line_end + 1, std::min(close, text.size()) - line_end - 1));
+    if (close == std::string_view::npos) break;
+    at = close + kFence.size();
+  }
+  return blocks;
+}
 
 // Arguments and the model's calls sit inside a request or a reply: they get
 // the depth a body has left below them, and the body's other caps, so a
@@ -71,25 +95,47 @@ void ToolCallParser::parse_call(const std::string& body, std::vector<ToolCallPie
   ++calls_;
 }
 
+std::optional<ToolCall> ToolCallParser::bare_call(const nlohmann::ordered_json& json) const {
+  // Hermes models write "arguments", Llama 3.1+ "parameters".
+  const char* key = json.is_object() && json.contains("parameters") ? "parameters" : "arguments";
+  if (!json.is_object() || json.size() != 2 || !json.contains("name") || !json["name"].is_string() ||
+      !json.contains(key) || !json[key].is_object()) {
+    return std::nullopt;
+  }
+  const std::string name = json["name"].get<std::string>();
+  if (std::find(tools_.begin(), tools_.end(), name) == tools_.end()) return std::nullopt;
+  return ToolCall{new_call_id(), name, json[key].dump()};
+}
+
+bool ToolCallParser::add_bare_calls(std::string_view block, std::vector<ToolCall>& calls) const {
+  // One value (an object, perhaps spread over lines, or a list of them)...
+  if (const auto whole = parse_model_json(block); whole.is_object() || whole.is_array()) {
+    for (const auto& json : whole.is_array() ? whole : nlohmann::ordered_json::array({whole})) {
+      auto call = bare_call(json);
+      if (!call) return false;
+      calls.push_back(std::move(*call));
+    }
+    return !whole.empty();
+  }
+  // ...or one object a line.
+  size_t begin = 0;
+  while (begin < block.size()) {
+    size_t end = block.find('\n', begin);
+    if (end == std::string_view::npos) end = block.size();
+    const std::string_view line = block.substr(begin, end - begin);
+    begin = end + 1;
+    if (is_blank(std::string(line))) continue;
+    auto call = bare_call(parse_model_json(line));
+    if (!call) return false;
+    calls.push_back(std::move(*call));
+  }
+  return true;
+}
+
 std::optional<std::vector<ToolCall>> ToolCallParser::bare_calls() const {
   std::vector<ToolCall> calls;
-  size_t begin = 0;
-  while (begin < buffer_.size()) {
-    size_t end = buffer_.find('\n', begin);
-    if (end == std::string::npos) end = buffer_.size();
-    const std::string line = buffer_.substr(begin, end - begin);
-    begin = end + 1;
-    if (is_blank(line)) continue;
-    const auto json = parse_model_json(line);
-    // Hermes models write "arguments", Llama 3.1+ "parameters".
-    const char* key = json.is_object() && json.contains("parameters") ? "parameters" : "arguments";
-    if (!json.is_object() || json.size() != 2 || !json.contains("name") || !json["name"].is_string() ||
-        !json.contains(key) || !json[key].is_object()) {
-      return std::nullopt;
-    }
-    const std::string name = json["name"].get<std::string>();
-    if (std::find(tools_.begin(), tools_.end(), name) == tools_.end()) return std::nullopt;
-    calls.push_back({new_call_id(), name, json[key].dump()});
+  for (const std::string_view block : fenced_blocks(buffer_)) {
+    if (!add_bare_calls(block, calls)) return std::nullopt;
   }
   if (calls.empty()) return std::nullopt;
   return calls;
@@ -123,6 +169,19 @@ std::vector<ToolCallPiece> ToolCallParser::feed(const std::string& text) {
     for (const std::string_view marker : {kMistralMarker, kPythonTag}) {
       if (rest.substr(0, marker.size()) == marker) start_ = marker == kMistralMarker ? Start::kMistral : Start::kBare;
       else if (rest.size() < marker.size() && marker.substr(0, rest.size()) == rest) return out;
+    }
+    if (start_ == Start::kUnknown && rest.substr(0, kFence.size()).size() < kFence.size() &&
+        kFence.substr(0, rest.size()) == rest) {
+      return out;  // perhaps the start of a fence
+    }
+    if (start_ == Start::kUnknown && rest.substr(0, kFence.size()) == kFence) {
+      // A ```json (or bare ```) fence may hold calls, as Qwen2.5-Coder writes
+      // them: held to the end. A fence of code in another language streams.
+      const size_t line_end = rest.find('\n');
+      if (line_end == std::string_view::npos) return out;
+      std::string_view info = rest.substr(kFence.size(), line_end - kFence.size());
+      while (!info.empty() && (info.back() == ' ' || info.back() == '\r')) info.remove_suffix(1);
+      start_ = info.empty() || info == "json" ? Start::kBare : Start::kTagged;
     }
     if (start_ == Start::kUnknown) start_ = rest[0] == '{' ? Start::kBare : Start::kTagged;
   }

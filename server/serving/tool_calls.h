@@ -7,10 +7,11 @@
 //   Mistral:            [TOOL_CALLS][{"name": "...", "arguments": {...}}, ...]
 // Tagged calls are read incrementally, so a stream can hand out text as it
 // comes and each call as soon as its closing tag arrives. Small models
-// (Qwen2.5-Coder-0.5B) often answer with the bare object instead: an output
-// that starts with "{" is held back to the end and read as calls when it is
-// nothing but such objects (one per line) naming offered tools. A Mistral
-// call list is read at the end as well.
+// (Qwen2.5-Coder-0.5B) often answer with the bare object instead, or inside
+// a ```json fence: an output that starts with "{" or such a fence is held
+// back to the end and read as calls when it is nothing but such objects (one
+// per line, or one value per fence: an object over several lines or a list)
+// naming offered tools. A Mistral call list is read at the end as well.
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -62,6 +63,10 @@ class ToolCallParser {
   void parse_call(const std::string& body, std::vector<ToolCallPiece>& out);
   // The held-back output as bare calls, or nothing when it is not all calls.
   std::optional<std::vector<ToolCall>> bare_calls() const;
+  // Adds the calls of one block of bare output; false when it holds anything else.
+  bool add_bare_calls(std::string_view block, std::vector<ToolCall>& calls) const;
+  // A {"name", "arguments" or "parameters"} object naming an offered tool as a call.
+  std::optional<ToolCall> bare_call(const nlohmann::ordered_json& json) const;
 
   // The Mistral call list after its marker, or nothing when it is not one.
   std::optional<std::vector<ToolCall>> mistral_calls() const;

@@ -54,7 +54,8 @@ def test_streaming_equals_non_streaming_chat(client):
 def test_sse_ends_with_done(daemon):
     import urllib.request
     req = urllib.request.Request(daemon.base + "/v1/completions", method="POST",
-                                 data=json.dumps({"model": "smollm2", "prompt": "Hi", "max_tokens": 3, "stream": True}).encode())
+                                 data=json.dumps({"model": "smollm2", "prompt": "Hi", "max_tokens": 3, "stream": True,
+                                                  "stream_options": {"include_usage": True}}).encode())
     body = urllib.request.urlopen(req, timeout=60).read().decode()
     events = [e for e in body.split("\n\n") if e]
     assert all(e.startswith("data: ") for e in events)
@@ -216,6 +217,8 @@ def test_repeated_prompt_hits_the_prefix_cache(daemon, client):
     hits = daemon.metric("tessera:prefix_cache_hits_total", model_name="smollm2") - before
     # Every full 16-token page of the repeated prompt but the one holding its last token.
     assert hits == (first.usage.prompt_tokens - 1) // 16 * 16
+    # The answer says so too, as OpenAI's usage does.
+    assert second.usage.prompt_tokens_details.cached_tokens == hits
     assert daemon.metric("tessera:prefix_cache_queries_total", model_name="smollm2") >= 2 * first.usage.prompt_tokens
 
 

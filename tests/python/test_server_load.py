@@ -28,7 +28,7 @@ def client_of(d):
 
 def stream_text(client, prompt, max_tokens):
     chunks = list(client.completions.create(model="smollm2", prompt=prompt, max_tokens=max_tokens, temperature=0,
-                                            stream=True, extra_body={"ignore_eos": True}))
+                                            stream=True, stream_options={"include_usage": True}, extra_body={"ignore_eos": True}))
     text = "".join(c.choices[0].text for c in chunks if c.choices)
     finish = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
     return text, finish, chunks[-1].usage

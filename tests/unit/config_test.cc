@@ -199,6 +199,17 @@ models:
   EXPECT_NE(error_of("server: {idle_timeout_s: 0}\nmodels: [{name: a, path: x}]\n").find("outside"), std::string::npos);
 }
 
+TEST(Config, AllowedOriginsAreOriginsOrAStar) {
+  const Config c = parse_config("server: {allowed_origins: ['https://app.example.com', 'http://localhost:3000', '*']}\n"
+                                "models: [{name: a, path: x}]\n", "t.yaml");
+  EXPECT_EQ(c.server.allowed_origins, (std::vector<std::string>{"https://app.example.com", "http://localhost:3000", "*"}));
+  EXPECT_TRUE(parse_config("models: [{name: a, path: x}]\n", "t").server.allowed_origins.empty());
+  for (const char* bad : {"'https://app.example.com/'", "'app.example.com'", "'https://'", "'ftp://x'", "{a: b}"}) {
+    const std::string error = error_of(std::string("server: {allowed_origins: [") + bad + "]}\nmodels: [{name: a, path: x}]\n");
+    EXPECT_NE(error.find("server.allowed_origins"), std::string::npos) << bad << ": " << error;
+  }
+}
+
 TEST(Config, ParallelSection) {
   const Config c = parse_config(R"(
 parallel:

@@ -38,6 +38,7 @@ struct Harness {
   std::map<uint64_t, EngineView> engine;
   std::map<uint64_t, std::vector<int32_t>> outputs;
   std::map<uint64_t, std::vector<RequestEvent>> finals;
+  std::map<uint64_t, std::vector<int>> cached;  // cached_prompt_tokens as reported (once per request)
   std::vector<StepPlan> plans;
   int iterations = 0;
   int32_t (*model)(std::span<const int32_t>) = next_token;
@@ -55,6 +56,7 @@ struct Harness {
     return scheduler.submit(std::move(r), [this](const RequestEvent& e) {
       if (e.has_token) outputs[e.request_id].push_back(e.token.id);
       if (e.finish != FinishReason::kNone) finals[e.request_id].push_back(e);
+      if (e.cached_prompt_tokens >= 0) cached[e.request_id].push_back(e.cached_prompt_tokens);
     });
   }
 
@@ -66,6 +68,7 @@ struct Harness {
     return scheduler.submit(std::move(r), [this](const RequestEvent& e) {
       if (e.has_token) outputs[e.request_id].push_back(e.token.id);
       if (e.finish != FinishReason::kNone) finals[e.request_id].push_back(e);
+      if (e.cached_prompt_tokens >= 0) cached[e.request_id].push_back(e.cached_prompt_tokens);
     });
   }
 
@@ -256,6 +259,9 @@ TEST(PrefixCaching, ARepeatedPromptReusesItsFullPagesAndGivesTheSameTokens) {
   EXPECT_EQ(h.scheduler.stats().prefix_queries, 80u);
   EXPECT_EQ(h.scheduler.stats().prefix_hits, 36u);
   EXPECT_EQ(h.scheduler.stats().free_pages, 64);  // cached pages count as free
+  // Each request reports once what it found cached.
+  EXPECT_EQ(h.cached[1], std::vector<int>{0});
+  EXPECT_EQ(h.cached[2], std::vector<int>{36});
 }
 
 TEST(PrefixCaching, ASharedPrefixIsReusedUpToWhereThePromptsPart) {

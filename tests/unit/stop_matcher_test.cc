@@ -46,6 +46,16 @@ TEST(StopMatcher, MultibyteStopStringsKeepCharactersWhole) {
   EXPECT_TRUE(m.stopped());
 }
 
+TEST(StopMatcher, IncludeStopEndsWithTheEarliestStopString) {
+  StopMatcher kept({"END", "ND!"}, /*include_stop=*/true);
+  EXPECT_EQ(kept.push("text E"), "text ");
+  EXPECT_EQ(kept.push("ND! more"), "END");
+  EXPECT_TRUE(kept.stopped());
+  EXPECT_EQ(kept.flush(), "");
+  StopMatcher cut({"END", "ND!"});
+  EXPECT_EQ(feed(cut, {"text E", "ND! more"}), "text ");
+}
+
 TEST(StopMatcher, NoStopsPassesEverythingThrough) {
   StopMatcher m({});
   EXPECT_EQ(m.push("anything"), "anything");

@@ -103,6 +103,36 @@ TEST(ToolCalls, BareObjectsNamingOfferedTools) {
   EXPECT_EQ(parse({"{\"temperature\": 18}"}).text, "{\"temperature\": 18}");
 }
 
+TEST(ToolCalls, FencedJsonAsQwenCoderWritesIt) {
+  // One object over several lines, streamed a few bytes at a time.
+  const Parsed one = parse({"``", "`json\n{\n  \"name\": \"get_weather\",\n", "  \"arguments\": {\"city\": \"Oslo\"}\n}\n``", "`"});
+  ASSERT_EQ(one.calls.size(), 1u);
+  EXPECT_EQ(one.calls[0].name, "get_weather");
+  EXPECT_EQ(one.calls[0].arguments, "{\"city\":\"Oslo\"}");
+  EXPECT_EQ(one.text, "");
+  // Two fences, a list in one fence, and a fence the model never closed.
+  EXPECT_EQ(parse({"```json\n{\"name\": \"search\", \"arguments\": {}}\n```\n\n```json\n"
+                   "{\"name\": \"get_weather\", \"arguments\": {}}\n```"}).calls.size(), 2u);
+  EXPECT_EQ(parse({"```\n[{\"name\": \"search\", \"arguments\": {}}, {\"name\": \"search\", \"arguments\": {}}]\n```"})
+                .calls.size(), 2u);
+  EXPECT_EQ(parse({"```json\n{\"name\": \"search\", \"arguments\": {\"q\": 1}}\n"}).calls.size(), 1u);
+  // Anything else stays the model's text, unchanged.
+  for (const std::string text : {"```json\n{\"name\": \"search\", \"arguments\": {}}\n```\nThat is the call.",
+                                 "```json\n{\"temperature\": 18}\n```", "```python\nprint(1)\n```", "``not a fence",
+                                 "```json\n{\"name\": \"unknown\", \"arguments\": {}}\n```"}) {
+    const Parsed p = parse({text});
+    EXPECT_EQ(p.calls.size(), 0u) << text;
+    EXPECT_EQ(p.text, text);
+  }
+}
+
+TEST(ToolCalls, AFenceOfCodeStreamsAsItComes) {
+  ToolCallParser parser({"search"});
+  std::string streamed;
+  for (const auto& p : parser.feed("```python\nprint(1)\n")) streamed += p.text;
+  EXPECT_EQ(streamed, "```python\nprint(1)\n");
+}
+
 TEST(ToolCalls, ToolDefinitionsAreChecked) {
   using Json = nlohmann::ordered_json;
   EXPECT_NO_THROW(check_tools(Json::parse(R"([{"type": "function", "function": {"name": "f_1", "parameters": {}}}])")));
