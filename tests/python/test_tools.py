@@ -1,6 +1,7 @@
 """Tool calling through the `openai` client on Qwen2.5-Coder-0.5B-Instruct
 (its template offers tools and reads calls as Hermes <tool_call> JSON; this
-model answers with the bare JSON object, which is read the same way): the
+model answers with the bare JSON object or one in a ```json fence, which are
+read the same way): the
 round trip tools -> tool_calls -> role: tool -> answer, streaming and not,
 and the refusals."""
 import json
@@ -65,6 +66,32 @@ def test_streamed_calls_match_the_whole_response(served):
     assert [(c["name"], json.loads(c["arguments"])) for c in calls.values()] == \
         [(want.function.name, json.loads(want.function.arguments))]
     assert calls[0]["id"].startswith("call_")
+
+
+ADD = {"type": "function", "function": {
+    "name": "add", "description": "Add two integers",
+    "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}}
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Get the weather for a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+
+
+@pytest.mark.parametrize("question, name, arguments", [
+    ("What's the weather in Paris?", "get_weather", {"city": "Paris"}),
+    ("Tell me the weather in Oslo and in Rome.", "get_weather", {"city": "Oslo"}),
+    ("How warm is it in Tokyo right now?", "get_weather", {"city": "Tokyo"}),
+])
+def test_auto_mode_reads_the_calls_the_model_writes_in_a_json_fence(served, question, name, arguments):
+    # With these two tools the model answers "```json\n{...}\n```" for the first two questions.
+    _, client = served
+    kwargs = dict(model="qwen", messages=[{"role": "user", "content": question}], tools=[WEATHER, ADD], temperature=0,
+                  max_tokens=150)
+    r = client.chat.completions.create(**kwargs)
+    assert r.choices[0].finish_reason == "tool_calls" and r.choices[0].message.content is None
+    assert [(c.function.name, json.loads(c.function.arguments)) for c in r.choices[0].message.tool_calls] == [(name, arguments)]
+    streamed = [c.choices[0] for c in client.chat.completions.create(**kwargs, stream=True) if c.choices]
+    assert "".join(c.delta.content or "" for c in streamed) == ""
+    assert [c.finish_reason for c in streamed if c.finish_reason] == ["tool_calls"]
 
 
 def test_tool_choice_none_answers_in_text(served):
