@@ -32,6 +32,7 @@ python_packages=(
   "gguf==0.17.1"
   "jinja2>=3.1"
   "openai>=1.40"
+  "anthropic==0.75.0"
   "jsonschema>=4.0"
   "grpcio>=1.60"
   "grpcio-tools>=1.60"

@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "server/anthropic/messages_handler.h"
 #include "server/openai/chat_handler.h"
 #include "server/openai/completions_handler.h"
 #include "server/openai/generation_fields.h"
@@ -65,6 +66,15 @@ std::string_view origin_of(const HttpRequest& request) {
   return {origin.data(), origin.size()};
 }
 
+// The request's credentials as "Bearer KEY": its Authorization header, or
+// Anthropic's x-api-key header when it has none.
+std::string authorization_of(const HttpRequest& request) {
+  const auto authorization = request[boost::beast::http::field::authorization];
+  if (!authorization.empty()) return std::string(authorization);
+  const auto key = request["x-api-key"];
+  return key.empty() ? std::string() : "Bearer " + std::string(key);
+}
+
 void respond_json(HttpExchange& ex, int status, const Json& body,
                   const std::vector<std::pair<std::string, std::string>>& headers = {}) {
   ex.respond(status, "application/json", json_text(body), headers);
@@ -87,7 +97,9 @@ void HttpApi::handle(HttpExchange& raw) {
     if (e.status() == 429 || e.status() == 503) headers.emplace_back("Retry-After", "1");
     if (e.status() == 401) headers.emplace_back("WWW-Authenticate", "Bearer");
     if (!e.allow().empty()) headers.emplace_back("Allow", e.allow());
-    if (ex.status() == 0) respond_json(ex, e.status(), e.to_json(), headers);
+    const std::string target(raw.request().target());
+    const bool anthropic = is_anthropic_route(target.substr(0, target.find('?')));
+    if (ex.status() == 0) respond_json(ex, e.status(), anthropic ? anthropic_error_json(e) : e.to_json(), headers);
   } catch (const std::exception& e) {
     // A bug, not a bad request: the client gets a 500 and the log says what.
     spdlog::error("request method={} path={} failed: {}", std::string(raw.request().method_string()),
@@ -116,10 +128,9 @@ void HttpApi::route(HttpExchange& ex) {
     const auto asked = req[boost::beast::http::field::access_control_request_headers];
     return ex.respond(204, "text/plain", "", cors_.preflight_headers(origin_of(req), std::string_view(asked.data(), asked.size())));
   }
-  const auto authorization = req[boost::beast::http::field::authorization];
-  if (!api_key_accepted(std::string_view(authorization.data(), authorization.size()), api_keys_)) {
-    throw ApiError(401, "invalid_request_error", "a valid API key is required (Authorization: Bearer KEY)", "",
-                   "invalid_api_key");
+  if (!api_key_accepted(authorization_of(req), api_keys_)) {
+    throw ApiError(401, "invalid_request_error", "a valid API key is required (Authorization: Bearer KEY, or x-api-key: KEY)",
+                   "", "invalid_api_key");
   }
   if (path == "/admin/collectives") {
     if (!get) throw ApiError::method_not_allowed("GET, HEAD");
@@ -130,7 +141,8 @@ void HttpApi::route(HttpExchange& ex) {
     if (!get) throw ApiError::method_not_allowed("GET, HEAD");
     return list_models(ex, path.size() > 11 ? path.substr(11) : "");
   }
-  static const std::set<std::string> kPostRoutes = {"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize"};
+  static const std::set<std::string> kPostRoutes = {"/v1/completions", "/v1/chat/completions", "/v1/messages",
+                                                    "/v1/messages/count_tokens", "/tokenize", "/detokenize"};
   if (!kPostRoutes.count(path)) throw ApiError(404, "invalid_request_error", "no route " + clip_echo(path), "", "not_found");
   if (!post) throw ApiError::method_not_allowed("POST");
   api_.registry.require_serving();
@@ -144,6 +156,8 @@ void HttpApi::route(HttpExchange& ex) {
   try {
     if (path == "/v1/completions") return handle_completions(api_, body, ex);
     if (path == "/v1/chat/completions") return handle_chat_completions(api_, body, ex);
+    if (path == "/v1/messages") return handle_messages(api_, body, ex);
+    if (path == "/v1/messages/count_tokens") return handle_count_tokens(api_, body, ex);
     if (path == "/tokenize") return tokenize(body, ex);
     return detokenize(body, ex);
   } catch (const ApiError& e) {

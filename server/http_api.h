@@ -1,5 +1,5 @@
 #pragma once
-// The daemon's HTTP surface: routes to the OpenAI handlers, /tokenize,
+// The daemon's HTTP surface: routes to the OpenAI and Anthropic handlers, /tokenize,
 // /detokenize, /health, /metrics and /admin/collectives; refuses work with 503 while models load
 // or the daemon drains; asks for an API key when keys are configured (health
 // and metrics exempt); logs one line per request.

@@ -12,14 +12,14 @@ StopMatcher::StopMatcher(std::vector<std::string> stops, bool include_stop)
 std::string StopMatcher::push(const std::string& text) {
   if (stopped_) return "";
   held_ += text;
-  size_t first_hit = std::string::npos, hit_size = 0;
+  size_t first_hit = std::string::npos;
   for (const std::string& s : stops_) {
     const size_t at = held_.find(s);
-    if (at < first_hit) first_hit = at, hit_size = s.size();
+    if (at < first_hit) first_hit = at, matched_ = s;
   }
   if (first_hit != std::string::npos) {
     stopped_ = true;
-    std::string out = held_.substr(0, first_hit + (include_stop_ ? hit_size : 0));
+    std::string out = held_.substr(0, first_hit + (include_stop_ ? matched_.size() : 0));
     held_.clear();
     return out;
   }

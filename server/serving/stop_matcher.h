@@ -18,12 +18,15 @@ class StopMatcher {
   // The text still held back, at the end of generation.
   std::string flush();
   bool stopped() const { return stopped_; }
+  // The stop string found, once stopped().
+  const std::string& matched() const { return matched_; }
 
  private:
   std::vector<std::string> stops_;
   std::string held_;
   bool include_stop_ = false;
   bool stopped_ = false;
+  std::string matched_;
 };
 
 }  // namespace tessera

@@ -148,6 +148,7 @@ ChoiceUpdate TextGeneration::apply(Choice& c, int index, const RequestEvent& e) 
 
 void TextGeneration::finish(Choice& c, ChoiceUpdate& u, const std::string& reason) {
   u.finish_reason = reason;
+  if (c.stops->stopped()) u.stop_string = c.stops->matched();
   c.done = true;
   --open_choices_;
   const bool first_choice_of_prompt = &c == &choices_.front();

@@ -42,6 +42,7 @@ struct ChoiceUpdate {
   std::string text;
   std::vector<TokenLogprob> logprobs;
   std::optional<std::string> finish_reason;  // "stop" or "length", on the last update
+  std::string stop_string;                   // with "stop": the request's stop string that ended it, if one did
   std::string error;                         // set when the choice failed
 };
 

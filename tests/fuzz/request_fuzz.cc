@@ -1,11 +1,13 @@
 // libFuzzer target: any bytes as an HTTP request body go through the JSON
-// parse with its caps, the typed field reads of a chat request, and
-// the chat template over the request's messages; each either succeeds or
-// gives the client-facing ApiError / TemplateError.
+// parse with its caps, the typed field reads of a chat request, the reading
+// of an Anthropic Messages request into chat messages, and the chat template
+// over the messages of each; each either succeeds or gives the client-facing
+// ApiError / TemplateError.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "server/anthropic/messages_request.h"
 #include "server/chat/chat_template.h"
 #include "server/serving/request_fields.h"
 
@@ -16,6 +18,19 @@ const char kTemplate[] =
     "You are helpful<|im_end|>\\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
     "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
+// The body as an Anthropic Messages request, its conversation rendered.
+void read_as_anthropic(const tessera::Json& body, const tessera::ChatTemplate& tmpl) {
+  try {
+    tessera::RequestFields f(body);
+    const tessera::MessagesRequest r = tessera::read_messages_request(f, body.is_object() && !body.contains("max_tokens"));
+    tessera::ChatTemplateInput in;
+    in.messages = tessera::normalize_messages(r.messages);
+    (void)tmpl.render(in);
+  } catch (const tessera::ApiError&) {
+  } catch (const tessera::jinja::TemplateError&) {
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -23,6 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string body(reinterpret_cast<const char*>(data), size);
   try {
     const tessera::Json j = tessera::parse_bounded_json(body, tessera::JsonLimits{});
+    read_as_anthropic(j, tmpl);
     tessera::RequestFields f(j);
     (void)f.string("model");
     (void)f.number("temperature", 0.0, 2.0);

@@ -35,6 +35,20 @@ def ref_chain(length):
 MEMBER_LIMIT = 4096   # server.max_json_object_members: the most $defs one object holds
 
 
+def nested_input(depth):
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return {"a": value}
+
+
+def anthropic_tool_use(tool_input):
+    """An Anthropic conversation whose assistant turn called a tool with `tool_input`."""
+    return [{"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": tool_input}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}]
+
+
 def body_nested_at_the_limit(depth):
     """A body whose 'x' field nests `depth` levels in all (the body object counting one)."""
     return '{"model":"smollm2","prompt":"hi","x":' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
@@ -59,6 +73,10 @@ HTTP_CASES = {
         "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": ref_chain(MEMBER_LIMIT)}}}),
     "completions guided_json, a 3,000 $ref chain": ("/v1/completions", lambda: {
         "model": "smollm2", "max_tokens": 1, "prompt": "hi", "guided_json": ref_chain(3000)}),
+    "messages, a tool_use input as deep as the body allows": ("/v1/messages", lambda: {
+        "model": "smollm2", "max_tokens": 1, "messages": anthropic_tool_use(nested_input(DEPTH_LIMIT - 6))}),
+    "count_tokens, a tool_use input as deep as the body allows": ("/v1/messages/count_tokens", lambda: {
+        "model": "smollm2", "messages": anthropic_tool_use(nested_input(DEPTH_LIMIT - 6))}),
 }
 
 # Tools are only offered to a model whose template has a tool-call format.
@@ -66,6 +84,9 @@ TOOL_CASES = {
     "tool parameters, a 3,000 $ref chain, tool_choice required": ("/v1/chat/completions", lambda: {
         "model": "qwen", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}], "tool_choice": "required",
         "tools": [{"type": "function", "function": {"name": "f", "parameters": ref_chain(3000)}}]}),
+    "anthropic input_schema, a 3,000 $ref chain, tool_choice any": ("/v1/messages", lambda: {
+        "model": "qwen", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}], "tool_choice": {"type": "any"},
+        "tools": [{"name": "f", "input_schema": ref_chain(3000)}]}),
 }
 
 
@@ -112,7 +133,8 @@ def test_a_tool_schema_as_deep_as_the_body_allows_is_served(qwen):
     assert status == 200, body
 
 
-@pytest.mark.parametrize("path", ["/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize"])
+@pytest.mark.parametrize("path", ["/v1/completions", "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens",
+                                  "/tokenize", "/detokenize"])
 def test_bodies_at_and_past_the_depth_limit(daemon, path):
     status, text = post_raw(daemon, path, body_nested_at_the_limit(DEPTH_LIMIT + 1).encode())
     assert status == 400 and f"deeper than {DEPTH_LIMIT} levels" in text, text[:300]

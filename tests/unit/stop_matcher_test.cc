@@ -51,6 +51,7 @@ TEST(StopMatcher, IncludeStopEndsWithTheEarliestStopString) {
   EXPECT_EQ(kept.push("text E"), "text ");
   EXPECT_EQ(kept.push("ND! more"), "END");
   EXPECT_TRUE(kept.stopped());
+  EXPECT_EQ(kept.matched(), "END");
   EXPECT_EQ(kept.flush(), "");
   StopMatcher cut({"END", "ND!"});
   EXPECT_EQ(feed(cut, {"text E", "ND! more"}), "text ");
