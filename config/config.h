@@ -42,6 +42,11 @@ struct ServerConfig {
   // Browser origins allowed to call the API (CORS): "scheme://host[:port]"
   // or "*"; empty: none (browsers keep their same-origin rule).
   std::vector<std::string> allowed_origins;
+  // Responses kept for previous_response_id, per model: how many, how many
+  // MiB of conversation and answer, and for how long.
+  int response_store_max_responses = 1024;
+  int response_store_max_mib = 64;
+  double response_store_ttl_s = 3600.0;
   TlsConfig tls;
   int max_stop_strings = 16;
   int max_n = 16;
@@ -122,6 +127,9 @@ struct ModelConfig {
   // Special-token text inside message content is tokenized as plain text
   // unless this is set (the template's own markers always are special).
   bool parse_special_in_messages = false;
+  // How the output carries reasoning: "auto" (<think> tags when the chat
+  // template has them), "think" or "none".
+  std::string reasoning_parser = "auto";
   StructuredOutputConfig structured_output;
   // Values for the sampling fields a request leaves out: these, key by key,
   // over the model's own recommendation (generation_config.json, GGUF

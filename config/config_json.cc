@@ -20,6 +20,7 @@ nlohmann::json model_json(const ModelConfig& m) {
       {"threads", m.threads},
       {"max_model_len", m.max_model_len},
       {"parse_special_in_messages", m.parse_special_in_messages},
+      {"reasoning_parser", m.reasoning_parser},
       {"kv_cache", kv},
       {"structured_output",
        {{"max_concurrent_compiles", m.structured_output.max_concurrent_compiles},

@@ -121,7 +121,7 @@ class Parser {
                              "max_n", "max_top_logprobs", "drain_timeout_s", "max_connections",
                              "max_connections_per_client", "reserved_health_connections", "header_timeout_s",
                              "body_timeout_s", "idle_timeout_s", "write_timeout_s", "grpc_max_concurrent_streams",
-                             "api_keys", "tls", "backend_dir", "allowed_origins"});
+                             "api_keys", "tls", "backend_dir", "allowed_origins", "response_store"});
     text(n, "host", "server", &s->host);
     text(n, "backend_dir", "server", &s->backend_dir);
     integer(n, "http_port", "server", 1, 65535, &s->http_port);
@@ -142,6 +142,13 @@ class Parser {
     integer(n, "grpc_max_concurrent_streams", "server", 1, 1 << 20, &s->grpc_max_concurrent_streams);
     parse_api_keys(n, s);
     parse_allowed_origins(n, s);
+    if (const YAML::Node store = n["response_store"]; store && !store.IsNull()) {
+      require_map(store, "server.response_store");
+      check_keys(store, "server.response_store", {"max_responses", "max_mib", "ttl_s"});
+      integer(store, "max_responses", "server.response_store", 0, 1 << 20, &s->response_store_max_responses);
+      integer(store, "max_mib", "server.response_store", 0, 1 << 16, &s->response_store_max_mib);
+      number(store, "ttl_s", "server.response_store", 1.0, 30.0 * 86400.0, &s->response_store_ttl_s);
+    }
     if (const YAML::Node tls = n["tls"]; tls && !tls.IsNull()) {
       require_map(tls, "server.tls");
       check_keys(tls, "server.tls", {"cert_file", "key_file"});
@@ -211,7 +218,7 @@ class Parser {
     require_map(n, path);
     check_keys(n, path, {"name", "path", "device", "dtype", "threads", "kv_cache", "scheduler", "max_model_len", "chat_template",
                          "parse_special_in_messages", "speculative", "quantization", "structured_output",
-                         "sampling_defaults"});
+                         "sampling_defaults", "reasoning_parser"});
     ModelConfig m;
     if (!n["name"] || !n["path"]) fail(n, path + ": 'name' and 'path' are required");
     text(n, "name", path, &m.name);
@@ -227,6 +234,7 @@ class Parser {
     integer(n, "threads", path, 0, 1024, &m.threads);
     integer(n, "max_model_len", path, 0, 1 << 24, &m.max_model_len);
     boolean(n, "parse_special_in_messages", path, &m.parse_special_in_messages);
+    text(n, "reasoning_parser", path, &m.reasoning_parser, {"auto", "think", "none"});
     if (n["chat_template"] && !n["chat_template"].IsNull()) {
       std::string t;
       text(n, "chat_template", path, &t);

@@ -137,11 +137,18 @@ void HttpApi::route(HttpExchange& ex) {
     if (!collectives_) throw ApiError(404, "invalid_request_error", "this server runs no parallel groups", "", "not_found");
     return respond_json(ex, 200, collectives_());
   }
+  if (path.rfind("/v1/responses/", 0) == 0) {
+    api_.registry.require_serving();
+    const std::string id = path.substr(14);
+    if (get) return responses_->get(id, authorization_of(req), ex);
+    if (req.method() == boost::beast::http::verb::delete_) return responses_->remove(id, authorization_of(req), ex);
+    throw ApiError::method_not_allowed("GET, HEAD, DELETE");
+  }
   if (path == "/v1/models" || path.rfind("/v1/models/", 0) == 0) {
     if (!get) throw ApiError::method_not_allowed("GET, HEAD");
     return list_models(ex, path.size() > 11 ? path.substr(11) : "");
   }
-  static const std::set<std::string> kPostRoutes = {"/v1/completions", "/v1/chat/completions", "/v1/messages",
+  static const std::set<std::string> kPostRoutes = {"/v1/completions", "/v1/chat/completions", "/v1/responses", "/v1/messages",
                                                     "/v1/messages/count_tokens", "/tokenize", "/detokenize"};
   if (!kPostRoutes.count(path)) throw ApiError(404, "invalid_request_error", "no route " + clip_echo(path), "", "not_found");
   if (!post) throw ApiError::method_not_allowed("POST");
@@ -156,6 +163,7 @@ void HttpApi::route(HttpExchange& ex) {
   try {
     if (path == "/v1/completions") return handle_completions(api_, body, ex);
     if (path == "/v1/chat/completions") return handle_chat_completions(api_, body, ex);
+    if (path == "/v1/responses") return responses_->create(api_, body, authorization_of(req), ex);
     if (path == "/v1/messages") return handle_messages(api_, body, ex);
     if (path == "/v1/messages/count_tokens") return handle_count_tokens(api_, body, ex);
     if (path == "/tokenize") return tokenize(body, ex);

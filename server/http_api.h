@@ -1,5 +1,6 @@
 #pragma once
-// The daemon's HTTP surface: routes to the OpenAI and Anthropic handlers, /tokenize,
+// The daemon's HTTP surface: routes to the OpenAI (chat, completions,
+// responses) and Anthropic handlers, /tokenize,
 // /detokenize, /health, /metrics and /admin/collectives; refuses work with 503 while models load
 // or the daemon drains; asks for an API key when keys are configured (health
 // and metrics exempt); logs one line per request.
@@ -11,6 +12,7 @@
 
 #include "server/http/cors_policy.h"
 #include "server/http/http_server.h"
+#include "server/responses/responses_handler.h"
 #include "server/serving/api_context.h"
 
 namespace tessera {
@@ -26,6 +28,8 @@ class HttpApi {
   void set_collectives_source(std::function<Json()> source) { collectives_ = std::move(source); }
   // Which browser origins may call the API (none unless set).
   void set_cors_policy(CorsPolicy cors) { cors_ = std::move(cors); }
+  // How many Responses answers are kept, and for how long (replaces the defaults).
+  void set_response_store_limits(const ResponseStoreLimits& limits) { responses_ = std::make_unique<ResponsesApi>(limits); }
   // Requests being served right now (generation or not).
   int in_flight() const { return in_flight_.load(); }
 
@@ -40,6 +44,7 @@ class HttpApi {
   ApiContext api_;
   std::vector<std::string> api_keys_;
   CorsPolicy cors_;
+  std::unique_ptr<ResponsesApi> responses_ = std::make_unique<ResponsesApi>(ResponseStoreLimits{});
   std::function<Json()> collectives_;
   std::atomic<int> in_flight_{0};
 };

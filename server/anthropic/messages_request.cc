@@ -148,7 +148,7 @@ MessagesRequest read_messages_request(RequestFields& f, bool for_counting) {
   if (const Json* tools = f.raw("tools")) r.tool_fields["tools"] = openai_tools(*tools);
   if (const Json* choice = f.raw("tool_choice")) add_tool_choice(*choice, r.tool_fields);
   if (const Json* thinking = f.raw("thinking")) {
-    if (!thinking->is_object() || thinking->value("type", "") != "disabled") {
+    if (!thinking->is_object() || thinking->value("type", Json()) != "disabled") {
       throw ApiError::invalid("extended thinking is not available; send {\"type\": \"disabled\"} or leave 'thinking' out", "thinking");
     }
   }

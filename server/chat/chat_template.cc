@@ -26,7 +26,7 @@ nlohmann::ordered_json normalize_messages(const nlohmann::ordered_json& messages
     std::string text;
     bool first = true;
     for (const auto& part : m["content"]) {
-      if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) continue;
+      if (!part.is_object() || part.value("type", nlohmann::ordered_json()) != "text" || !part.contains("text") || !part["text"].is_string()) continue;
       if (!first) text += "\n";
       text += part["text"].get<std::string>();
       first = false;

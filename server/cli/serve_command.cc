@@ -199,6 +199,9 @@ int run_serve(const ServeOptions& o) {
   limits.max_body_bytes = size_t(config.server.max_body_bytes);
   HttpApi api(registry, limits, config.server.api_keys);
   api.set_cors_policy(CorsPolicy(config.server.allowed_origins));
+  api.set_response_store_limits({size_t(config.server.response_store_max_responses),
+                                 size_t(config.server.response_store_max_mib) << 20,
+                                 std::chrono::seconds(int64_t(config.server.response_store_ttl_s))});
   if (ParallelRanks* ranks = parallel.ranks()) api.set_collectives_source([ranks] { return ranks->recorders_json(); });
   const HttpLimits http_limits = http_limits_of(config.server);
   HttpServer http(http_limits, [&api](HttpExchange& ex) { api.handle(ex); }, {"/health", "/metrics"});

@@ -1,11 +1,13 @@
 #include "server/openai/chat_handler.h"
 
+#include <algorithm>
 #include <ctime>
 
 #include "server/openai/event_stream.h"
 #include "server/openai/generation_fields.h"
 #include "server/serving/chat_prompt.h"
 #include "server/serving/generation_driver.h"
+#include "server/serving/reasoning_parser.h"
 #include "server/serving/tool_calls.h"
 #include "server/serving/tool_request.h"
 
@@ -29,7 +31,30 @@ struct ChoiceState {
   std::string finish_reason;
   ToolCallParser parser;        // when the request offers tools
   std::vector<ToolCall> calls;  // parsed from `text`; `text` then holds the rest
+  std::optional<ReasoningParser> reasoning;  // for a thinking model
+  std::string reasoning_text;
 };
+
+// The update's text split into the model's reasoning (returned) and its
+// answer (left in `text`), for a thinking model.
+std::string take_reasoning(ChoiceState& c, std::string& text, bool last) {
+  if (!c.reasoning) return "";
+  ReasoningSplit split = c.reasoning->feed(text);
+  if (last) {
+    ReasoningSplit rest = c.reasoning->finish();
+    split.reasoning += rest.reasoning;
+    split.content += rest.content;
+  }
+  text = std::move(split.content);
+  c.reasoning_text += split.reasoning;
+  return split.reasoning;
+}
+
+// Whether the rendered prompt already opened the reasoning block.
+bool prompt_opens_reasoning_block(const ServedModel& model, const std::vector<int32_t>& prompt) {
+  const size_t tail = std::min<size_t>(prompt.size(), 8);
+  return prompt_opens_reasoning(model.tokenizer().decode(std::vector<int32_t>(prompt.end() - tail, prompt.end())));
+}
 
 }  // namespace
 
@@ -79,7 +104,12 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
   const std::string id = new_response_id("chatcmpl-");
   const int64_t created = std::time(nullptr);
   std::vector<ChoiceState> choices(size_t(params.n));
-  for (ChoiceState& c : choices) c.parser = ToolCallParser(tool_request.names, tool_request.parallel);
+  const bool thinking = model.reasoning == ReasoningFormat::kThinkTags;
+  const bool opened = thinking && prompt_opens_reasoning_block(model, prompt);
+  for (ChoiceState& c : choices) {
+    c.parser = ToolCallParser(tool_request.names, tool_request.parallel);
+    if (thinking) c.reasoning.emplace(opened);
+  }
   auto chunk = [&](Json choice_list) {
     Json c{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model_name},
            {"system_fingerprint", model.fingerprint}, {"choices", std::move(choice_list)}};
@@ -106,15 +136,19 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
       c.logprobs.push_back(chat_logprob(lp));
       delta_lp.push_back(chat_logprob(lp));
     }
-    // The update as deltas: its text, or, when tools are offered, the
-    // text and calls the parser completed with it.
+    // The update as deltas: its reasoning, then its text, or, when tools are
+    // offered, the text and calls the parser completed with it.
+    std::string text = u.text;
+    const std::string thought = take_reasoning(c, text, u.finish_reason.has_value());
     std::vector<ToolCallPiece> pieces;
     if (!tool_request.parse) {
-      if (!u.text.empty()) pieces.push_back({u.text, std::nullopt});
+      if (!text.empty()) pieces.push_back({text, std::nullopt});
     } else {
-      pieces = c.parser.take(u.text, u.finish_reason.has_value());
+      pieces = c.parser.take(text, u.finish_reason.has_value());
     }
     Json deltas = Json::array();
+    // Both names: clients read one or the other.
+    if (!thought.empty()) deltas.push_back({{"reasoning_content", thought}, {"reasoning", thought}});
     for (ToolCallPiece& p : pieces) {
       if (!p.call) {
         c.text += p.text;
@@ -148,6 +182,11 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
   Json list = Json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     Json message = {{"role", "assistant"}, {"content", choices[i].text}};
+    if (choices[i].reasoning) {
+      const std::string& thought = choices[i].reasoning_text;
+      message["reasoning_content"] = thought.empty() ? Json() : Json(thought);
+      message["reasoning"] = message["reasoning_content"];
+    }
     if (!choices[i].calls.empty()) {
       // Beside calls, the text is what the model wrote before them, if anything.
       const std::string& text = choices[i].text;

@@ -46,6 +46,7 @@ std::unique_ptr<ServedModel> load_one(const ModelConfig& c, size_t index, promet
       throw Error("model '" + c.name + "': chat template: " + e.what());
     }
   }
+  m->reasoning = reasoning_format_of(c.reasoning_parser, template_source);
   m->sampling_defaults = sampling_defaults_for(c, runner->model());
   SchedulerLimits limits;
   static_cast<SchedulerConfig&>(limits) = c.scheduler;

@@ -10,6 +10,7 @@
 #include "scheduler/model_loop.h"
 #include "server/chat/chat_template.h"
 #include "server/metrics/model_metrics.h"
+#include "server/serving/reasoning_parser.h"
 #include "server/serving/tool_calls.h"
 #include "server/serving/grammar_compiler.h"
 
@@ -20,6 +21,7 @@ struct ServedModel {
   std::unique_ptr<ModelLoop> loop;
   std::optional<ChatTemplate> chat_template;  // none: chat requests are refused
   ToolCallFormat tool_format = ToolCallFormat::kNone;  // how its template asks for tool calls
+  ReasoningFormat reasoning = ReasoningFormat::kNone;  // how its output carries reasoning
   int max_model_len = 0;
   // For the sampling fields a request leaves out (config over the model's files).
   SamplingDefaults sampling_defaults;

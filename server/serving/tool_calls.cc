@@ -270,7 +270,7 @@ nlohmann::ordered_json tool_call_json(const ToolCall& call) {
 void check_tools(const nlohmann::ordered_json& tools) {
   if (!tools.is_array()) throw ApiError::invalid("'tools' must be an array", "tools");
   for (const auto& tool : tools) {
-    if (!tool.is_object() || tool.value("type", "") != "function" || !tool.contains("function") || !tool["function"].is_object()) {
+    if (!tool.is_object() || tool.value("type", nlohmann::ordered_json()) != "function" || !tool.contains("function") || !tool["function"].is_object()) {
       throw ApiError::invalid("each tool must be {\"type\": \"function\", \"function\": {...}}", "tools");
     }
     const auto& fn = tool["function"];

@@ -8,7 +8,7 @@ namespace {
 
 // A named choice, {"type": "function", "function": {"name": ...}}: its name.
 std::string named_tool_choice(const Json& choice) {
-  if (!choice.is_object() || choice.value("type", "") != "function" || !choice.contains("function") ||
+  if (!choice.is_object() || choice.value("type", Json()) != "function" || !choice.contains("function") ||
       !choice["function"].is_object() || !choice["function"].contains("name") || !choice["function"]["name"].is_string()) {
     throw ApiError::invalid("tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
                             "\"function\": {\"name\": ...}}", "tool_choice");

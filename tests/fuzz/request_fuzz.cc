@@ -1,6 +1,7 @@
 // libFuzzer target: any bytes as an HTTP request body go through the JSON
 // parse with its caps, the typed field reads of a chat request, the reading
-// of an Anthropic Messages request into chat messages, and the chat template
+// of an Anthropic Messages request and of an OpenAI Responses request into
+// chat messages, and the chat template
 // over the messages of each; each either succeeds or gives the client-facing
 // ApiError / TemplateError.
 #include <cstddef>
@@ -9,6 +10,7 @@
 
 #include "server/anthropic/messages_request.h"
 #include "server/chat/chat_template.h"
+#include "server/responses/responses_request.h"
 #include "server/serving/request_fields.h"
 
 namespace {
@@ -31,6 +33,19 @@ void read_as_anthropic(const tessera::Json& body, const tessera::ChatTemplate& t
   }
 }
 
+// The body as an OpenAI Responses request, its input rendered.
+void read_as_responses(const tessera::Json& body, const tessera::ChatTemplate& tmpl) {
+  try {
+    tessera::RequestFields f(body);
+    const tessera::ResponsesRequest r = tessera::read_responses_request(f);
+    tessera::ChatTemplateInput in;
+    in.messages = tessera::normalize_messages(r.input_messages);
+    (void)tmpl.render(in);
+  } catch (const tessera::ApiError&) {
+  } catch (const tessera::jinja::TemplateError&) {
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -39,6 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const tessera::Json j = tessera::parse_bounded_json(body, tessera::JsonLimits{});
     read_as_anthropic(j, tmpl);
+    read_as_responses(j, tmpl);
     tessera::RequestFields f(j);
     (void)f.string("model");
     (void)f.number("temperature", 0.0, 2.0);

@@ -77,6 +77,13 @@ HTTP_CASES = {
         "model": "smollm2", "max_tokens": 1, "messages": anthropic_tool_use(nested_input(DEPTH_LIMIT - 6))}),
     "count_tokens, a tool_use input as deep as the body allows": ("/v1/messages/count_tokens", lambda: {
         "model": "smollm2", "messages": anthropic_tool_use(nested_input(DEPTH_LIMIT - 6))}),
+    "responses, function_call arguments filling the body": ("/v1/responses", lambda: {
+        "model": "smollm2", "max_output_tokens": 1, "input": [
+            {"role": "user", "content": "hi"},
+            {"type": "function_call", "call_id": "c", "name": "f", "arguments": deepest_arguments(BODY_LIMIT - 4096)}]}),
+    "responses, text.format a 3,000 $ref chain": ("/v1/responses", lambda: {
+        "model": "smollm2", "max_output_tokens": 1, "input": "hi",
+        "text": {"format": {"type": "json_schema", "name": "x", "schema": ref_chain(3000)}}}),
 }
 
 # Tools are only offered to a model whose template has a tool-call format.
@@ -133,7 +140,8 @@ def test_a_tool_schema_as_deep_as_the_body_allows_is_served(qwen):
     assert status == 200, body
 
 
-@pytest.mark.parametrize("path", ["/v1/completions", "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens",
+@pytest.mark.parametrize("path", ["/v1/completions", "/v1/chat/completions", "/v1/responses", "/v1/messages",
+                                  "/v1/messages/count_tokens",
                                   "/tokenize", "/detokenize"])
 def test_bodies_at_and_past_the_depth_limit(daemon, path):
     status, text = post_raw(daemon, path, body_nested_at_the_limit(DEPTH_LIMIT + 1).encode())

@@ -180,3 +180,17 @@ def test_cors_answers_an_allowed_origin_only(tessera_bin, smollm2, tmp_path):
         assert status.startswith("HTTP/1.1 401") and headers["access-control-allow-origin"] == "https://ui.example"
     finally:
         assert d.stop() == 0
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}], "tools": [{"type": 5}]}),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}], "tool_choice": {"type": ["function"]},
+                              "tools": [{"type": "function", "function": {"name": "f"}}]}),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": [{"type": 7, "text": "Hi"}]}]}),
+    ("/v1/responses", {"input": "Hi", "tools": [{"type": 5}]}),
+    ("/v1/responses", {"input": "Hi", "text": {"format": {"type": 5}}}),
+    ("/v1/messages", {"max_tokens": 2, "messages": [{"role": "user", "content": "Hi"}], "thinking": {"type": 1}}),
+])
+def test_a_type_field_of_the_wrong_json_type_is_a_400(daemon, path, body):
+    status, reply = daemon.post(path, dict(body, model="smollm2"))
+    assert status == 400, reply
