@@ -77,13 +77,7 @@ void handle_messages(const ApiContext& api, const Json& body, HttpExchange& ex) 
       error = u.error;
       return true;
     }
-    std::vector<ToolCallPiece> pieces;
-    if (!chat.tools.parse) {
-      pieces.push_back({u.text, std::nullopt});
-    } else {
-      pieces = parser.take(u.text, u.finish_reason.has_value());
-    }
-    for (const ToolCallPiece& p : pieces) {
+    for (const ToolCallPiece& p : output_pieces(parser, chat.tools.parse, u.text, u.finish_reason.has_value())) {
       if (!(p.call ? message.add_call(*p.call) : message.add_text(p.text))) return false;
     }
     if (u.finish_reason) message.set_stop(*u.finish_reason, u.stop_string);

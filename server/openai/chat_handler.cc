@@ -140,12 +140,7 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
     // offered, the text and calls the parser completed with it.
     std::string text = u.text;
     const std::string thought = take_reasoning(c, text, u.finish_reason.has_value());
-    std::vector<ToolCallPiece> pieces;
-    if (!tool_request.parse) {
-      if (!text.empty()) pieces.push_back({text, std::nullopt});
-    } else {
-      pieces = c.parser.take(text, u.finish_reason.has_value());
-    }
+    std::vector<ToolCallPiece> pieces = output_pieces(c.parser, tool_request.parse, text, u.finish_reason.has_value());
     Json deltas = Json::array();
     // Both names: clients read one or the other.
     if (!thought.empty()) deltas.push_back({{"reasoning_content", thought}, {"reasoning", thought}});

@@ -83,10 +83,7 @@ void ResponsesApi::create(const ApiContext& api, const Json& body, const std::st
       error = u.error;
       return true;
     }
-    std::vector<ToolCallPiece> pieces;
-    if (tools.parse) pieces = parser.take(u.text, u.finish_reason.has_value());
-    else pieces.push_back({u.text, std::nullopt});
-    for (const ToolCallPiece& p : pieces) {
+    for (const ToolCallPiece& p : output_pieces(parser, tools.parse, u.text, u.finish_reason.has_value())) {
       if (!(p.call ? answer.add_call(*p.call) : answer.add_text(p.text))) return false;
     }
     if (u.finish_reason) answer.set_finish(*u.finish_reason);

@@ -263,6 +263,12 @@ std::vector<ToolCallPiece> ToolCallParser::take(const std::string& text, bool la
   return kept;
 }
 
+std::vector<ToolCallPiece> output_pieces(ToolCallParser& parser, bool parse, const std::string& text, bool last) {
+  if (parse) return parser.take(text, last);
+  if (text.empty()) return {};
+  return {ToolCallPiece{text, std::nullopt}};
+}
+
 nlohmann::ordered_json tool_call_json(const ToolCall& call) {
   return {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
 }

@@ -83,6 +83,10 @@ class ToolCallParser {
   int calls_ = 0;
 };
 
+// The pieces an update's text makes: the text as it is, or, when the
+// output is read for calls (`parse`), what the parser completes with it.
+std::vector<ToolCallPiece> output_pieces(ToolCallParser& parser, bool parse, const std::string& text, bool last);
+
 // Checks `tools` (an array of {"type": "function", "function": {"name",
 // "description"?, "parameters"?}}); throws ApiError naming what is wrong.
 void check_tools(const nlohmann::ordered_json& tools);
