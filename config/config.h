@@ -42,7 +42,7 @@ struct ServerConfig {
   // Browser origins allowed to call the API (CORS): "scheme://host[:port]"
   // or "*"; empty: none (browsers keep their same-origin rule).
   std::vector<std::string> allowed_origins;
-  // Responses kept for previous_response_id, per model: how many, how many
+  // Responses kept for previous_response_id, per model and API key: how many, how many
   // MiB of conversation and answer, and for how long.
   int response_store_max_responses = 1024;
   int response_store_max_mib = 64;

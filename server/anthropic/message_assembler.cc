@@ -56,7 +56,7 @@ bool MessageAssembler::add_call(const ToolCall& call) {
          event("content_block_stop", {{"type", "content_block_stop"}, {"index", index}});
 }
 
-void MessageAssembler::set_stop(const std::string& finish_reason, const std::string& stop_string) {
+void MessageAssembler::set_finish(const std::string& finish_reason, const std::string& stop_string) {
   finish_reason_ = finish_reason;
   stop_string_ = stop_string;
 }

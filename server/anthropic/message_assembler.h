@@ -6,11 +6,11 @@
 
 #include "server/http/http_server.h"
 #include "server/serving/request_fields.h"
-#include "server/serving/tool_calls.h"
+#include "server/serving/chat_answer.h"
 
 namespace tessera {
 
-class MessageAssembler {
+class MessageAssembler : public ChatAnswerSink {
  public:
   // `stream`: where events go, or null for a whole answer.
   MessageAssembler(std::string id, std::string model, HttpExchange* stream)
@@ -18,10 +18,9 @@ class MessageAssembler {
 
   // Each returns false once the client is gone.
   bool start(int input_tokens);  // message_start and a ping
-  bool add_text(const std::string& text);
-  bool add_call(const ToolCall& call);
-  // The generation's finish ("stop" or "length") and the stop string that ended it, if any.
-  void set_stop(const std::string& finish_reason, const std::string& stop_string);
+  bool add_text(const std::string& text) override;
+  bool add_call(const ToolCall& call) override;
+  void set_finish(const std::string& finish_reason, const std::string& stop_string) override;
 
   // The last events of a stream: the open block closed, message_delta and message_stop.
   void finish_stream(int output_tokens);

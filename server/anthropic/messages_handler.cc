@@ -3,9 +3,9 @@
 #include "server/anthropic/message_assembler.h"
 #include "server/anthropic/messages_request.h"
 #include "server/http/stream_client_watch.h"
+#include "server/serving/chat_answer.h"
 #include "server/serving/chat_prompt.h"
 #include "server/serving/generation_driver.h"
-#include "server/serving/tool_calls.h"
 #include "server/serving/tool_request.h"
 
 namespace tessera {
@@ -64,26 +64,14 @@ void handle_messages(const ApiContext& api, const Json& body, HttpExchange& ex) 
   auto gens = start_generations(model, {chat.prompt}, params);
 
   MessageAssembler message(new_response_id("msg_"), model.name(), request.stream ? &ex : nullptr);
-  ToolCallParser parser(chat.tools.names, chat.tools.parallel);
   std::string error;
   if (request.stream) {
     if (!ex.begin_stream("text/event-stream")) return;
     if (!message.start(int(chat.prompt.size()))) return;
   }
   StreamClientWatch watch(ex);
-  const bool completed = drive_generations(gens, [&] { return request.stream ? watch.gone() : ex.client_gone(); },
-                                           [&](size_t, const ChoiceUpdate& u) {
-    if (!u.error.empty()) {
-      error = u.error;
-      return true;
-    }
-    for (const ToolCallPiece& p : output_pieces(parser, chat.tools.parse, u.text, u.finish_reason.has_value())) {
-      if (!(p.call ? message.add_call(*p.call) : message.add_text(p.text))) return false;
-    }
-    if (u.finish_reason) message.set_stop(*u.finish_reason, u.stop_string);
-    return true;
-  });
-  if (!completed) return;
+  const auto client_gone = [&] { return request.stream ? watch.gone() : ex.client_gone(); };
+  if (!drive_chat_answer(gens, chat.tools, client_gone, message, error)) return;
   const int output_tokens = gens[0]->completion_tokens();
   if (request.stream) {
     if (!error.empty()) return message.fail(anthropic_error_json(ApiError::from_generation(error)));

@@ -7,11 +7,11 @@
 
 #include "server/http/http_server.h"
 #include "server/serving/request_fields.h"
-#include "server/serving/tool_calls.h"
+#include "server/serving/chat_answer.h"
 
 namespace tessera {
 
-class ResponseAssembler {
+class ResponseAssembler : public ChatAnswerSink {
  public:
   // `skeleton`: the response object without output, status or usage (id,
   // model, created_at, the request's settings); `stream`: where events go,
@@ -20,10 +20,10 @@ class ResponseAssembler {
 
   // Each returns false once the client is gone.
   bool start();  // response.created, response.in_progress
-  bool add_text(const std::string& text);
-  bool add_call(const ToolCall& call);
-  // "stop" or "length".
-  void set_finish(const std::string& finish_reason) { finish_reason_ = finish_reason; }
+  bool add_text(const std::string& text) override;
+  bool add_call(const ToolCall& call) override;
+  // "stop" or "length"; a Responses answer does not name its stop string.
+  void set_finish(const std::string& finish_reason, const std::string&) override { finish_reason_ = finish_reason; }
 
   // The answer with its output, status and usage; for a stream, the last
   // events are sent too (the open message closed, response.completed or

@@ -7,15 +7,15 @@ namespace tessera {
 void ResponseStore::drop(const std::string& id) {
   const auto it = entries_.find(id);
   if (it == entries_.end()) return;
-  ModelShare& share = by_model_[it->second.stored.model];
+  Share& share = shares_[share_key(it->second.stored)];
   share.bytes -= it->second.bytes;
   share.order.remove(id);
   entries_.erase(it);
 }
 
 void ResponseStore::evict_expired(std::chrono::steady_clock::time_point now) {
-  // Each model's list is oldest first: expired entries sit at its front.
-  for (auto& [model, share] : by_model_) {
+  // Each share's list is oldest first: expired entries sit at its front.
+  for (auto& [key, share] : shares_) {
     while (!share.order.empty()) {
       const auto it = entries_.find(share.order.front());
       if (it == entries_.end() || now - it->second.made < limits_.ttl) break;
@@ -33,7 +33,7 @@ void ResponseStore::put(const std::string& id, StoredResponse stored) {
   evict_expired(now);
   if (bytes > limits_.max_bytes || limits_.max_responses == 0) return;  // never kept
   drop(id);
-  ModelShare& share = by_model_[stored.model];
+  Share& share = shares_[share_key(stored)];
   while (!share.order.empty() && (share.order.size() >= limits_.max_responses || share.bytes + bytes > limits_.max_bytes)) {
     const std::string oldest = share.order.front();
     drop(oldest);

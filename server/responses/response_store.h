@@ -1,8 +1,10 @@
 #pragma once
 // Responses kept for previous_response_id and GET/DELETE /v1/responses/{id}:
-// in memory, per model at most `max_responses` and `max_bytes` (the oldest
-// go first) and each for `ttl` after it was made. A response is visible only
-// to a request with the API key that made it.
+// in memory, for each model and API key at most `max_responses` and
+// `max_bytes` (the oldest go first), each for `ttl` after it was made. A
+// response is visible only to a request with the API key that made it, and
+// one key's responses never push out another's. Keys are the configured
+// ones, so memory is bounded by (keys + 1) x models x max_bytes.
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -17,8 +19,8 @@
 namespace tessera {
 
 struct ResponseStoreLimits {
-  size_t max_responses = 1024;          // per model
-  size_t max_bytes = size_t(64) << 20;  // per model: the conversations and answers kept
+  size_t max_responses = 1024;          // per model and API key
+  size_t max_bytes = size_t(64) << 20;  // per model and API key: the conversations and answers kept
   std::chrono::seconds ttl{3600};
 };
 
@@ -48,7 +50,8 @@ class ResponseStore {
     size_t bytes = 0;
     std::chrono::steady_clock::time_point made;
   };
-  struct ModelShare {
+  // The responses of one model made with one API key.
+  struct Share {
     std::list<std::string> order;  // ids, oldest first
     size_t bytes = 0;
   };
@@ -59,7 +62,8 @@ class ResponseStore {
   Clock clock_;
   std::mutex mutex_;
   std::unordered_map<std::string, Entry> entries_;
-  std::unordered_map<std::string, ModelShare> by_model_;
+  static std::string share_key(const StoredResponse& s) { return s.model + '\n' + s.owner; }
+  std::unordered_map<std::string, Share> shares_;
 };
 
 }  // namespace tessera

@@ -5,6 +5,7 @@
 #include "server/http/stream_client_watch.h"
 #include "server/responses/response_assembler.h"
 #include "server/responses/responses_request.h"
+#include "server/serving/chat_answer.h"
 #include "server/serving/chat_prompt.h"
 #include "server/serving/generation_driver.h"
 #include "server/serving/tool_request.h"
@@ -73,23 +74,11 @@ void ResponsesApi::create(const ApiContext& api, const Json& body, const std::st
 
   const std::string id = new_response_id("resp_");
   ResponseAssembler answer(skeleton(id, request, model, params, tools), request.stream ? &ex : nullptr);
-  ToolCallParser parser(tools.names, tools.parallel);
   std::string error;
   if (request.stream && (!ex.begin_stream("text/event-stream") || !answer.start())) return;
   StreamClientWatch watch(ex);
-  const bool completed = drive_generations(gens, [&] { return request.stream ? watch.gone() : ex.client_gone(); },
-                                           [&](size_t, const ChoiceUpdate& u) {
-    if (!u.error.empty()) {
-      error = u.error;
-      return true;
-    }
-    for (const ToolCallPiece& p : output_pieces(parser, tools.parse, u.text, u.finish_reason.has_value())) {
-      if (!(p.call ? answer.add_call(*p.call) : answer.add_text(p.text))) return false;
-    }
-    if (u.finish_reason) answer.set_finish(*u.finish_reason);
-    return true;
-  });
-  if (!completed) return;
+  const auto client_gone = [&] { return request.stream ? watch.gone() : ex.client_gone(); };
+  if (!drive_chat_answer(gens, tools, client_gone, answer, error)) return;
   if (!error.empty()) {
     if (request.stream) return answer.fail(ApiError::from_generation(error).what());
     throw ApiError::from_generation(error);

@@ -1,5 +1,5 @@
-// The Responses store: per-model caps on count and bytes (oldest first), the
-// time to live, and owners who see only their own responses.
+// The Responses store: caps on count and bytes per model and API key (oldest
+// first), the time to live, and owners who see only their own responses.
 #include "server/responses/response_store.h"
 
 #include <gtest/gtest.h>
@@ -54,6 +54,15 @@ TEST(ResponseStore, ForgetsResponsesAfterTheirTimeToLive) {
   clock.now += std::chrono::seconds(30);
   EXPECT_FALSE(store.get("b", "").has_value());
   EXPECT_EQ(store.size(), 0u);
+}
+
+TEST(ResponseStore, OneKeyFillingItsShareLeavesOtherKeysResponses) {
+  ResponseStore store({.max_responses = 2, .max_bytes = 1 << 20, .ttl = std::chrono::seconds(60)});
+  store.put("theirs", stored("m", "key-1"));
+  for (int i = 0; i < 10; ++i) store.put("mine" + std::to_string(i), stored("m", "key-2"));
+  EXPECT_TRUE(store.get("theirs", "key-1").has_value());
+  EXPECT_TRUE(store.get("mine9", "key-2").has_value());
+  EXPECT_FALSE(store.get("mine7", "key-2").has_value());
 }
 
 TEST(ResponseStore, OnlyItsOwnerSeesOrDeletesAResponse) {
