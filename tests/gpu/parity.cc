@@ -1,7 +1,11 @@
 #include "tests/gpu/parity.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <sstream>
+
+#include "kernels/backend_plugins.h"
 
 
 namespace tessera::test {
@@ -43,6 +47,26 @@ double max_relative_error(const std::vector<float>& got, const std::vector<float
     if (!(diff <= worst)) worst = std::isnan(diff) ? INFINITY : diff;
   }
   return scale > 0.0 ? worst / scale : worst;
+}
+
+// TESSERA_EXPECT_BACKENDS (e.g. "cuda") names the backends this machine
+// must have a device for. Where one is missing the parity suites would not
+// be instantiated and the run would pass having tested nothing; this test
+// fails instead, with the plugin loader's reasons.
+TEST(AcceleratorPresence, EveryExpectedBackendHasADevice) {
+  const char* expected = std::getenv("TESSERA_EXPECT_BACKENDS");
+  if (!expected || !*expected) GTEST_SKIP() << "TESSERA_EXPECT_BACKENDS is not set: no backend is required here";
+  std::ostringstream loader;
+  for (const PluginReport& r : backend_plugins().reports) {
+    loader << "\n  " << r.path << ": " << (r.loaded ? "loaded " + r.backend : "not loaded: " + r.reason);
+    if (!r.unusable_devices.empty()) loader << " (" << r.unusable_devices << ")";
+  }
+  std::stringstream names(expected);
+  const std::vector<std::string> present = accelerator_names();
+  for (std::string name; std::getline(names, name, ',');) {
+    const bool found = std::find(present.begin(), present.end(), name + ":0") != present.end();
+    EXPECT_TRUE(found) << "no device for backend '" << name << "'; plugins:" << loader.str();
+  }
 }
 
 }  // namespace tessera::test
