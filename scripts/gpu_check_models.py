@@ -167,16 +167,20 @@ def llama_bench(st, binary, model, prompt_tokens, gen_tokens):
 
 
 def bench(st, tessera, models, device_args, llama, accelerator, quick=False):
-    """Prefill of a ~512-token prompt, then 64 decoded tokens (quick: ~130
-    and 8), each timed after a warm-up run by tessera generate."""
+    """Prefill of a ~512-token prompt and 64 decoded tokens (quick: ~130
+    and 8), each timed by tessera generate after a warm-up run, medians of
+    three; llama-bench's means of three on the same token counts."""
     long_prompt = " ".join(["The history of printing begins with movable type and oil-based inks."] * (10 if quick else 40))
     gen_tokens = 8 if quick else 64
     peak = device_peak_gbs() if accelerator else None
     rows = []
     for model in models:
         weights = weight_bytes_per_token(model)
-        prompt_tokens, prefill, _ = timed_generate(st, tessera, model, device_args, long_prompt, 1)
-        _, _, decode = timed_generate(st, tessera, model, device_args, "Hello", gen_tokens)
+        repeats = 1 if quick else 3  # medians of three, each after its own warm-up
+        prefills = [timed_generate(st, tessera, model, device_args, long_prompt, 1) for _ in range(repeats)]
+        prompt_tokens, prefill = prefills[0][0], statistics.median(p[1] for p in prefills)
+        decode = statistics.median(timed_generate(st, tessera, model, device_args, "Hello", gen_tokens)[2]
+                                   for _ in range(repeats))
         row = {"model": model.name, "weights_mb": round(weights / 1e6, 1), "prompt_tokens": prompt_tokens,
                "prefill_tok_s": prefill, "decode_tok_s": decode, "decode_gbs": round(weights * decode / 1e9, 1)}
         if peak:

@@ -7,7 +7,7 @@
 #   tessera-gpu-kit/backends/ libtessera-backend-cuda.so (one architecture)
 #   tessera-gpu-kit/lib/      the shared libraries those need that such a
 #                             machine lacks; every binary finds them through
-#                             its RUNPATH ($ORIGIN/../lib)
+#                             its RPATH ($ORIGIN/../lib)
 #
 # Left out: glibc, libstdc++/libgcc, OpenSSL and the driver (the machine
 # has them) and NCCL (gpu-check.sh takes it from the machine's PyTorch).
@@ -21,9 +21,14 @@ archive=$(realpath -m "${1:-gpu-kit.tar.xz}")
 build=${GPU_KIT_BUILD_DIR:-build-gpu-kit}
 arch=${GPU_KIT_CUDA_ARCH:-90a}
 export PATH="/usr/local/cuda/bin:$PATH"
+# DT_RPATH, not DT_RUNPATH: a RUNPATH serves only the binary's own
+# dependencies, so the libraries' dependencies (libgrpc++ -> libgrpc) would
+# be looked for on the system; an RPATH serves the whole tree.
+rpath_flags=-Wl,--disable-new-dtags
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_CUDA=ON -DTESSERA_HIP=OFF -DTESSERA_XPU=OFF \
-  -DTESSERA_CUDA_ARCHITECTURES="$arch" -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON '-DCMAKE_INSTALL_RPATH=$ORIGIN/../lib' >/dev/null
+  -DTESSERA_CUDA_ARCHITECTURES="$arch" -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON '-DCMAKE_INSTALL_RPATH=$ORIGIN/../lib' \
+  "-DCMAKE_EXE_LINKER_FLAGS=$rpath_flags" "-DCMAKE_MODULE_LINKER_FLAGS=$rpath_flags" >/dev/null
 cmake --build "$build" -j "${JOBS:-$(nproc)}" --target tessera tessera_gpu_tests tessera_accel_bench tessera-backend-cuda
 
 stage=$(mktemp -d)
@@ -41,7 +46,21 @@ for program in "$kit"/bin/* "$kit"/backends/*.so; do
 done | sort -u | while read -r soname path; do
   if [[ ! $soname =~ $provided ]]; then cp -L "$path" "$kit/lib/$soname"; fi
 done
-strip --strip-unneeded "$kit"/bin/* "$kit"/backends/*.so "$kit"/lib/*.so* 2>/dev/null || true
+# Every library the kit's programs load must now come from the kit, or be
+# one the machine provides.
+stray=$(for program in "$kit"/bin/* "$kit"/backends/*.so; do
+  ldd "$program" | awk '$2 == "=>" {print $1, $3}'
+done | sort -u | while read -r soname path; do
+  if [[ ! $soname =~ $provided ]] && [[ $(realpath -m "$path") != "$kit/lib/"* ]]; then echo "$soname $path"; fi
+done)
+if [ -n "$stray" ]; then
+  echo "make-gpu-kit: these would be taken from this machine, not the kit:" >&2
+  echo "$stray" >&2
+  exit 1
+fi
+# Symbols stay in the programs and the plugin (a backtrace names functions).
+strip --strip-debug "$kit"/bin/* "$kit"/backends/*.so
+strip --strip-unneeded "$kit"/lib/*.so* 2>/dev/null || true
 
 tar -C "$stage" -cf - tessera-gpu-kit | xz -T0 -9 >"$archive"
 echo "$archive: $(du -k "$archive" | cut -f1) KiB packed, $(du -sk "$kit" | cut -f1) KiB unpacked," \

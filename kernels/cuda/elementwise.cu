@@ -36,34 +36,41 @@ __global__ void embedding_kernel(const uint8_t* table, uint64_t row_bytes, int64
   for (int j = 0; j < kChunk; ++j) dst[j] = v[j];
 }
 
-// One block per row: the sum of squares in double, element after element
-// as the CPU sums it (another order can round the mean otherwise). The
-// squares are formed by all threads into shared memory, a stage at a time,
-// so that the one thread summing them waits on its additions alone, not on
-// a global load per element; then each thread scales its own elements (out
-// may be x).
-constexpr int kNormStage = 2048;  // squares per stage (8 KiB)
+// One block per row: the sum of squares in double, in parallel. Each
+// square is rounded to f32 as the CPU rounds it; a double sum of such
+// squares is exact while their exponents span under 29 bits, so it does not
+// depend on the order of the additions, and where it does (a square 2^29
+// times smaller than the sum), the order moves it by ~2^-52 of itself: the
+// f32 mean then differs from the CPU's sequential sum only if it lies that
+// close to a rounding boundary. The reduction order here is fixed (each
+// thread's strided run, then a shuffle tree per warp, then the warps in
+// order), so a row's result never depends on the rest of the batch.
+static_assert(kThreads % 32 == 0 && kThreads <= 1024);
 
-__global__ void rms_norm_kernel(const float* x, const float* weight, float weight_offset, float eps, int64_t dim, float* out) {
-  __shared__ float squares[kNormStage];
+__global__ void __launch_bounds__(kThreads) rms_norm_kernel(const float* x, const float* weight, float weight_offset,
+                                                            float eps, int64_t dim, float* out) {
+  __shared__ double warp_sums[kThreads / 32];
   __shared__ float scale_s;
   const float* row = x + int64_t(blockIdx.x) * dim;
-  double sum = 0.0;  // thread 0's
-  for (int64_t start = 0; start < dim; start += kNormStage) {
-    const int n = int(min(int64_t(kNormStage), dim - start));
-    for (int i = int(threadIdx.x); i < n; i += int(blockDim.x)) squares[i] = __fmul_rn(row[start + i], row[start + i]);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-#pragma unroll 8
-      for (int i = 0; i < n; ++i) sum += double(squares[i]);
-    }
-    __syncthreads();
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < dim; i += kThreads) {
+    const float v = row[i];
+    sum += double(__fmul_rn(v, v));
   }
-  if (threadIdx.x == 0) scale_s = 1.0f / sqrtf(float(sum / double(dim)) + eps);
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double total = 0.0;
+#pragma unroll
+    for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w];
+    scale_s = 1.0f / sqrtf(float(total / double(dim)) + eps);
+  }
   __syncthreads();
   const float scale = scale_s;
   float* dst = out + int64_t(blockIdx.x) * dim;
-  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) dst[i] = __fmul_rn(__fmul_rn(row[i], scale), weight[i] + weight_offset);
+  for (int64_t i = threadIdx.x; i < dim; i += kThreads) dst[i] = __fmul_rn(__fmul_rn(row[i], scale), weight[i] + weight_offset);
 }
 
 // One thread per (token, head, pair). The angles' cosines and sines come

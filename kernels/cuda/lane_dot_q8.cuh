@@ -20,28 +20,40 @@ __device__ inline int pack4(int a, int b, int c, int d) {
 
 __device__ inline int load_word(const int8_t* p) { return *reinterpret_cast<const int*>(p); }
 
-// The elements 4l .. 4l + 3 of a 32-element block of a legacy format, packed.
+// Four bytes at a 2-byte aligned address (GGUF blocks are only that
+// aligned), read as two halves rather than four bytes.
+__device__ inline uint32_t load_u32_aligned2(const uint8_t* p) {
+  const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
+  return uint32_t(h[0]) | uint32_t(h[1]) << 16;
+}
+
+// Bits 0..3 of h moved to bit 4 of bytes 0..3.
+__device__ inline uint32_t spread_to_bit4(uint32_t h) {
+  return (h & 1u) << 4 | (h & 2u) << 11 | (h & 4u) << 18 | (h & 8u) << 25;
+}
+
+// Byte-wise x - k for bytes of x in 0..127 and of k in 0..128, as signed
+// bytes: each byte of x | 0x80 stays above its k, so no borrow crosses a
+// byte, and the xor takes the 0x80 back off (HIP has no __vsub4).
+__device__ inline uint32_t subtract_bytes(uint32_t x, uint32_t k) { return ((x | 0x80808080u) - k) ^ 0x80808080u; }
+
+// The elements 4l .. 4l + 3 of a 32-element block of a legacy format,
+// packed as four signed bytes; byte-wise operations on whole words give
+// the same bytes as decoding each element.
 template <DType T>
 __device__ inline int legacy_lane_values(const uint8_t* b, int lane) {
   if constexpr (T == DType::kQ8_0) {
-    const uint8_t* q = b + 2 + 4 * lane;
-    return pack4(int8_t(q[0]), int8_t(q[1]), int8_t(q[2]), int8_t(q[3]));
+    return int(load_u32_aligned2(b + 2 + 4 * lane));
   } else {
     // Low nibbles are elements 0..15, high nibbles 16..31.
-    const uint8_t* qs = b + (T == DType::kQ4_1 ? 4 : T == DType::kQ5_0 ? 6 : 2) + 4 * (lane % 4);
-    const int shift = lane < 4 ? 0 : 4;
-    int v[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) v[i] = (qs[i] >> shift) & 0x0f;
-    if constexpr (T == DType::kQ4_0) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) v[i] -= 8;
-    } else if constexpr (T == DType::kQ5_0) {
-      const uint32_t qh = load_u32_bytes(b + 2);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) v[i] = (v[i] | int((qh >> (4 * lane + i)) & 1u) << 4) - 16;
+    const uint32_t qs = load_u32_aligned2(b + (T == DType::kQ4_1 ? 4 : T == DType::kQ5_0 ? 6 : 2) + 4 * (lane % 4));
+    const uint32_t nibbles = (qs >> (lane < 4 ? 0 : 4)) & 0x0f0f0f0fu;
+    if constexpr (T == DType::kQ4_0) return int(subtract_bytes(nibbles, 0x08080808u));
+    if constexpr (T == DType::kQ5_0) {
+      const uint32_t qh = load_u32_aligned2(b + 2);
+      return int(subtract_bytes(nibbles | spread_to_bit4((qh >> (4 * lane)) & 0x0fu), 0x10101010u));
     }
-    return pack4(v[0], v[1], v[2], v[3]);
+    return int(nibbles);
   }
 }
 
@@ -63,17 +75,24 @@ __device__ inline int lane_sumi(const uint8_t* row, int64_t b, int lane, const i
   if constexpr (T == DType::kQ4_0 || T == DType::kQ4_1 || T == DType::kQ5_0 || T == DType::kQ8_0) {
     return __dp4a(legacy_lane_values<T>(row + b * legacy_block_bytes(T), lane), load_word(qs + b * kChunk + 4 * lane), 0);
   } else if constexpr (T == DType::kQ4_K) {
+    // Super-blocks are 144 bytes and rows start 256-byte aligned: words.
     const uint8_t* block = row + b * sizeof(BlockQ4_K);
-    const uint8_t* sc = block + 4;
+    const uint32_t* sc = reinterpret_cast<const uint32_t*>(block + 4);
+    const uint32_t sc0 = sc[0], sc1 = sc[1], sc2 = sc[2];
+    auto sc_byte = [&](int k) { return int(((k < 4 ? sc0 : k < 8 ? sc1 : sc2) >> (8 * (k % 4))) & 0xffu); };
     const int8_t* a = qs + b * 256;
     int sumi = 0;
 #pragma unroll
-    for (int c = 0; c < 8; ++c) {
-      const int scale = c < 4 ? sc[c] & 0x3f : (sc[c + 4] & 0x0f) | ((sc[c - 4] >> 2) & 0x30);
-      const uint8_t* q = block + 16 + (c / 2) * 32 + 4 * lane;
-      const int shift = (c % 2) * 4;
-      const int w = pack4((q[0] >> shift) & 0x0f, (q[1] >> shift) & 0x0f, (q[2] >> shift) & 0x0f, (q[3] >> shift) & 0x0f);
-      sumi += scale * __dp4a(w, load_word(a + c * kChunk + 4 * lane), 0);
+    for (int pair = 0; pair < 4; ++pair) {
+      // Sub-blocks 2 pair (low nibbles) and 2 pair + 1 (high nibbles) share these bytes.
+      const uint32_t q = *reinterpret_cast<const uint32_t*>(block + 16 + pair * 32 + 4 * lane);
+#pragma unroll
+      for (int high = 0; high < 2; ++high) {
+        const int c = 2 * pair + high;
+        const int scale = c < 4 ? sc_byte(c) & 0x3f : (sc_byte(c + 4) & 0x0f) | ((sc_byte(c - 4) >> 2) & 0x30);
+        const int w = int((q >> (4 * high)) & 0x0f0f0f0fu);
+        sumi += scale * __dp4a(w, load_word(a + c * kChunk + 4 * lane), 0);
+      }
     }
     return sumi;
   } else {
@@ -83,15 +102,18 @@ __device__ inline int lane_sumi(const uint8_t* row, int64_t b, int lane, const i
     const int8_t* a = qs + b * 256;
     int sumi = 0;
 #pragma unroll
-    for (int c = 0; c < 8; ++c) {
-      const int half = c / 4, quarter = c % 4;
-      const uint8_t* ql = block + half * 64 + (quarter % 2) * 32 + 4 * lane;
-      const uint8_t* qh = block + 128 + half * 32 + 4 * lane;
-      const int low_shift = quarter < 2 ? 0 : 4, high_shift = 2 * quarter;
-      int v[4];
+    for (int half = 0; half < 2; ++half) {
+      // Each half's low-bit words serve two quarters and its high-bit word four.
+      const uint32_t qh = load_u32_aligned2(block + 128 + half * 32 + 4 * lane);
+      const uint32_t ql[2] = {load_u32_aligned2(block + half * 64 + 4 * lane),
+                              load_u32_aligned2(block + half * 64 + 32 + 4 * lane)};
 #pragma unroll
-      for (int i = 0; i < 4; ++i) v[i] = ((ql[i] >> low_shift) & 0x0f) | (((qh[i] >> high_shift) & 3) << 4);
-      sumi += scales[2 * c + (lane >= 4)] * __dp4a(pack4(v[0], v[1], v[2], v[3]), load_word(a + c * kChunk + 4 * lane), 0);
+      for (int quarter = 0; quarter < 4; ++quarter) {
+        const int c = 4 * half + quarter;
+        const int low_shift = quarter < 2 ? 0 : 4, high_shift = 2 * quarter;
+        const uint32_t v = ((ql[quarter % 2] >> low_shift) & 0x0f0f0f0fu) | (((qh >> high_shift) & 0x03030303u) << 4);
+        sumi += scales[2 * c + (lane >= 4)] * __dp4a(int(v), load_word(a + c * kChunk + 4 * lane), 0);
+      }
     }
     // The CPU stores q + 32 and subtracts 32 * scale * (sum of the 16
     // activations) for groups 2l and 2l + 1 in lane l.
