@@ -8,7 +8,7 @@ MODEL_DIR ?= $(or $(TESSERA_MODEL_DIR),$(HOME)/.cache/tessera/models)
 DEFAULT_MODEL ?= $(MODEL_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf
 VENV ?= .venv
 
-.PHONY: setup deps models configure build test test-avx2 test-full unit-tests python-tests sanitize-build sanitize-tests image-test include-graph serve fuzz fuzz-ci clean
+.PHONY: setup deps models configure build test test-avx2 test-full unit-tests python-tests sanitize-build sanitize-tests image-test include-graph serve fuzz fuzz-ci gpu-kit gpu-check-dry clean
 
 setup: deps models
 
@@ -106,6 +106,19 @@ image-test: deps models
 	  $(if $(filter build,$(IMAGE_FROM)),bash scripts/build-image.sh cpu --from-build $(BUILD_DIR),bash scripts/build-image.sh cpu) && \
 	  TESSERA_IMAGE=localhost/tessera:cpu TESSERA_MODEL_DIR="$(MODEL_DIR)" $(VENV)/bin/python -m pytest -q -s tests/python/test_image.py; \
 	else echo "image-test: skipped: buildah cannot run a container on this machine (see above)"; fi
+
+# The GPU kit: what a bare H100/H200 needs to run scripts/gpu-check.sh,
+# built here (CUDA for sm_90a) and packed as gpu-kit.tar.xz; gpu-check-dry
+# runs that check from the packed kit with the CPU against itself, in an
+# empty folder, so the kit and the check cannot rot without a GPU.
+GPU_KIT ?= gpu-kit.tar.xz
+gpu-kit: deps
+	@bash scripts/make-gpu-kit.sh $(GPU_KIT)
+
+gpu-check-dry: gpu-kit
+	@dir=$$(mktemp -d) && PATH="$(abspath $(VENV))/bin:$$PATH" \
+	  bash scripts/gpu-check.sh "$$dir/out" --archive $(abspath $(GPU_KIT)) --device cpu --quick --work "$$dir/work" && \
+	  rm -rf "$$dir"
 
 clean:
 	rm -rf $(BUILD_DIR) $(SANITIZE_BUILD_DIR)

@@ -33,11 +33,15 @@ def parse(text):
     return rows
 
 
+# engine/tensor/dtype.h's DType values that the CUDA kernels are built for.
+DTYPES = {0: "F32", 1: "F16", 2: "BF16", 16: "Q4_0", 17: "Q4_1", 18: "Q5_0", 20: "Q8_0", 24: "Q4_K", 26: "Q6_K"}
+
+
 def short(name):
     """The kernel's name and template arguments, without the namespaces and parameter list."""
-    name = re.sub(r"\(.*\)$", "", name)
-    name = re.sub(r"\(anonymous namespace\)::|tessera::(gpu::)?|ops::", "", name)
-    return re.sub(r"\(DType\)(\d+)", r"dtype \1", name)
+    name = re.sub(r"\(anonymous namespace\)::|tessera::(gpu::)?|ops::|^void ", "", name)
+    name = re.sub(r"\([^()]*\)$", "", name)
+    return re.sub(r"\(DType\)(\d+)", lambda m: DTYPES.get(int(m.group(1)), "dtype " + m.group(1)), name)
 
 
 def main():

@@ -111,7 +111,9 @@ __global__ void __launch_bounds__(kRowsPerQ8Block * kLanesPerRow) linear_q8_kern
 // The same products for a few tokens (decode): one warp per row. Its 32
 // threads form the integer lane sums of all the row's blocks at once, into
 // shared memory, so the row's loads are in flight together; then eight of
-// them run the lanes' float chains through the blocks in order.
+// them run the lanes' float chains through the blocks in order. Up to four
+// warps a block; fewer where a row's shared words need it (wide rows: an
+// 8B model's ffn_down in Q4_0 needs 25 KiB a warp).
 constexpr int kWarpsPerQ8WarpBlock = 4;
 // Shared words a warp needs per weight block: 8 lane sums and the block's factors.
 constexpr int64_t kWarpSharedWordsPerBlock = kLanesPerRow + sizeof(BlockFactors) / sizeof(int);
@@ -140,7 +142,7 @@ __global__ void __launch_bounds__(kWarpsPerQ8WarpBlock * 32) linear_q8_warp_kern
   // Per warp: (blocks, 8) lane sums, then (blocks) factors.
   extern __shared__ int lane_sums[];
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  int64_t row = int64_t(blockIdx.x) * kWarpsPerQ8WarpBlock + warp;
+  int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + warp;
   if (row >= launch.total_rows) return;  // the whole warp
   int k = 0;
   while (k + 1 < launch.count && row >= launch.outputs[k].rows) row -= launch.outputs[k++].rows;
@@ -175,9 +177,18 @@ __global__ void __launch_bounds__(kWarpsPerQ8WarpBlock * 32) linear_q8_warp_kern
 constexpr size_t kMaxWarpKernelShared = 48 * 1024;
 constexpr int64_t kWarpKernelTokens = 4;  // beyond this, rows are decoded once for eight tokens
 
+// Shared bytes one warp of the warp kernel needs for rows of `cols`.
 template <DType T>
 size_t warp_kernel_shared_bytes(int64_t cols) {
-  return size_t(kWarpsPerQ8WarpBlock) * size_t(cols / elements_per_block<T>()) * kWarpSharedWordsPerBlock * sizeof(int);
+  return size_t(cols / elements_per_block<T>()) * kWarpSharedWordsPerBlock * sizeof(int);
+}
+
+// Warps per block of the warp kernel: as many as fit the shared memory a
+// launch may take without raising its limit (0: not even one).
+int warps_per_block(size_t shared_per_warp) {
+  int warps = kWarpsPerQ8WarpBlock;
+  while (warps > 0 && size_t(warps) * shared_per_warp > kMaxWarpKernelShared) warps /= 2;
+  return warps;
 }
 
 template <DType T, int NT>
@@ -203,16 +214,17 @@ template <DType T>
 void launch_outputs(const LinearArgs& args, int first, int count, const Q8Rows& quantized, cudaStream_t stream) {
   const int64_t cols = args.outputs[first].weight->cols(), n_tokens = args.n_tokens;
   if constexpr (q8_activation_type(T) != DType::kF32) {
-    const size_t shared = warp_kernel_shared_bytes<T>(cols);
-    if (n_tokens <= kWarpKernelTokens && shared <= kMaxWarpKernelShared) {
+    const int warps = warps_per_block(warp_kernel_shared_bytes<T>(cols));
+    if (n_tokens <= kWarpKernelTokens && warps > 0) {
       WarpLaunchOutputs launch;
       for (int i = first; i < first + count; ++i) {
         const GpuLinear& w = gpu_linear(args.outputs[i]);
         launch.outputs[launch.count++] = {w.data(), w.desc().row_stride, w.rows(), w.bias(), args.outputs[i].y};
         launch.total_rows += w.rows();
       }
-      const unsigned grid = unsigned((launch.total_rows + kWarpsPerQ8WarpBlock - 1) / kWarpsPerQ8WarpBlock);
-      linear_q8_warp_kernel<T><<<grid, kWarpsPerQ8WarpBlock * 32, shared, stream>>>(launch, cols, quantized, n_tokens);
+      const unsigned grid = unsigned((launch.total_rows + warps - 1) / warps);
+      const size_t shared = size_t(warps) * warp_kernel_shared_bytes<T>(cols);
+      linear_q8_warp_kernel<T><<<grid, warps * 32, shared, stream>>>(launch, cols, quantized, n_tokens);
       return;
     }
   }
