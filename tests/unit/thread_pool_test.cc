@@ -32,6 +32,28 @@ TEST(ThreadPool, EveryIndexRunsOnceWhateverTheChunking) {
   }
 }
 
+// Back-to-back loops whose chunk counts grow (2, then 8): a thread still
+// looking at the finished loop must not claim a chunk of the next one
+// before it is published. If it did, a chunk would run twice, or
+// parallel_for would return with a chunk still running.
+TEST(ThreadPool, BackToBackLoopsOfGrowingChunkCountsNeverOverlap) {
+  ThreadPool pool(8);
+  constexpr int64_t kIndices = 64;
+  std::vector<std::atomic<int>> hits(kIndices);
+  std::atomic<int> in_flight{0};
+  for (int loop = 0; loop < 20000; ++loop) {
+    const int64_t grain = loop % 2 ? 8 : 32;  // 8 chunks, then 2
+    for (auto& h : hits) h.store(0, std::memory_order_relaxed);
+    pool.parallel_for(kIndices, grain, [&](int, int64_t begin, int64_t end) {
+      in_flight.fetch_add(1);
+      for (int64_t i = begin; i < end; ++i) hits[size_t(i)].fetch_add(1);
+      in_flight.fetch_sub(1);
+    });
+    ASSERT_EQ(in_flight.load(), 0) << "loop " << loop << " returned with a chunk still running";
+    for (int64_t i = 0; i < kIndices; ++i) ASSERT_EQ(hits[size_t(i)].load(), 1) << "loop " << loop << " index " << i;
+  }
+}
+
 TEST(ActiveThreads, ShrinksWhenWorkersKeepArrivingLate) {
   ActiveThreads active(2);
   const Clock::time_point t0 = Clock::now();

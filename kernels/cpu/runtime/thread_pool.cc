@@ -21,8 +21,12 @@ std::pair<int64_t, int64_t> chunk_range(int64_t n, int chunks, int index) {
   return {begin, begin + base + (index < extra ? 1 : 0)};
 }
 
+// The fields of ThreadPool::claims_.
+constexpr int kMaxChunks = 0xffff;
 uint32_t generation_of(uint64_t claims) { return uint32_t(claims >> 32); }
-int chunk_of(uint64_t claims) { return int(uint32_t(claims)); }
+int chunks_of(uint64_t claims) { return int((claims >> 16) & kMaxChunks); }
+int chunk_of(uint64_t claims) { return int(claims & kMaxChunks); }
+uint64_t first_claim(uint32_t generation, int chunks) { return uint64_t(generation) << 32 | uint64_t(chunks) << 16; }
 
 // Spins until `done()` or `limit` passes; true if done.
 template <class Done>
@@ -72,12 +76,11 @@ void ThreadPool::run_chunks(uint32_t generation, bool worker) {
   while (generation_of(claims) == generation) {
     const auto* fn = job_.load(std::memory_order_acquire);
     const int64_t n = job_n_.load(std::memory_order_acquire);
-    const int chunks = job_chunks_.load(std::memory_order_acquire);
-    const int chunk = chunk_of(claims);
+    const int chunks = chunks_of(claims), chunk = chunk_of(claims);
     if (chunk >= chunks) return;
     // A successful claim means the loop is still the one read above: the
     // caller cannot finish it, let alone start another, while a chunk is
-    // unclaimed.
+    // unclaimed (and chunk < chunks of that same loop).
     if (!claims_.compare_exchange_weak(claims, claims + 1, std::memory_order_acq_rel)) continue;
     if (worker && !claimed) participants_.fetch_add(1, std::memory_order_relaxed);
     claimed = true;
@@ -115,7 +118,7 @@ void ThreadPool::wait_for_chunks(int chunks) {
 void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int, int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   const int64_t most = n / std::max<int64_t>(grain, 1);
-  const int chunks = int(std::clamp<int64_t>(most, 1, active_.count()));
+  const int chunks = int(std::clamp<int64_t>(most, 1, std::min(active_.count(), kMaxChunks)));
   if (chunks == 1 || workers_.empty()) {
     fn(0, 0, n);
     if (most > 1 && !workers_.empty()) active_.after_loop(false, ActiveThreads::Clock::now);  // shrunk to one thread
@@ -123,14 +126,13 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   }
   job_.store(&fn, std::memory_order_relaxed);
   job_n_.store(n, std::memory_order_relaxed);
-  job_chunks_.store(chunks, std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
   participants_.store(0, std::memory_order_relaxed);
   const uint32_t generation = generation_of(claims_.load(std::memory_order_relaxed)) + 1;
   {
     // Publishing under the lock pairs with the sleepers' predicate check.
     std::lock_guard lock(mutex_);
-    claims_.store(uint64_t(generation) << 32, std::memory_order_release);
+    claims_.store(first_claim(generation, chunks), std::memory_order_release);
   }
   if (sleeping_.load() > 0) wake_.notify_all();
   run_chunks(generation, false);

@@ -51,9 +51,13 @@ class ThreadPool {
   // its chunks (which the caller cannot have finished).
   std::atomic<const std::function<void(int, int64_t, int64_t)>*> job_{nullptr};
   std::atomic<int64_t> job_n_{0};
-  std::atomic<int> job_chunks_{0};
-  // generation << 32 | next chunk to claim: one word, so a claim cannot
-  // take a chunk of a loop other than the one its reader saw.
+  // generation << 32 | chunk count << 16 | next chunk to claim: one word,
+  // so a claim cannot take a chunk of a loop other than the one its reader
+  // saw. The count is in the word, not beside it: a thread still looking at
+  // a finished loop must not judge its exhausted counter against the next
+  // loop's larger count, written before that loop is published (it would
+  // claim a chunk no one published, run the next loop's function early and
+  // count it done, and the caller could return while chunks still run).
   std::atomic<uint64_t> claims_{0};
   std::atomic<int> done_{0};  // chunks of the current loop finished
   std::atomic<int> sleeping_{0};
