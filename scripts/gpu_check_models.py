@@ -21,8 +21,8 @@ QUICK = [("qwen2.5-0.5b", "q4_k_m"), ("llama-1b", "q4_0")]
 FULL = QUICK + [("llama-1b", "q8_0"), ("llama-1b", "f16"), ("llama-8b", "q4_k_m")]
 
 
-class Failed(Exception):
-    pass
+class StageFailed(Exception):
+    """A stage's failure, with what to report."""
 
 
 def make(st, directory, quick):
@@ -44,9 +44,9 @@ def make(st, directory, quick):
         except subprocess.TimeoutExpired:
             for p in procs:
                 p.kill()
-            raise
+            raise StageFailed(f"over its limit of {st.limit_s} s writing the models")
         if proc.returncode != 0:
-            raise Failed(f"make_random_gguf.py exited {proc.returncode} (see models.log)")
+            raise StageFailed(f"make_random_gguf.py exited {proc.returncode} (see models.log)")
     return paths
 
 
@@ -119,7 +119,7 @@ def serve_batch_invariance(st, tessera, model, device_args, out, quick=False):
     differing = [i for i, (a, b) in enumerate(zip(together, alone)) if a != b]
     details = {"requests": len(prompts), "differing": differing, "concurrent_s": round(concurrent_s, 2)}
     if differing:
-        raise Failed(f"{len(differing)} of {len(prompts)} answers changed with the batch: requests {differing[:8]}")
+        raise StageFailed(f"{len(differing)} of {len(prompts)} answers changed with the batch: requests {differing[:8]}")
     return details
 
 
@@ -130,7 +130,7 @@ def timed_generate(st, tessera, model, device_args, prompt, tokens):
     m = re.search(r"prompt: (\d+) tokens in [0-9.]+ s \(([0-9.]+) tok/s\); generated: (\d+) tokens in [0-9.]+ s "
                   r"\(([0-9.]+) tok/s\)", text)
     if not m:
-        raise Failed("no timing line in tessera generate's output")
+        raise StageFailed("no timing line in tessera generate's output")
     return int(m.group(1)), float(m.group(2)), float(m.group(4))
 
 

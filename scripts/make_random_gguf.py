@@ -168,10 +168,16 @@ def read_header(path):
     return entries, tensors
 
 
+# (id, values, bytes) per block of every type a header may name: those
+# written here, and Q4_1, Q5_1, Q2_K, Q3_K and Q5_K.
+BLOCKS = {t[0]: t for t in (T.F32, T.F16, T.Q4_0, T.Q5_0, T.Q8_0, T.Q4_K, T.Q6_K, (3, 32, 20), (7, 32, 24),
+                            (10, 256, 84), (11, 256, 110), (13, 256, 176))}
+
+
 def tensor_bytes(dims, kind):
-    per_block = {t[0]: t for t in (T.F32, T.F16, T.Q4_0, T.Q5_0, T.Q8_0, T.Q4_K, T.Q6_K)}
-    per_block.update({3: (3, 32, 20), 7: (7, 32, 24), 10: (10, 256, 84), 11: (11, 256, 110), 13: (13, 256, 176)})
-    _, values, size = per_block[kind]
+    if kind not in BLOCKS:
+        raise ValueError(f"GGUF tensor type {kind} is not known here")
+    _, values, size = BLOCKS[kind]
     count = int(np.prod(dims))
     return count // values * size
 
