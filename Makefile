@@ -8,7 +8,7 @@ MODEL_DIR ?= $(or $(TESSERA_MODEL_DIR),$(HOME)/.cache/tessera/models)
 DEFAULT_MODEL ?= $(MODEL_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf
 VENV ?= .venv
 
-.PHONY: setup deps models configure build test test-avx2 test-full unit-tests python-tests sanitize-build sanitize-tests image-test include-graph serve fuzz fuzz-ci gpu-kit gpu-check-dry clean
+.PHONY: setup deps models configure build benches test test-avx2 test-full unit-tests python-tests sanitize-build sanitize-tests image-test include-graph serve fuzz fuzz-ci gpu-kit gpu-check-dry clean
 
 setup: deps models
 
@@ -23,6 +23,11 @@ configure: deps
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# The benchmark programs (tests/bench, load_tests read them from build/tests),
+# which `build` leaves out.
+benches: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target benches
 
 # Model-level suites: `make test` (and CI) runs them on the smallest model,
 # SmolLM2; `make test-full` (FULL=1) on all three real models.

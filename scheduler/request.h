@@ -22,6 +22,11 @@ struct Request {
   int priority = 0;                      // higher runs first; FCFS within a priority
   std::vector<int32_t> stop_token_ids;   // end-of-generation tokens (not emitted as text)
   bool ignore_eos = false;
+  // At least 0: every prompt token after the first is scored (its
+  // log-probability and rank) with this many alternatives, reported before
+  // any output; such a prompt is computed whole, never taken from the prefix
+  // cache. With max_new_tokens 0 the request ends once its prompt is scored.
+  int prompt_logprobs = -1;
 };
 
 struct RequestEvent {
@@ -34,6 +39,7 @@ struct RequestEvent {
   int completion_tokens = 0;
   double queue_seconds = -1.0;          // on the first event after it was first scheduled: time spent waiting
   int cached_prompt_tokens = -1;        // on that event too: prompt tokens found in the prefix cache
+  std::vector<SampledToken> prompt_logprobs;  // the next prompt tokens' scores, in order from the second
 };
 
 using EventSink = std::function<void(const RequestEvent&)>;

@@ -28,6 +28,7 @@ struct Scheduler::Sequence {
   std::optional<PromptLookup> lookup;  // speculative decoding: made on its first decode step
   std::vector<int32_t> draft;          // proposals in the plan being built
   int draft_room = 0;                  // or how many a draft model may propose
+  size_t prompt_scored = 1;            // prompt logprobs: the next prompt position to report (0 has none)
 
   // The queue time and the prompt tokens found cached, once: on the first
   // event after the first schedule.
@@ -46,6 +47,11 @@ struct Scheduler::Sequence {
 };
 
 namespace {
+
+// Logit rows one step returns for scoring prompts, over all its sequences:
+// the engine's logits buffer holds rows × vocabulary floats (64 MiB at a
+// vocabulary of 131,072).
+constexpr int kPromptLogitRows = 128;
 
 template <typename List>
 void insert_in_order(List& list, typename List::value_type seq) {
@@ -106,8 +112,8 @@ bool Scheduler::admits(const Request& r, std::string* why) const {
     *why = "the prompt is empty";
     return false;
   }
-  if (r.max_new_tokens < 1) {
-    *why = "max_new_tokens must be at least 1";
+  if (r.max_new_tokens < 0 || (r.max_new_tokens == 0 && r.prompt_logprobs < 0)) {
+    *why = "max_new_tokens must be at least 1, or 0 to score the prompt only";
     return false;
   }
   if (total > limits_.max_model_len) {
@@ -211,13 +217,19 @@ StepPlan Scheduler::schedule() {
   StepPlan plan;
   std::vector<std::pair<Sequence*, size_t>> chosen;
   int budget = limits_.max_batch_tokens;
+  int logit_rows = kPromptLogitRows;
   const uint64_t preemptions_before = preemptions_;
   for (auto& s : running_) s->planned = false;
   // Running sequences first, best first; the worst give up their pages.
   for (auto it = running_.begin(); it != running_.end() && budget > 0 && int(chosen.size()) < limits_.max_sequences;) {
     Sequence& s = **it;
     const size_t pending = s.tokens.size() - s.computed;
-    const size_t n = std::min({pending, size_t(limits_.prefill_chunk), size_t(budget)});
+    const size_t n = std::min({pending, size_t(limits_.prefill_chunk), size_t(budget),
+                               scores_prompt(s) ? size_t(logit_rows) : pending});
+    if (n == 0) {
+      ++it;
+      continue;
+    }
     s.draft.clear();
     s.draft_room = 0;
     if (pending == 1) propose_draft(s, budget - 1);
@@ -235,6 +247,7 @@ StepPlan Scheduler::schedule() {
     s.planned = true;
     chosen.emplace_back(&s, n);
     budget -= int(n + s.draft.size()) + s.draft_room;
+    if (scores_prompt(s)) logit_rows -= int(n);
     ++it;
   }
   // Then waiting requests in order, while pages and budget last. Not in a
@@ -245,9 +258,12 @@ StepPlan Scheduler::schedule() {
     Sequence& s = *waiting_.front();
     s.draft.clear();
     s.draft_room = 0;
-    const bool lookup = limits_.prefix_caching && s.pages.empty();
+    const bool scores = scores_prompt(s);
+    const bool lookup = limits_.prefix_caching && s.pages.empty() && !scores;
     if (lookup) attach_cached_prefix(s);
-    const size_t n = std::min({s.tokens.size() - s.computed, size_t(limits_.prefill_chunk), size_t(budget)});
+    const size_t n = std::min({s.tokens.size() - s.computed, size_t(limits_.prefill_chunk), size_t(budget),
+                               scores ? size_t(logit_rows) : size_t(budget)});
+    if (n == 0) break;
     // All or nothing: a waiting request holding part of what it needs
     // could starve everyone else. First come, first served: no skipping.
     const int64_t needed = (int64_t(s.computed + n) + page_size_ - 1) / page_size_ - int64_t(s.pages.size());
@@ -268,6 +284,7 @@ StepPlan Scheduler::schedule() {
     }
     chosen.emplace_back(&s, n);
     budget -= int(n);
+    if (scores) logit_rows -= int(n);
     std::unique_ptr<Sequence> moved = std::move(waiting_.front());
     waiting_.pop_front();
     insert_in_order(running_, std::move(moved));
@@ -301,8 +318,36 @@ SequenceStep Scheduler::plan_step(Sequence& s, size_t n, StepPlan& plan) {
   step.pages_from = uint32_t(s.pages_sent);
   step.pages.assign(s.pages.begin() + long(s.pages_sent), s.pages.end());
   s.pages_sent = s.pages.size();
-  step.sample = s.computed + n == s.tokens.size();
+  step.sample = s.computed + n == s.tokens.size() && s.request.max_new_tokens > 0;
+  step.all_logits = scores_prompt(s);
   return step;
+}
+
+bool Scheduler::scores_prompt(const Sequence& s) const {
+  const size_t prompt_len = s.request.prompt.size();
+  return s.request.prompt_logprobs >= 0 && s.prompt_scored < prompt_len && s.computed + 1 < prompt_len;
+}
+
+void Scheduler::report_prompt_logprobs(Sequence& s, const SequenceStep& step, const SequenceResult& r) {
+  const size_t rows = step.tokens.size();
+  if (rows == 0 || r.logits.empty() || r.logits.size() % rows != 0) return;
+  const size_t vocab = r.logits.size() / rows;
+  const std::vector<int32_t>& prompt = s.request.prompt;
+  RequestEvent event;
+  event.request_id = s.request.id;
+  // Row j holds the logits after position start + j: the distribution of
+  // the token at start + j + 1. Positions a preempted sequence recomputes
+  // were reported before.
+  for (size_t j = 0; j < rows; ++j) {
+    const size_t target = size_t(step.start_position) + j + 1;
+    if (target < s.prompt_scored || target >= prompt.size()) continue;
+    const auto row = std::span<const float>(r.logits).subspan(j * vocab, vocab);
+    event.prompt_logprobs.push_back(score_token(row, prompt[target], s.request.prompt_logprobs));
+    s.prompt_scored = target + 1;
+  }
+  if (event.prompt_logprobs.empty()) return;
+  s.report_first_schedule(event);
+  if (s.sink) s.sink(event);
 }
 
 int Scheduler::draft_room(const Sequence& s, int budget) const {
@@ -376,6 +421,11 @@ void Scheduler::postprocess(const StepPlan& plan, const StepResult& result) {
     register_full_pages(s);
     if (!r.error.empty()) {
       finish(s, FinishReason::kError, r.error);
+      continue;
+    }
+    if (step.all_logits) report_prompt_logprobs(s, step, r);
+    if (s.request.max_new_tokens == 0 && s.computed >= s.tokens.size()) {
+      finish(s, FinishReason::kLength);
       continue;
     }
     if (!r.sampled) continue;

@@ -109,6 +109,11 @@ class Scheduler {
   void propose_draft(Sequence& s, int budget);
   // Appends a drawn token and sends it on; false once it finished the request.
   bool emit_token(Sequence& s, const SampledToken& token);
+  // Whether s's next step must return the logits of every token: it scores
+  // its prompt and some prompt token is still unscored.
+  bool scores_prompt(const Sequence& s) const;
+  // Sends the scores of the prompt tokens this step's logits give, each once.
+  void report_prompt_logprobs(Sequence& s, const SequenceStep& step, const SequenceResult& r);
 
   SchedulerLimits limits_;
   int page_size_;

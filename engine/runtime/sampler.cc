@@ -42,6 +42,19 @@ void log_softmax(std::span<const float> logits, std::vector<float>& out) {
   for (size_t i = 0; i < logits.size(); ++i) out[i] = logits[i] - log_sum;
 }
 
+// The `k` most likely tokens of a log-softmax row, best first (ties: lower
+// id first). Tokens a filter ruled out have no probability and are left out.
+std::vector<std::pair<int32_t, float>> most_likely(const std::vector<float>& lp, size_t k) {
+  std::vector<int32_t> ids(lp.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  k = std::min(k, ids.size());
+  std::partial_sort(ids.begin(), ids.begin() + long(k), ids.end(),
+                    [&](int32_t a, int32_t b) { return lp[size_t(a)] > lp[size_t(b)] || (lp[size_t(a)] == lp[size_t(b)] && a < b); });
+  std::vector<std::pair<int32_t, float>> out;
+  for (size_t i = 0; i < k && std::isfinite(lp[size_t(ids[i])]); ++i) out.emplace_back(ids[i], lp[size_t(ids[i])]);
+  return out;
+}
+
 int32_t argmax(std::span<const float> v) { return int32_t(std::max_element(v.begin(), v.end()) - v.begin()); }
 
 // The first `k` ids of `order` sorted best first (ties: lower id first).
@@ -131,16 +144,19 @@ SampledToken sample_token(std::span<float> logits, const SamplingParams& params,
     std::vector<float> lp;
     log_softmax(logits, lp);
     out.logprob = lp[size_t(out.id)];
-    if (params.top_logprobs > 0) {
-      std::vector<int32_t> ids(lp.size());
-      std::iota(ids.begin(), ids.end(), 0);
-      const size_t k = std::min(ids.size(), size_t(params.top_logprobs));
-      std::partial_sort(ids.begin(), ids.begin() + long(k), ids.end(),
-                        [&](int32_t a, int32_t b) { return lp[size_t(a)] > lp[size_t(b)] || (lp[size_t(a)] == lp[size_t(b)] && a < b); });
-      // Tokens a filter ruled out have no probability and are not alternatives.
-      for (size_t i = 0; i < k && std::isfinite(lp[size_t(ids[i])]); ++i) out.top.emplace_back(ids[i], lp[size_t(ids[i])]);
-    }
+    if (params.top_logprobs > 0) out.top = most_likely(lp, size_t(params.top_logprobs));
   }
+  return out;
+}
+
+SampledToken score_token(std::span<const float> logits, int32_t token, int top) {
+  std::vector<float> lp;
+  log_softmax(logits, lp);
+  SampledToken out;
+  out.id = token;
+  out.logprob = lp[size_t(token)];
+  out.rank = 1 + int32_t(std::count_if(lp.begin(), lp.end(), [&](float v) { return v > out.logprob; }));
+  if (top > 0) out.top = most_likely(lp, size_t(top));
   return out;
 }
 

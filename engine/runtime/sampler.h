@@ -28,6 +28,7 @@ struct SampledToken {
   int32_t id = -1;
   float logprob = 0.0f;                          // of the chosen token
   std::vector<std::pair<int32_t, float>> top;    // most likely alternatives, best first
+  int32_t rank = 0;                              // score_token only: 1 + tokens more likely than it
 };
 
 // `logits` is modified in place. `history` holds the prompt and the output so
@@ -36,5 +37,11 @@ struct SampledToken {
 // filtered distribution.
 SampledToken sample_token(std::span<float> logits, const SamplingParams& params, std::span<const int32_t> history,
                           size_t prompt_len, std::mt19937_64& rng, TokenFilter* filter = nullptr);
+
+// A given token's log-probability under a raw row of logits (no sampling
+// parameters apply), its rank, and the `top` most likely tokens: how a
+// prompt token is scored (prompt log-probabilities). `token` must be in
+// the row.
+SampledToken score_token(std::span<const float> logits, int32_t token, int top);
 
 }  // namespace tessera

@@ -2,6 +2,7 @@
 
 #include <ctime>
 
+#include "server/openai/completion_logprobs.h"
 #include "server/openai/event_stream.h"
 #include "server/openai/generation_fields.h"
 #include "server/serving/generation_driver.h"
@@ -51,29 +52,24 @@ Prompts read_prompts(RequestFields& f, const ServedModel& m, int max_prompts) {
   return out;
 }
 
-// OpenAI's legacy completion log-probabilities, grown token by token.
-struct CompletionLogprobs {
-  Json tokens = Json::array(), token_logprobs = Json::array(), top_logprobs = Json::array(), text_offset = Json::array();
-
-  void add(const TokenLogprob& lp, size_t offset) {
-    tokens.push_back(lp.token);
-    token_logprobs.push_back(lp.logprob);
-    Json top = Json::object();
-    for (const auto& [tok, value] : lp.top) {
-      if (!top.contains(tok)) top[tok] = value;
-    }
-    top_logprobs.push_back(top);
-    text_offset.push_back(offset);
-  }
-  Json to_json() const {
-    return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs}, {"text_offset", text_offset}};
-  }
-};
-
 struct ChoiceState {
   std::string text;
   CompletionLogprobs logprobs;
+  VllmPromptLogprobs prompt_logprobs;
+  size_t prompt_scored = 0;   // prompt tokens with a score so far (the first never has one)
+  size_t prompt_offset = 0;   // text offset after the prompt tokens listed so far
+  bool prompt_sent = false;   // streaming: the echo (or prompt_logprobs) chunk is out
   std::string finish_reason;
+};
+
+// What a completion reports of its prompt: the echoed text, its tokens'
+// log-probabilities (echo with logprobs) and vLLM's prompt_logprobs.
+struct PromptReport {
+  bool echo = false;
+  std::optional<int64_t> echo_top;     // echo with logprobs: alternatives per prompt token
+  std::optional<int64_t> vllm_top;     // prompt_logprobs
+  bool scored() const { return echo_top || vllm_top; }
+  int top() const { return int(std::max(echo_top.value_or(0), vllm_top.value_or(0))); }
 };
 
 }  // namespace
@@ -84,12 +80,16 @@ void handle_completions(const ApiContext& api, const Json& body, HttpExchange& e
   const std::string model_name = model.name();
   const Prompts prompts = read_prompts(f, model, api.limits.max_n);
   GenerationRequest request = read_generation_request(f);
-  request.max_tokens = f.integer("max_tokens", 1, 1 << 30);
+  PromptReport report;
+  report.echo = f.boolean("echo").value_or(false);
   const std::optional<int64_t> logprobs = f.integer("logprobs", 0, api.limits.max_top_logprobs);
   request.logprobs = logprobs.has_value();
   request.top_logprobs = logprobs;
-  const bool echo = f.boolean("echo").value_or(false);
-  if (echo && logprobs) throw ApiError::invalid("'echo' together with 'logprobs' (prompt log-probabilities) is not supported", "echo");
+  if (report.echo && logprobs) report.echo_top = logprobs;
+  report.vllm_top = f.integer("prompt_logprobs", 0, api.limits.max_top_logprobs);
+  if (report.scored()) request.prompt_logprobs = report.top();
+  // max_tokens 0 scores the prompt only (lm-evaluation-harness's loglikelihood).
+  request.max_tokens = f.integer("max_tokens", report.scored() ? 0 : 1, 1 << 30);
   const bool stream = f.boolean("stream").value_or(false);
   const StreamOptions stream_options = read_stream_options(f);
   f.refuse("suffix", "insertion is not available for these models");
@@ -102,9 +102,16 @@ void handle_completions(const ApiContext& api, const Json& body, HttpExchange& e
   auto gens = start_generations(model, prompts.tokens, params);
   const std::string id = new_response_id("cmpl-");
   const int64_t created = std::time(nullptr);
-  std::vector<ChoiceState> choices(prompts.tokens.size() * size_t(params.n));
-  if (echo) {
-    for (size_t c = 0; c < choices.size(); ++c) choices[c].text = prompts.texts[c / size_t(params.n)];
+  const size_t n = size_t(params.n);
+  std::vector<ChoiceState> choices(prompts.tokens.size() * n);
+  for (size_t c = 0; c < choices.size(); ++c) {
+    const std::vector<int32_t>& prompt = prompts.tokens[c / n];
+    if (report.echo) choices[c].text = prompts.texts[c / n];
+    if (report.echo_top) {
+      const std::string first = model.tokenizer().token_bytes(prompt[0], true);
+      choices[c].logprobs.add_unscored(first, 0);
+      choices[c].prompt_offset = first.size();
+    }
   }
   auto chunk = [&](Json choice_list) {
     Json c{{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model_name},
@@ -112,25 +119,46 @@ void handle_completions(const ApiContext& api, const Json& body, HttpExchange& e
     if (stream_options.continuous_usage) c["usage"] = usage_of(gens);
     return c;
   };
+  auto choice_json = [&](size_t index, const std::string& text, const Json& logprobs_json, const Json& finish) {
+    Json c{{"index", index}, {"text", text}, {"logprobs", logprobs_json}, {"finish_reason", finish}};
+    if (report.vllm_top) c["prompt_logprobs"] = choices[index].prompt_logprobs.to_json();
+    return c;
+  };
+  // Streaming: the prompt's chunk goes out once every prompt token is scored.
+  auto send_prompt = [&](size_t index) {
+    ChoiceState& c = choices[index];
+    if (!stream || c.prompt_sent || (!report.echo && !report.vllm_top)) return true;
+    if (report.scored() && c.prompt_scored + 1 < prompts.tokens[index / n].size()) return true;
+    c.prompt_sent = true;
+    const Json lp = report.echo_top ? c.logprobs.to_json() : Json();
+    return ex.write_chunk(sse_event(chunk(Json::array({choice_json(index, report.echo ? c.text : "", lp, Json())}))));
+  };
   std::string error;
   if (stream && !ex.begin_stream("text/event-stream")) return;
-  if (stream && echo) {
-    for (size_t c = 0; c < choices.size(); ++c) {
-      ex.write_chunk(sse_event(chunk(Json::array({{{"index", c}, {"text", choices[c].text}, {"logprobs", nullptr}, {"finish_reason", nullptr}}}))));
-    }
+  for (size_t c = 0; c < choices.size(); ++c) {
+    if (!send_prompt(c)) return;
   }
   StreamClientWatch watch(ex);
   const bool completed = drive_generations(gens, [&] { return stream ? watch.gone() : ex.client_gone(); }, [&](size_t g, const ChoiceUpdate& u) {
-    const size_t index = g * size_t(params.n) + size_t(u.index);
+    const size_t index = g * n + size_t(u.index);
     ChoiceState& c = choices[index];
     if (!u.error.empty()) {
       error = u.error;
       return true;
     }
+    for (const TokenLogprob& lp : u.prompt_logprobs) {
+      ++c.prompt_scored;
+      if (report.echo_top) {
+        c.logprobs.add(lp, c.prompt_offset, size_t(*report.echo_top));
+        c.prompt_offset += lp.token.size();
+      }
+      if (report.vllm_top) c.prompt_logprobs.add(lp, size_t(*report.vllm_top));
+    }
+    if (!u.prompt_logprobs.empty()) return send_prompt(index);
     CompletionLogprobs delta_lp;
     for (const auto& lp : u.logprobs) {
-      c.logprobs.add(lp, c.text.size());
-      delta_lp.add(lp, c.text.size());
+      c.logprobs.add(lp, c.text.size(), lp.top.size());
+      delta_lp.add(lp, c.text.size(), lp.top.size());
     }
     c.text += u.text;
     if (u.finish_reason) c.finish_reason = *u.finish_reason;
@@ -144,9 +172,8 @@ void handle_completions(const ApiContext& api, const Json& body, HttpExchange& e
   if (!error.empty()) throw ApiError::from_generation(error);
   Json list = Json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
-    list.push_back({{"index", i}, {"text", choices[i].text},
-                    {"logprobs", params.sampling.logprobs ? choices[i].logprobs.to_json() : Json()},
-                    {"finish_reason", choices[i].finish_reason}});
+    list.push_back(choice_json(i, choices[i].text, params.sampling.logprobs ? choices[i].logprobs.to_json() : Json(),
+                               choices[i].finish_reason));
   }
   Json response = chunk(std::move(list));
   response["usage"] = usage_of(gens);

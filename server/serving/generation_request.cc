@@ -135,7 +135,9 @@ GenerationParams validate_generation(const GenerationRequest& r, const ServedMod
   if (p.priority != 0 && model.config.scheduler.policy != "priority") {
     throw ApiError::invalid("'priority' is not enabled for model '" + model.name() + "' (scheduler.policy: priority)", "priority");
   }
-  p.max_tokens = r.max_tokens ? int(checked_integer("max_tokens", *r.max_tokens, 1, 1 << 30)) : std::max(1, default_max_tokens);
+  if (r.prompt_logprobs) p.prompt_logprobs = int(checked_integer("prompt_logprobs", *r.prompt_logprobs, 0, limits.max_top_logprobs));
+  const int64_t least_tokens = p.prompt_logprobs >= 0 ? 0 : 1;
+  p.max_tokens = r.max_tokens ? int(checked_integer("max_tokens", *r.max_tokens, least_tokens, 1 << 30)) : std::max(1, default_max_tokens);
   return p;
 }
 

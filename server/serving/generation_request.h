@@ -38,11 +38,13 @@ struct GenerationRequest {
   bool include_stop_str_in_output = false;  // vLLM's
   bool logprobs = false;
   std::optional<int64_t> top_logprobs;  // alternatives per token; needs logprobs
+  std::optional<int64_t> prompt_logprobs;  // score the prompt, with this many alternatives per token
   std::optional<StructuredOutput> structured;
 };
 
 // 400 (ApiError naming the field) for any value out of range.
-// `default_max_tokens` applies when max_tokens is absent.
+// `default_max_tokens` applies when max_tokens is absent; max_tokens 0
+// (score the prompt only) needs prompt_logprobs.
 GenerationParams validate_generation(const GenerationRequest& request, const ServedModel& model, const ApiLimits& limits,
                                      int default_max_tokens);
 

@@ -30,6 +30,7 @@ std::unique_ptr<TextGeneration> TextGeneration::start(ServedModel& model, std::v
     r.stop_token_ids = stop_ids;
     if (!r.sampling.grammar.empty()) r.sampling.grammar.end_tokens = stop_ids;
     r.ignore_eos = params.ignore_eos;
+    r.prompt_logprobs = params.prompt_logprobs;
     const Submission s = model.loop->submit(std::move(r), g->stream_);
     if (s.admission != Admission::kAccepted) {
       failure->admission = s.admission;
@@ -94,6 +95,7 @@ TokenLogprob TextGeneration::logprob_of(const SampledToken& t) const {
   lp.id = t.id;
   lp.token = model_.tokenizer().token_bytes(t.id, true);
   lp.logprob = t.logprob;
+  lp.rank = t.rank;
   for (const auto& [id, value] : t.top) {
     lp.top.emplace_back(model_.tokenizer().token_bytes(id, true), value);
     lp.top_ids.push_back(id);
@@ -107,6 +109,10 @@ ChoiceUpdate TextGeneration::apply(Choice& c, int index, const RequestEvent& e) 
   const auto now = std::chrono::steady_clock::now();
   if (e.queue_seconds >= 0) model_.metrics->observe_queue_time(e.queue_seconds);
   cached_prompt_tokens_ = std::max(cached_prompt_tokens_, e.cached_prompt_tokens);
+  if (!e.prompt_logprobs.empty()) {
+    for (const SampledToken& t : e.prompt_logprobs) u.prompt_logprobs.push_back(logprob_of(t));
+    return u;
+  }
   if (e.has_token) {
     ++c.tokens;
     ++completion_tokens_;

@@ -27,6 +27,7 @@ struct GenerationParams {
   // <tool_call> is one, and the tool-call parser reads it.
   bool render_special = false;
   bool include_stop_string = false;  // a matched stop string ends the text (vLLM's include_stop_str_in_output)
+  int prompt_logprobs = -1;  // at least 0: score the prompt tokens, with this many alternatives each
 };
 
 struct TokenLogprob {
@@ -35,12 +36,14 @@ struct TokenLogprob {
   float logprob = 0.0f;
   std::vector<std::pair<std::string, float>> top;  // alternatives by their bytes
   std::vector<int32_t> top_ids;                    // and by id
+  int32_t rank = 0;                                // prompt tokens: 1 + tokens the model found more likely
 };
 
 struct ChoiceUpdate {
   int index = 0;
   std::string text;
   std::vector<TokenLogprob> logprobs;
+  std::vector<TokenLogprob> prompt_logprobs;  // scores of the next prompt tokens, from the second, before any text
   std::optional<std::string> finish_reason;  // "stop" or "length", on the last update
   std::string stop_string;                   // with "stop": the request's stop string that ended it, if one did
   std::string error;                         // set when the choice failed

@@ -83,6 +83,12 @@ class Daemon:
         status, text, _ = self.request("POST", path, body)
         return status, json.loads(text)
 
+    def stream(self, path, body):
+        """POSTs with stream: true; the JSON payloads of the SSE events, in order."""
+        status, text, _ = self.request("POST", path, {**body, "stream": True})
+        assert status == 200, text
+        return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ") and line != "data: [DONE]"]
+
     def metric(self, name, **labels):
         """The value of one sample on /metrics (0 when absent)."""
         _, text = self.get("/metrics")

@@ -134,16 +134,18 @@ TEST(SchedulerWithEngine, DraftModelProposalsGiveTheSameTokens) {
   SpeculativeConfig spec;
   spec.method = "draft_model";
   spec.num_speculative_tokens = 4;
+  // Each draft serves both temperatures: it keeps no sequence between runs
+  // (serve checks), and quantizing one at load is most of this test's time.
+  const auto same = draft_of(std::nullopt, roomy);
+  const auto rounded = draft_of(quant::scheme_choice("a16w4", 32), roomy);
+  const auto small = draft_of(quant::scheme_choice("a16w4", 32), 4);  // 64 positions for four sequences of ~33
+  const auto narrow = draft_of(std::nullopt, roomy, 8);  // prompts reach the draft 8 tokens a step
   for (const float temperature : {0.0f, 0.8f}) {
     const Served plain = serve(runner, roomy, {}, temperature);
-    const auto same = draft_of(std::nullopt, roomy);
     const Served self = serve(runner, roomy, spec, temperature, same.get());
-    const auto rounded = draft_of(quant::scheme_choice("a16w4", 32), roomy);
     const Served other = serve(runner, roomy, spec, temperature, rounded.get());
     const Served tight = serve(runner, 6, spec, temperature, rounded.get());
-    const auto small = draft_of(quant::scheme_choice("a16w4", 32), 4);  // 64 positions for four sequences of ~33
     const Served cramped = serve(runner, roomy, spec, temperature, small.get());
-    const auto narrow = draft_of(std::nullopt, roomy, 8);  // prompts reach the draft 8 tokens a step
     const Served chunked = serve(runner, roomy, spec, temperature, narrow.get());
     EXPECT_GT(self.stats.draft_tokens, 0u);
     if (temperature == 0.0f) EXPECT_EQ(self.stats.accepted_tokens, self.stats.draft_tokens);
