@@ -144,6 +144,12 @@ void HttpApi::route(HttpExchange& ex) {
     if (req.method() == boost::beast::http::verb::delete_) return responses_->remove(id, authorization_of(req), ex);
     throw ApiError::method_not_allowed("GET, HEAD, DELETE");
   }
+  if (path == "/tokenizer_info" || path == "/tokenizer.json") {
+    if (!get) throw ApiError::method_not_allowed("GET, HEAD");
+    api_.registry.require_serving();
+    const ServedModel& model = api_.model(query_parameter(target, "model"));
+    return ex.respond(200, "application/json", tokenizer_files_.text(model, path.substr(1)));
+  }
   if (path == "/v1/models" || path.rfind("/v1/models/", 0) == 0) {
     if (!get) throw ApiError::method_not_allowed("GET, HEAD");
     return list_models(ex, path.size() > 11 ? path.substr(11) : "");

@@ -1,7 +1,7 @@
 #pragma once
 // The daemon's HTTP surface: routes to the OpenAI (chat, completions,
 // responses) and Anthropic handlers, /tokenize,
-// /detokenize, /health, /metrics and /admin/collectives; refuses work with 503 while models load
+// /detokenize, /tokenizer_info and /tokenizer.json, /health, /metrics and /admin/collectives; refuses work with 503 while models load
 // or the daemon drains; asks for an API key when keys are configured (health
 // and metrics exempt); logs one line per request.
 #include <atomic>
@@ -14,6 +14,7 @@
 #include "server/http/http_server.h"
 #include "server/responses/responses_handler.h"
 #include "server/serving/api_context.h"
+#include "server/tokenizer_files.h"
 
 namespace tessera {
 
@@ -46,6 +47,7 @@ class HttpApi {
   CorsPolicy cors_;
   std::unique_ptr<ResponsesApi> responses_ = std::make_unique<ResponsesApi>(ResponseStoreLimits{});
   std::function<Json()> collectives_;
+  TokenizerFiles tokenizer_files_;
   std::atomic<int> in_flight_{0};
 };
 

@@ -2,7 +2,7 @@
 
 namespace tessera {
 
-ChatTemplate::ChatTemplate(const std::string& source) : template_(jinja::Template::parse(source)) {}
+ChatTemplate::ChatTemplate(const std::string& source) : source_(source), template_(jinja::Template::parse(source)) {}
 
 std::string ChatTemplate::render(const ChatTemplateInput& input) const {
   jinja::ValueDict globals;

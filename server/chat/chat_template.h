@@ -26,8 +26,10 @@ class ChatTemplate {
   // Throws jinja::TemplateError for a template's raise_exception() and for
   // render faults; the message is meant for the client.
   std::string render(const ChatTemplateInput& input) const;
+  const std::string& source() const { return source_; }
 
  private:
+  std::string source_;
   jinja::Template template_;
 };
 

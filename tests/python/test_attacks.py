@@ -503,6 +503,24 @@ def test_errors_echo_little_and_tokenize_is_bounded(daemon):
     assert cpu_seconds(daemon.proc.pid) - before < 0.5  # 1.3 s of tokenizing before
 
 
+def test_tokenizer_files_are_built_once_and_names_in_queries_echo_little(daemon):
+    def get_raw(target):
+        s = connect(daemon)
+        s.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        _, reply = closed_within(s, 30)
+        s.close()
+        head, _, payload = reply.partition(b"\r\n\r\n")
+        return int(head.split()[1]), payload
+    status, text = get_raw("/tokenizer_info?model=" + "%41" * 2000)  # a long name, escaped: 6 KB of target
+    assert status == 404 and len(text) < 2048, (status, len(text))
+    status, first = get_raw("/tokenizer.json?model=smollm2")
+    assert status == 200
+    before = cpu_seconds(daemon.proc.pid)
+    for _ in range(20):
+        assert get_raw("/tokenizer.json?model=smollm2") == (200, first)
+    assert cpu_seconds(daemon.proc.pid) - before < 0.6  # built once (~90 ms each here), not per request
+
+
 def test_a_grammar_too_deep_for_the_parser_is_the_clients_error(daemon):
     rules = "".join(f"r{i} ::= r{i + 1}\n" for i in range(5000))
     status, body = daemon.post("/v1/completions", {"model": "smollm2", "prompt": "x", "max_tokens": 2,
