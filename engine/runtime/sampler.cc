@@ -126,6 +126,12 @@ SampledToken sample_token(std::span<float> logits, const SamplingParams& params,
     if (token_in_vocabulary(id, vocab)) logits[size_t(id)] += bias;
   }
   apply_penalties(logits, params, history, prompt_len);
+  const size_t generated = history.size() > prompt_len ? history.size() - prompt_len : 0;
+  if (generated < size_t(std::max(params.min_tokens, 0))) {
+    for (int32_t id : params.held_back) {
+      if (token_in_vocabulary(id, vocab)) logits[size_t(id)] = -std::numeric_limits<float>::infinity();
+    }
+  }
   SampledToken out;
   const bool reports = params.logprobs || params.top_logprobs > 0;
   if (filter && params.greedy() && !reports) {

@@ -39,6 +39,10 @@ struct SamplingParams {
   std::optional<uint64_t> seed;     // same seed, same output
   int top_logprobs = 0;             // how many alternatives to report
   bool logprobs = false;            // report the chosen token's log-probability
+  // vLLM's min_tokens: until the output holds `min_tokens` tokens, none of
+  // `held_back` (the request's end-of-generation and stop ids) is drawn.
+  int min_tokens = 0;
+  std::vector<int32_t> held_back;
   OutputGrammar grammar;
 
   bool greedy() const { return temperature <= 0.0f; }

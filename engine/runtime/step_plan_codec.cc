@@ -89,6 +89,8 @@ void put_sampling(Writer& w, const SamplingParams& p) {
   w.put(p.seed.value_or(0));
   w.put(int32_t(p.top_logprobs));
   w.put(uint8_t(p.logprobs));
+  w.put(int32_t(p.min_tokens));
+  w.put_vector(p.held_back);
   w.put_vector(std::vector<char>(p.grammar.gbnf.begin(), p.grammar.gbnf.end()));
   w.put_vector(p.grammar.end_tokens);
 }
@@ -113,6 +115,8 @@ SamplingParams get_sampling(Reader& r) {
   else if (seed != 0) throw Error("step plan: a seed without its flag");
   p.top_logprobs = r.get<int32_t>("top_logprobs");
   p.logprobs = r.get_bool("logprobs");
+  p.min_tokens = r.get<int32_t>("min_tokens");
+  p.held_back = r.get_vector<int32_t>("held back tokens");
   const std::vector<char> gbnf = r.get_vector<char>("grammar");
   p.grammar.gbnf.assign(gbnf.begin(), gbnf.end());
   p.grammar.end_tokens = r.get_vector<int32_t>("grammar end tokens");

@@ -185,6 +185,7 @@ GenerationRequest read_generation_request(RequestFields& f) {
   r.stop = f.strings("stop", std::numeric_limits<size_t>::max());
   r.stop_token_ids = read_stop_token_ids(f);
   r.ignore_eos = f.boolean("ignore_eos").value_or(false);
+  r.min_tokens = f.integer("min_tokens", 0, 1 << 30);
   r.skip_special_tokens = f.boolean("skip_special_tokens").value_or(true);
   r.include_stop_str_in_output = f.boolean("include_stop_str_in_output").value_or(false);
   r.priority = f.integer("priority", -kAnyInteger, kAnyInteger);

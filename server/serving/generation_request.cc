@@ -138,6 +138,8 @@ GenerationParams validate_generation(const GenerationRequest& r, const ServedMod
   if (r.prompt_logprobs) p.prompt_logprobs = int(checked_integer("prompt_logprobs", *r.prompt_logprobs, 0, limits.max_top_logprobs));
   const int64_t least_tokens = p.prompt_logprobs >= 0 ? 0 : 1;
   p.max_tokens = r.max_tokens ? int(checked_integer("max_tokens", *r.max_tokens, least_tokens, 1 << 30)) : std::max(1, default_max_tokens);
+  // vLLM's: end-of-generation and stop ids (and stop strings) wait for min_tokens output tokens.
+  if (r.min_tokens) p.sampling.min_tokens = int(checked_integer("min_tokens", *r.min_tokens, 0, p.max_tokens));
   return p;
 }
 

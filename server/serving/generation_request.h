@@ -29,7 +29,7 @@ constexpr size_t kMaxLogitBias = 1024;
 
 struct GenerationRequest {
   std::optional<double> temperature, top_p, min_p, presence_penalty, frequency_penalty, repetition_penalty;
-  std::optional<int64_t> top_k, seed, n, best_of, priority, max_tokens;
+  std::optional<int64_t> top_k, seed, n, best_of, priority, max_tokens, min_tokens;
   std::vector<std::pair<int64_t, double>> logit_bias;  // token id, bias
   std::vector<std::string> stop;
   std::vector<int64_t> stop_token_ids;

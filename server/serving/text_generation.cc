@@ -29,6 +29,7 @@ std::unique_ptr<TextGeneration> TextGeneration::start(ServedModel& model, std::v
     r.priority = params.priority;
     r.stop_token_ids = stop_ids;
     if (!r.sampling.grammar.empty()) r.sampling.grammar.end_tokens = stop_ids;
+    if (r.sampling.min_tokens > 0) r.sampling.held_back = stop_ids;
     r.ignore_eos = params.ignore_eos;
     r.prompt_logprobs = params.prompt_logprobs;
     const Submission s = model.loop->submit(std::move(r), g->stream_);
@@ -124,7 +125,9 @@ ChoiceUpdate TextGeneration::apply(Choice& c, int index, const RequestEvent& e) 
     }
     c.last_token = now;
     if (params_.sampling.logprobs) u.logprobs.push_back(logprob_of(e.token));
-    u.text = c.stops->push(c.detok->push(e.token.id));
+    // Stop strings are looked for only in the text after min_tokens tokens.
+    const std::string text = c.detok->push(e.token.id);
+    u.text = c.tokens < params_.sampling.min_tokens ? text : c.stops->push(text);
     if (c.stops->stopped()) {
       model_.loop->cancel(c.request_id);
       finish(c, u, "stop");

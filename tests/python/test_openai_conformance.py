@@ -83,6 +83,26 @@ def test_include_stop_str_in_output_keeps_the_stop_string(client):
     assert kept.text == cut.text + stop and plain.startswith(kept.text)
 
 
+def test_min_tokens_holds_back_the_end_and_stop_strings(client):
+    chat = dict(model="smollm2", messages=[{"role": "user", "content": "Say hi."}], max_tokens=60, temperature=0)
+    short = client.chat.completions.create(**chat)
+    assert short.choices[0].finish_reason == "stop" and short.usage.completion_tokens < 40
+    held = client.chat.completions.create(**chat, extra_body={"min_tokens": 40})
+    assert held.usage.completion_tokens >= 40
+    # Greedy: the same tokens until the end of generation was held back.
+    assert held.choices[0].message.content.startswith(short.choices[0].message.content.rstrip())
+    kwargs = dict(model="smollm2", prompt="Count: 1, 2, 3, 4,", max_tokens=24, temperature=0, stop=[","])
+    first = client.completions.create(**kwargs).choices[0].text
+    later = client.completions.create(**kwargs, extra_body={"min_tokens": 6}).choices[0].text
+    assert "," not in first and "," in later and later.startswith(first)
+
+
+@pytest.mark.parametrize("extra", [{"min_tokens": 30}, {"min_tokens": -1}])
+def test_min_tokens_beyond_max_tokens_is_refused(daemon, extra):
+    status, body = daemon.post("/v1/completions", {"model": "smollm2", "prompt": "Hi", "max_tokens": 20, **extra})
+    assert status == 400 and body["error"]["param"] == "min_tokens", body
+
+
 def test_skip_special_tokens_false_renders_control_tokens(client):
     # SmolLM2's chat turn ends with <|im_end|>: a completion that runs past it shows it only when asked.
     prompt = "<|im_start|>user\nSay hi<|im_end|>\n<|im_start|>assistant\nHi<|im_end|>\n<|im_start|>user\n"

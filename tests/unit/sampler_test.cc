@@ -62,6 +62,39 @@ TEST(Sampler, LogprobsAreALogSoftmax) {
   EXPECT_NEAR(t.top[1].second, 2.0 - z, 1e-6);
 }
 
+// vLLM's min_tokens: the held-back ids (end of generation, stop ids) cannot
+// be drawn while the output is shorter than min_tokens, and can after.
+TEST(Sampler, HeldBackTokensWaitForMinTokens) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.min_tokens = 2;
+  p.held_back = {0, 7};  // 7 is outside this vocabulary: ignored
+  std::mt19937_64 rng(1);
+  const std::vector<int32_t> prompt_and_one{5, 1};  // prompt {5}, one output token
+  auto l = logits_of({9.0f, 1.0f, 2.0f});
+  EXPECT_EQ(sample_token(l, p, prompt_and_one, 1, rng).id, 2);
+  EXPECT_TRUE(std::isinf(l[0]) && l[0] < 0);
+  const std::vector<int32_t> prompt_and_two{5, 1, 2};
+  auto l2 = logits_of({9.0f, 1.0f, 2.0f});
+  EXPECT_EQ(sample_token(l2, p, prompt_and_two, 1, rng).id, 0);
+}
+
+// A prompt token's score: its log-softmax value under the raw logits (no
+// sampling field applies), its rank and the most likely tokens.
+TEST(Sampler, ScoreTokenGivesLogprobRankAndAlternatives) {
+  const auto l = logits_of({1.0f, 3.0f, 2.0f, 3.0f});
+  const double z = std::log(std::exp(1.0) + 2 * std::exp(3.0) + std::exp(2.0));
+  const SampledToken t = score_token(l, 2, 2);
+  EXPECT_EQ(t.id, 2);
+  EXPECT_NEAR(t.logprob, 2.0 - z, 1e-6);
+  EXPECT_EQ(t.rank, 3);  // two tokens are more likely
+  ASSERT_EQ(t.top.size(), 2u);
+  EXPECT_EQ(t.top[0].first, 1);  // ties: the lower id first
+  EXPECT_EQ(t.top[1].first, 3);
+  EXPECT_EQ(score_token(l, 1, 0).rank, 1);
+  EXPECT_TRUE(score_token(l, 1, 0).top.empty());
+}
+
 std::map<int32_t, int> draw_counts(const SamplingParams& p, std::vector<float> base, int n, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::map<int32_t, int> counts;

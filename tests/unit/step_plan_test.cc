@@ -38,6 +38,8 @@ StepPlan full_plan() {
   p.seed = 42;
   p.top_logprobs = 5;
   p.logprobs = true;
+  p.min_tokens = 4;
+  p.held_back = {2, 151645};
   p.grammar = {"root ::= \"{\" [a-z]* \"}\"\n", {2, 151645}};
   plan.new_sequences.emplace_back().seq_id = 8;
   plan.steps.push_back({7, {1, 2, 3}, 0, 0, {4, 5}, false, true});
@@ -58,6 +60,8 @@ void expect_same(const SamplingParams& a, const SamplingParams& b) {
   EXPECT_EQ(a.seed, b.seed);
   EXPECT_EQ(a.top_logprobs, b.top_logprobs);
   EXPECT_EQ(a.logprobs, b.logprobs);
+  EXPECT_EQ(a.min_tokens, b.min_tokens);
+  EXPECT_EQ(a.held_back, b.held_back);
   EXPECT_EQ(a.grammar, b.grammar);
 }
 
