@@ -113,6 +113,14 @@ struct StructuredOutputConfig {
   int cached_grammars = 64;
 };
 
+// POST /v1/embeddings: how the final hidden states of a prompt become its
+// embedding.
+struct EmbeddingConfig {
+  std::string pooling = "last";  // last token (decoder embedders), or mean over every token
+  bool normalize = true;         // to unit length
+  bool only = false;             // serve the model for embeddings only: generation requests are refused
+};
+
 struct ModelConfig {
   std::string name;
   std::string path;            // GGUF file or Hugging Face directory
@@ -131,6 +139,7 @@ struct ModelConfig {
   // template has them), "think" or "none".
   std::string reasoning_parser = "auto";
   StructuredOutputConfig structured_output;
+  EmbeddingConfig embeddings;
   // Values for the sampling fields a request leaves out: these, key by key,
   // over the model's own recommendation (generation_config.json, GGUF
   // general.sampling.*) unless sampling_defaults_from_model is false.

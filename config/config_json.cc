@@ -26,6 +26,8 @@ nlohmann::json model_json(const ModelConfig& m) {
        {{"max_concurrent_compiles", m.structured_output.max_concurrent_compiles},
         {"compile_budget_s", m.structured_output.compile_budget_s},
         {"cached_grammars", m.structured_output.cached_grammars}}},
+      {"embeddings",
+       {{"pooling", m.embeddings.pooling}, {"normalize", m.embeddings.normalize}, {"only", m.embeddings.only}}},
       {"scheduler",
        {{"max_batch_tokens", s.max_batch_tokens}, {"max_sequences", s.max_sequences}, {"prefill_chunk", s.prefill_chunk},
         {"max_queued_requests", s.max_queued_requests}, {"max_queued_tokens", s.max_queued_tokens},

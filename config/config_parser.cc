@@ -218,7 +218,7 @@ class Parser {
     require_map(n, path);
     check_keys(n, path, {"name", "path", "device", "dtype", "threads", "kv_cache", "scheduler", "max_model_len", "chat_template",
                          "parse_special_in_messages", "speculative", "quantization", "structured_output",
-                         "sampling_defaults", "reasoning_parser"});
+                         "sampling_defaults", "reasoning_parser", "embeddings"});
     ModelConfig m;
     if (!n["name"] || !n["path"]) fail(n, path + ": 'name' and 'path' are required");
     text(n, "name", path, &m.name);
@@ -272,6 +272,14 @@ class Parser {
       integer(so, "max_concurrent_compiles", p, 1, 1024, &m.structured_output.max_concurrent_compiles);
       number(so, "compile_budget_s", p, 0.01, 600.0, &m.structured_output.compile_budget_s);
       integer(so, "cached_grammars", p, 0, 1 << 16, &m.structured_output.cached_grammars);
+    }
+    if (const YAML::Node e = n["embeddings"]) {
+      const std::string p = path + ".embeddings";
+      require_map(e, p);
+      check_keys(e, p, {"pooling", "normalize", "only"});
+      text(e, "pooling", p, &m.embeddings.pooling, {"last", "mean"});
+      boolean(e, "normalize", p, &m.embeddings.normalize);
+      boolean(e, "only", p, &m.embeddings.only);
     }
     if (const YAML::Node sd = n["sampling_defaults"]) parse_sampling_defaults(sd, path + ".sampling_defaults", &m);
     if (const YAML::Node s = n["speculative"]) parse_speculative(s, path + ".speculative", &m.scheduler.speculative);

@@ -255,6 +255,14 @@ void Decoder::output_head(const Pass& pass, const ForwardBatch& batch, float* lo
   }
 }
 
+void Decoder::final_hidden(const Pass& pass, const ForwardBatch& batch, float* hidden) {
+  const int64_t d = spec_.d_model, n_rows = batch.n_hidden_rows;
+  timed(pass, "output_norm", [&] {
+    pass.ops.gather_rows({act_.x, d, batch.hidden_rows, n_rows, hidden}, pass.stream);
+    pass.ops.rms_norm({hidden, w_.output_norm, spec_.norm_weight_offset, spec_.norm_eps, n_rows, d, hidden}, pass.stream);
+  });
+}
+
 void Decoder::project_out(const Pass& pass, const char* name, const PreparedLinear& weight, const float* in, int n,
                           const Gather& in_gather, float* out) {
   if (comm_ && w_.shard.exact()) {
@@ -298,9 +306,10 @@ void Decoder::gather_columns(const Pass& pass, const float* part, int64_t n, con
 }
 
 void Decoder::forward(Backend& backend, Stream& stream, const ForwardBatch& batch, const KvLayout& layout,
-                      const std::vector<KvLayer>& kv, float* logits) {
+                      const std::vector<KvLayer>& kv, float* logits, float* hidden) {
   const int n = batch.n_tokens;
-  if (n <= 0 || n > capacity_.max_tokens || batch.attention.n_seqs > capacity_.max_seqs || batch.n_logit_rows > n) {
+  if (n <= 0 || n > capacity_.max_tokens || batch.attention.n_seqs > capacity_.max_seqs || batch.n_logit_rows > n ||
+      batch.n_hidden_rows > n || (batch.n_hidden_rows > 0 && !hidden)) {
     throw Error("decoder: a batch of " + std::to_string(n) + " tokens in " + std::to_string(batch.attention.n_seqs) +
                 " sequences exceeds the capacity (" + std::to_string(capacity_.max_tokens) + " tokens, " +
                 std::to_string(capacity_.max_seqs) + " sequences)");
@@ -325,6 +334,7 @@ void Decoder::forward(Backend& backend, Stream& stream, const ForwardBatch& batc
     ffn_block(pass, l, n);
     observe(pass, "layer_out", l, x, n, spec_.d_model);
   }
+  if (batch.n_hidden_rows > 0) final_hidden(pass, batch, hidden);
   if (batch.n_logit_rows > 0) output_head(pass, batch, logits);
   if (profile_) {
     stream.synchronize();

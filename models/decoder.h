@@ -43,6 +43,8 @@ struct ForwardBatch {
   ops::AttentionBatch attention{};
   int n_logit_rows = 0;
   const int32_t* logit_rows = nullptr;  // (n_logit_rows): tokens whose next-token logits are wanted
+  int n_hidden_rows = 0;
+  const int32_t* hidden_rows = nullptr;  // (n_hidden_rows): tokens whose final-normed hidden state is wanted (embeddings)
   const ContextShare* context = nullptr;  // a context-parallel group's split prefills, if any
 };
 
@@ -77,9 +79,10 @@ class Decoder {
   bool recordable() const { return !observer_ && !profile_ && !comm_ && !ring_; }
 
   // Queues the pass on `stream`; writes (batch.n_logit_rows, vocab) logits
-  // to device memory at `logits`.
+  // to device memory at `logits`, and (batch.n_hidden_rows, d_model) hidden
+  // states after the output norm (what the head reads) at `hidden`.
   void forward(Backend& backend, Stream& stream, const ForwardBatch& batch, const KvLayout& layout,
-               const std::vector<KvLayer>& kv, float* logits);
+               const std::vector<KvLayer>& kv, float* logits, float* hidden = nullptr);
 
  private:
   // The activations of one pass, regions of the workspace at fixed
@@ -110,6 +113,7 @@ class Decoder {
   void attention_block(const Pass& pass, int layer, const ForwardBatch& batch, const KvLayout& layout, const KvLayer& kv);
   void ffn_block(const Pass& pass, int layer, int n_tokens);
   void output_head(const Pass& pass, const ForwardBatch& batch, float* logits);
+  void final_hidden(const Pass& pass, const ForwardBatch& batch, float* hidden);
   // Where each output row of a gather of `split` comes from, for the token
   // count of the current pass: built once per pass, read by every layer.
   struct Gather {

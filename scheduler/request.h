@@ -14,6 +14,9 @@ namespace tessera {
 
 enum class FinishReason : uint8_t { kNone, kStop, kLength, kCancelled, kError };
 
+// Embeddings: how a prompt's final hidden states become one vector.
+enum class Pooling : uint8_t { kNone, kLast, kMean };
+
 struct Request {
   uint64_t id = 0;
   std::vector<int32_t> prompt;
@@ -27,6 +30,9 @@ struct Request {
   // any output; such a prompt is computed whole, never taken from the prefix
   // cache. With max_new_tokens 0 the request ends once its prompt is scored.
   int prompt_logprobs = -1;
+  // Other than kNone (with max_new_tokens 0): the request computes its
+  // prompt and ends with the pooled final hidden states in its last event.
+  Pooling pooling = Pooling::kNone;
 };
 
 struct RequestEvent {
@@ -40,6 +46,7 @@ struct RequestEvent {
   double queue_seconds = -1.0;          // on the first event after it was first scheduled: time spent waiting
   int cached_prompt_tokens = -1;        // on that event too: prompt tokens found in the prefix cache
   std::vector<SampledToken> prompt_logprobs;  // the next prompt tokens' scores, in order from the second
+  std::vector<float> embedding;         // on the final event of a pooling request: the pooled hidden state
 };
 
 using EventSink = std::function<void(const RequestEvent&)>;

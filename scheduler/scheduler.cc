@@ -1,5 +1,7 @@
 #include "scheduler/scheduler.h"
 
+#include "scheduler/hidden_pool.h"
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -29,6 +31,7 @@ struct Scheduler::Sequence {
   std::vector<int32_t> draft;          // proposals in the plan being built
   int draft_room = 0;                  // or how many a draft model may propose
   size_t prompt_scored = 1;            // prompt logprobs: the next prompt position to report (0 has none)
+  std::optional<HiddenPool> pool;      // embeddings: the pooling of the prompt's hidden states
 
   // The queue time and the prompt tokens found cached, once: on the first
   // event after the first schedule.
@@ -112,8 +115,12 @@ bool Scheduler::admits(const Request& r, std::string* why) const {
     *why = "the prompt is empty";
     return false;
   }
-  if (r.max_new_tokens < 0 || (r.max_new_tokens == 0 && r.prompt_logprobs < 0)) {
-    *why = "max_new_tokens must be at least 1, or 0 to score the prompt only";
+  if (r.max_new_tokens < 0 || (r.max_new_tokens == 0 && r.prompt_logprobs < 0 && r.pooling == Pooling::kNone)) {
+    *why = "max_new_tokens must be at least 1, or 0 to score or embed the prompt only";
+    return false;
+  }
+  if (r.pooling != Pooling::kNone && r.max_new_tokens != 0) {
+    *why = "an embedding request generates no tokens (max_new_tokens 0)";
     return false;
   }
   if (total > limits_.max_model_len) {
@@ -139,6 +146,7 @@ Admission Scheduler::submit(Request request, EventSink sink) {
   s->arrival = arrivals_++;
   s->tokens = request.prompt;
   s->seed = request.sampling.seed.value_or(std::random_device{}());
+  if (request.pooling != Pooling::kNone) s->pool.emplace(request.pooling, request.prompt.size());
   s->request = std::move(request);
   s->sink = std::move(sink);
   queued_tokens_ += int64_t(s->tokens.size());
@@ -189,6 +197,7 @@ void Scheduler::finish(Sequence& s, FinishReason reason, const std::string& erro
   event.error = error;
   event.prompt_tokens = int(s.request.prompt.size());
   event.completion_tokens = s.generated;
+  if (s.pool && reason == FinishReason::kLength) event.embedding = s.pool->result();
   s.report_first_schedule(event);
   const EventSink sink = std::move(s.sink);
   if (s.engine_knows) finished_.push_back(s.request.id);
@@ -259,7 +268,8 @@ StepPlan Scheduler::schedule() {
     s.draft.clear();
     s.draft_room = 0;
     const bool scores = scores_prompt(s);
-    const bool lookup = limits_.prefix_caching && s.pages.empty() && !scores;
+    const bool whole = scores || (s.request.pooling == Pooling::kMean && !s.pool->complete());
+    const bool lookup = limits_.prefix_caching && s.pages.empty() && !whole;
     if (lookup) attach_cached_prefix(s);
     const size_t n = std::min({s.tokens.size() - s.computed, size_t(limits_.prefill_chunk), size_t(budget),
                                scores ? size_t(logit_rows) : size_t(budget)});
@@ -320,6 +330,10 @@ SequenceStep Scheduler::plan_step(Sequence& s, size_t n, StepPlan& plan) {
   s.pages_sent = s.pages.size();
   step.sample = s.computed + n == s.tokens.size() && s.request.max_new_tokens > 0;
   step.all_logits = scores_prompt(s);
+  if (s.pool && !s.pool->complete()) {
+    if (s.request.pooling == Pooling::kMean) step.hidden = HiddenStates::kAll;
+    else if (s.computed + n == s.request.prompt.size()) step.hidden = HiddenStates::kLast;
+  }
   return step;
 }
 
@@ -424,8 +438,14 @@ void Scheduler::postprocess(const StepPlan& plan, const StepResult& result) {
       continue;
     }
     if (step.all_logits) report_prompt_logprobs(s, step, r);
+    if (step.hidden != HiddenStates::kNone && s.pool) {
+      const size_t rows = step.hidden == HiddenStates::kAll ? step.tokens.size() : 1;
+      const size_t first = size_t(step.start_position) + step.tokens.size() - rows;
+      if (!r.hidden.empty() && r.hidden.size() % rows == 0) s.pool->add(r.hidden, first, r.hidden.size() / rows);
+    }
     if (s.request.max_new_tokens == 0 && s.computed >= s.tokens.size()) {
-      finish(s, FinishReason::kLength);
+      if (s.pool && !s.pool->complete()) finish(s, FinishReason::kError, "engine: the prompt's hidden states did not all arrive");
+      else finish(s, FinishReason::kLength);
       continue;
     }
     if (!r.sampled) continue;

@@ -8,6 +8,7 @@
 #include "server/anthropic/messages_handler.h"
 #include "server/openai/chat_handler.h"
 #include "server/openai/completions_handler.h"
+#include "server/openai/embeddings_handler.h"
 #include "server/openai/generation_fields.h"
 #include "server/serving/chat_prompt.h"
 #include "server/serving/generation_driver.h"
@@ -155,7 +156,7 @@ void HttpApi::route(HttpExchange& ex) {
     return list_models(ex, path.size() > 11 ? path.substr(11) : "");
   }
   static const std::set<std::string> kPostRoutes = {"/v1/completions", "/v1/chat/completions", "/v1/responses", "/v1/messages",
-                                                    "/v1/messages/count_tokens", "/tokenize", "/detokenize"};
+                                                    "/v1/messages/count_tokens", "/v1/embeddings", "/tokenize", "/detokenize"};
   if (!kPostRoutes.count(path)) throw ApiError(404, "invalid_request_error", "no route " + clip_echo(path), "", "not_found");
   if (!post) throw ApiError::method_not_allowed("POST");
   api_.registry.require_serving();
@@ -172,6 +173,7 @@ void HttpApi::route(HttpExchange& ex) {
     if (path == "/v1/responses") return responses_->create(api_, body, authorization_of(req), ex);
     if (path == "/v1/messages") return handle_messages(api_, body, ex);
     if (path == "/v1/messages/count_tokens") return handle_count_tokens(api_, body, ex);
+    if (path == "/v1/embeddings") return handle_embeddings(api_, body, ex);
     if (path == "/tokenize") return tokenize(body, ex);
     return detokenize(body, ex);
   } catch (const ApiError& e) {

@@ -1,6 +1,6 @@
 #pragma once
 // The daemon's HTTP surface: routes to the OpenAI (chat, completions,
-// responses) and Anthropic handlers, /tokenize,
+// responses, embeddings) and Anthropic handlers, /tokenize,
 // /detokenize, /tokenizer_info and /tokenizer.json, /health, /metrics and /admin/collectives; refuses work with 503 while models load
 // or the daemon drains; asks for an API key when keys are configured (health
 // and metrics exempt); logs one line per request.

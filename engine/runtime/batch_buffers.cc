@@ -5,7 +5,7 @@
 namespace tessera {
 
 void BatchBuffers::Arrays::clear() {
-  for (auto* v : {&token_ids, &positions, &query_start, &kv_len, &page_indptr, &page_indices, &logit_rows}) v->clear();
+  for (auto* v : {&token_ids, &positions, &query_start, &kv_len, &page_indptr, &page_indices, &logit_rows, &hidden_rows}) v->clear();
   slots.clear();
 }
 
@@ -20,8 +20,9 @@ BatchBuffers::BatchBuffers(Backend& backend, const DecoderCapacity& capacity, in
   page_indptr_ = device_.reserve<int32_t>(seqs + 1);
   page_indices_ = device_.reserve<int32_t>(max_page_indices_);
   logit_rows_ = device_.reserve<int32_t>(tokens);
+  hidden_rows_ = device_.reserve<int32_t>(tokens);
   device_.commit(backend);
-  for (auto* v : {&host_.token_ids, &host_.positions, &host_.logit_rows}) v->reserve(tokens);
+  for (auto* v : {&host_.token_ids, &host_.positions, &host_.logit_rows, &host_.hidden_rows}) v->reserve(tokens);
   host_.slots.reserve(tokens);
   for (auto* v : {&host_.query_start, &host_.kv_len, &host_.page_indptr}) v->reserve(seqs + 1);
   host_.page_indices.reserve(max_page_indices_);
@@ -50,12 +51,14 @@ ForwardBatch BatchBuffers::fill(const std::vector<BatchSequence>& seqs, int page
       for (int32_t i = range.begin; i < range.end; ++i) {
         const int32_t pos = s.start_position + i;
         if (s.all_logits) a.logit_rows.push_back(int32_t(a.token_ids.size()));
+        if (s.all_hidden) a.hidden_rows.push_back(int32_t(a.token_ids.size()));
         a.token_ids.push_back(s.tokens[i]);
         a.positions.push_back(pos);
         a.slots.push_back(int64_t(s.pages[pos / page_size]) * page_size + pos % page_size);
       }
     }
     if (s.last_logits && !s.all_logits) a.logit_rows.push_back(int32_t(a.token_ids.size()) - 1);
+    if (s.last_hidden && !s.all_hidden) a.hidden_rows.push_back(int32_t(a.token_ids.size()) - 1);
     a.query_start.push_back(int32_t(a.token_ids.size()));
     // The keys up to the last token in the share; the mask hides the
     // later ones from earlier queries.
@@ -75,6 +78,7 @@ ForwardBatch BatchBuffers::fill(const std::vector<BatchSequence>& seqs, int page
   upload(page_indptr_, a.page_indptr);
   upload(page_indices_, a.page_indices);
   upload(logit_rows_, a.logit_rows);
+  upload(hidden_rows_, a.hidden_rows);
 
   ForwardBatch b;
   b.n_tokens = int(a.token_ids.size());
@@ -85,6 +89,8 @@ ForwardBatch BatchBuffers::fill(const std::vector<BatchSequence>& seqs, int page
                  device_.get<int32_t>(page_indptr_), device_.get<int32_t>(page_indices_)};
   b.n_logit_rows = int(a.logit_rows.size());
   b.logit_rows = device_.get<int32_t>(logit_rows_);
+  b.n_hidden_rows = int(a.hidden_rows.size());
+  b.hidden_rows = device_.get<int32_t>(hidden_rows_);
   return b;
 }
 

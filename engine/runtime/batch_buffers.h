@@ -22,6 +22,8 @@ struct BatchSequence {
   const int32_t* pages;        // the sequence's page table, covering start_position + n_tokens
   bool all_logits;             // every token's logits
   bool last_logits;            // the last token's logits
+  bool all_hidden = false;     // every token's final hidden state (embeddings)
+  bool last_hidden = false;    // the last token's
   // Only these tokens, when not empty (a rank's share of a split prefill):
   // their queries still see every key before them.
   std::span<const TokenRange> ranges = {};
@@ -36,7 +38,7 @@ class BatchBuffers {
 
  private:
   struct Arrays {
-    std::vector<int32_t> token_ids, positions, query_start, kv_len, page_indptr, page_indices, logit_rows;
+    std::vector<int32_t> token_ids, positions, query_start, kv_len, page_indptr, page_indices, logit_rows, hidden_rows;
     std::vector<int64_t> slots;
     void clear();
   };
@@ -46,7 +48,7 @@ class BatchBuffers {
   size_t max_page_indices_;
   Arrays host_;
   Workspace device_;
-  Workspace::Region token_ids_, positions_, slots_, query_start_, kv_len_, page_indptr_, page_indices_, logit_rows_;
+  Workspace::Region token_ids_, positions_, slots_, query_start_, kv_len_, page_indptr_, page_indices_, logit_rows_, hidden_rows_;
 };
 
 }  // namespace tessera

@@ -113,6 +113,13 @@ float* ModelRunner::logits_for(int rows) {
   return logits_.data_as<float>();
 }
 
+float* ModelRunner::hidden_for(int rows) {
+  if (rows == 0) return nullptr;
+  const size_t bytes = size_t(rows) * size_t(model_->spec().d_model) * sizeof(float);
+  if (hidden_.size() < bytes) hidden_ = DeviceBuffer(*backend_, bytes);
+  return hidden_.data_as<float>();
+}
+
 namespace {
 
 // Throws naming the sequence; the message is built only when it fails.
@@ -194,9 +201,10 @@ void ModelRunner::apply_steps(const StepPlan& plan, bool follower) {
     if (found == sequences_.end()) fail(s.seq_id, "not known to the engine");
     SequenceState& state = found->second;
     if (s.tokens.empty()) fail(s.seq_id, "no tokens in the step");
-    if (s.draft != 0 && (s.draft >= s.tokens.size() || !s.sample || s.all_logits)) {
+    if (s.draft != 0 && (s.draft >= s.tokens.size() || !s.sample || s.all_logits || s.hidden != HiddenStates::kNone)) {
       fail(s.seq_id, "draft tokens need a sampled step with a token before them and no other logits");
     }
+    if (s.hidden != HiddenStates::kNone && context_) fail(s.seq_id, "hidden states are not available under context parallelism");
     // A follower keeps no tokens: rank 0 checks them and samples.
     if (s.start_position < 0 || (!follower && size_t(s.start_position) > state.tokens.size())) {
       fail(s.seq_id, "start position out of range");
@@ -253,7 +261,7 @@ std::vector<BatchSequence> ModelRunner::batch_sequences(const StepPlan& plan) {
   for (const SequenceStep& s : plan.steps) {
     const SequenceState& state = sequences_.at(s.seq_id);
     seqs.push_back({s.tokens.data(), int32_t(s.tokens.size()), s.start_position, state.pages.data(), s.all_logits || s.draft > 0,
-                    s.sample});
+                    s.sample, s.hidden == HiddenStates::kAll, s.hidden == HiddenStates::kLast});
   }
   return seqs;
 }
@@ -265,8 +273,10 @@ int ModelRunner::run_forward(const StepPlan& plan, bool copy_logits) {
   ForwardBatch batch = batch_->fill(seqs, page_size(), stream);
   if (context_) batch.context = context_->share();
   float* logits = logits_for(batch.n_logit_rows);
-  auto enqueue = [&] { decoder_->forward(*backend_, stream, batch, kv_->layout(), kv_->layers(), logits); };
-  if (decoder_->recordable()) {
+  float* hidden = hidden_for(batch.n_hidden_rows);
+  auto enqueue = [&] { decoder_->forward(*backend_, stream, batch, kv_->layout(), kv_->layers(), logits, hidden); };
+  // A recording replays the logit rows' head only: a step with hidden rows runs as it is.
+  if (decoder_->recordable() && batch.n_hidden_rows == 0) {
     if (logits != recorded_logits_) recordings_.clear();
     recorded_logits_ = logits;
     recordings_.run({batch.n_tokens, batch.attention.n_seqs, batch.n_logit_rows}, *backend_, stream, enqueue);
@@ -285,18 +295,27 @@ int ModelRunner::run_forward(const StepPlan& plan, bool copy_logits) {
   const size_t n_values = size_t(batch.n_logit_rows) * size_t(model_->spec().vocab_size);
   host_logits_.resize(n_values);
   backend_->copy_device_to_host(host_logits_.data(), logits, n_values * sizeof(float), stream);
+  host_hidden_.resize(size_t(batch.n_hidden_rows) * size_t(model_->spec().d_model));
+  if (!host_hidden_.empty()) backend_->copy_device_to_host(host_hidden_.data(), hidden, host_hidden_.size() * sizeof(float), stream);
   stream.synchronize();
   return batch.n_logit_rows;
 }
 
 StepResult ModelRunner::sample(const StepPlan& plan, int n_logit_rows) {
   const size_t vocab = size_t(model_->spec().vocab_size);
+  const size_t width = size_t(model_->spec().d_model);
   StepResult result;
-  size_t row = 0;
+  size_t row = 0, hidden_row = 0;
   sample_scratch_.resize(vocab);
   for (const SequenceStep& s : plan.steps) {
     SequenceResult& r = result.sequences.emplace_back();
     r.seq_id = s.seq_id;
+    if (s.hidden != HiddenStates::kNone) {
+      const size_t rows = s.hidden == HiddenStates::kAll ? s.tokens.size() : 1;
+      if ((hidden_row + rows) * width > host_hidden_.size()) throw Error("engine: hidden rows do not match the plan");
+      r.hidden.assign(host_hidden_.begin() + long(hidden_row * width), host_hidden_.begin() + long((hidden_row + rows) * width));
+      hidden_row += rows;
+    }
     size_t last_row = row;
     if (s.draft > 0) {
       verify_draft(s, row, r);

@@ -98,6 +98,7 @@ class ModelRunner {
   int run_forward(const StepPlan& plan, bool copy_logits);
   std::vector<BatchSequence> batch_sequences(const StepPlan& plan);
   float* logits_for(int rows);
+  float* hidden_for(int rows);  // null for none
   StepResult sample(const StepPlan& plan, int n_logit_rows);
   // Draws after each token of a step with draft tokens, accepting proposals
   // until a draw differs from one; the logits of the step start at `first_row`.
@@ -120,6 +121,8 @@ class ModelRunner {
   std::unordered_map<uint64_t, SequenceState> sequences_;
   DeviceBuffer logits_;           // (rows, vocab) on the device
   std::vector<float> host_logits_;   // (rows, vocab) copied back for sampling
+  DeviceBuffer hidden_;              // (rows, d_model) final hidden states on the device
+  std::vector<float> host_hidden_;   // (rows, d_model) copied back for pooling
   std::vector<float> sample_scratch_;  // (vocab): one row, modified by the sampler
   grammar::GrammarCache grammars_;
 };

@@ -23,6 +23,10 @@ struct NewSequence {
   uint64_t seed = 0;            // of the sequence's random generator
 };
 
+// Which final hidden states (after the output norm) a step returns: the
+// input of an embedding's pooling.
+enum class HiddenStates : uint8_t { kNone, kLast, kAll };
+
 struct SequenceStep {
   uint64_t seq_id = 0;
   std::vector<int32_t> tokens;   // new tokens: a prefill chunk or one decode token
@@ -40,6 +44,7 @@ struct SequenceStep {
   // differs (or the one after the last proposal) ends the step. The draws
   // are those of decoding one token at a time, so the output is the same.
   uint32_t draft = 0;
+  HiddenStates hidden = HiddenStates::kNone;  // returned in SequenceResult::hidden
 
   bool operator==(const SequenceStep&) const = default;
 };
@@ -57,6 +62,7 @@ struct SequenceResult {
   SampledToken token;
   std::string error;          // the sequence failed (its output grammar); nothing was sampled
   std::vector<float> logits;  // [tokens][vocab] when all_logits was asked
+  std::vector<float> hidden;  // [rows][d_model]: every step token's, or the last's, as `hidden` asked
 };
 
 struct StepResult {

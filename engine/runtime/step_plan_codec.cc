@@ -10,7 +10,7 @@ namespace tessera {
 namespace {
 
 constexpr uint32_t kMagic = 0x4c505354;  // "TSPL"
-constexpr uint16_t kVersion = 3;
+constexpr uint16_t kVersion = 4;  // 4: min_tokens, hidden-state steps
 
 class Writer {
  public:
@@ -123,7 +123,7 @@ SamplingParams get_sampling(Reader& r) {
   return p;
 }
 
-enum StepFlags : uint8_t { kSample = 1, kAllLogits = 2 };
+enum StepFlags : uint8_t { kSample = 1, kAllLogits = 2, kLastHidden = 4, kAllHidden = 8 };
 
 }  // namespace
 
@@ -147,7 +147,8 @@ std::vector<uint8_t> encode_step_plan(const StepPlan& plan) {
     w.put(s.start_position);
     w.put(s.pages_from);
     w.put_vector(s.pages);
-    w.put(uint8_t((s.sample ? kSample : 0) | (s.all_logits ? kAllLogits : 0)));
+    w.put(uint8_t((s.sample ? kSample : 0) | (s.all_logits ? kAllLogits : 0) |
+                  (s.hidden == HiddenStates::kLast ? kLastHidden : 0) | (s.hidden == HiddenStates::kAll ? kAllHidden : 0)));
     w.put(s.draft);
   }
   return w.take();
@@ -177,9 +178,11 @@ StepPlan decode_step_plan(std::span<const uint8_t> bytes) {
     s.pages_from = r.get<uint32_t>("pages_from");
     s.pages = r.get_vector<int32_t>("pages");
     const uint8_t flags = r.get<uint8_t>("flags");
-    if (flags & ~(kSample | kAllLogits)) throw Error("step plan: unknown step flags");
+    if (flags & ~(kSample | kAllLogits | kLastHidden | kAllHidden)) throw Error("step plan: unknown step flags");
+    if ((flags & kLastHidden) && (flags & kAllHidden)) throw Error("step plan: a step asks for the last and every hidden state");
     s.sample = flags & kSample;
     s.all_logits = flags & kAllLogits;
+    s.hidden = flags & kAllHidden ? HiddenStates::kAll : flags & kLastHidden ? HiddenStates::kLast : HiddenStates::kNone;
     s.draft = r.get<uint32_t>("draft");
     if (s.draft != 0 && (s.draft >= s.tokens.size() || !s.sample)) throw Error("step plan: draft tokens need a sampled step with a token before them");
   }

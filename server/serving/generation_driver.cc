@@ -33,6 +33,9 @@ std::vector<std::unique_ptr<TextGeneration>> start_generations(ServedModel& mode
                                                                const std::vector<std::vector<int32_t>>& prompts,
                                                                const GenerationParams& params) {
   std::vector<std::unique_ptr<TextGeneration>> out;
+  if (model.config.embeddings.only) {
+    throw ApiError::invalid("model '" + model.name() + "' serves embeddings only (POST /v1/embeddings)", "model");
+  }
   switch (model.loop->state()) {
     case LoopState::kReady: break;
     case LoopState::kFaulted: throw ApiError(503, "server_error", "the engine of model '" + model.name() + "' has failed");

@@ -63,6 +63,7 @@ std::unique_ptr<ServedModel> load_one(const ModelConfig& c, size_t index, promet
       [model = &runner->model()] { return grammar::tokenizer_texts(model->tokenizer(), size_t(model->spec().vocab_size)); },
       c.structured_output);
   m->text_tokenizer = &runner->model().tokenizer();
+  m->hidden_size = runner->model().spec().d_model;
   m->loop = std::make_unique<ModelLoop>(std::move(runner), limits, std::move(named), std::move(draft));
   m->created = std::time(nullptr);
   m->fingerprint = model_fingerprint(c, template_source);

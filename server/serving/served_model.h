@@ -31,6 +31,7 @@ struct ServedModel {
   std::unique_ptr<GrammarCompiler> grammars;  // output grammars, compiled on request threads
   // The model's tokenizer, owned by the model `loop` runs; set at load.
   const Tokenizer* text_tokenizer = nullptr;
+  int hidden_size = 0;  // the width of its embeddings
 
   const std::string& name() const { return config.name; }
   const Tokenizer& tokenizer() const { return *text_tokenizer; }

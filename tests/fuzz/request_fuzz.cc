@@ -1,5 +1,6 @@
-// libFuzzer target: any bytes as an HTTP request body go through the JSON
-// parse with its caps, the typed field reads of a chat request, the reading
+// libFuzzer target: any bytes as a request target's query give a model name
+// (or none); as an HTTP request body they go through the JSON parse with its
+// caps, the typed field reads of a chat request, the reading
 // of an Anthropic Messages request and of an OpenAI Responses request into
 // chat messages, and the chat template
 // over the messages of each; each either succeeds or gives the client-facing
@@ -12,6 +13,7 @@
 #include "server/chat/chat_template.h"
 #include "server/responses/responses_request.h"
 #include "server/serving/request_fields.h"
+#include "server/tokenizer_files.h"
 
 namespace {
 
@@ -51,6 +53,8 @@ void read_as_responses(const tessera::Json& body, const tessera::ChatTemplate& t
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const tessera::ChatTemplate tmpl(kTemplate);
   const std::string body(reinterpret_cast<const char*>(data), size);
+  const std::string name = tessera::query_parameter(body, "model");
+  if (name.size() > size) __builtin_trap();  // decoding never grows a query
   try {
     const tessera::Json j = tessera::parse_bounded_json(body, tessera::JsonLimits{});
     read_as_anthropic(j, tmpl);

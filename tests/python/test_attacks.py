@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 import grpc
@@ -519,6 +520,22 @@ def test_tokenizer_files_are_built_once_and_names_in_queries_echo_little(daemon)
     for _ in range(20):
         assert get_raw("/tokenizer.json?model=smollm2") == (200, first)
     assert cpu_seconds(daemon.proc.pid) - before < 0.6  # built once (~90 ms each here), not per request
+
+
+def test_an_embeddings_request_holds_a_bounded_share_of_the_queue(daemon):
+    inputs = [f"input number {i}: " + "word " * 16 for i in range(256)]
+    answer = {}
+    worker = threading.Thread(target=lambda: answer.update(r=daemon.post("/v1/embeddings", {"model": "smollm2", "input": inputs})))
+    worker.start()
+    most = 0
+    while worker.is_alive():
+        most = max(most, daemon.metric("tessera:num_requests_running") + daemon.metric("tessera:num_requests_waiting"))
+        status, body = daemon.post("/v1/completions", {"model": "smollm2", "prompt": "Hi", "max_tokens": 1})
+        assert status == 200, body  # others are still admitted
+    worker.join()
+    status, body = answer["r"]
+    assert status == 200 and len(body["data"]) == 256, body
+    assert 0 < most <= 16 + 1, most  # one window of inputs (server.max_n), and the probe
 
 
 def test_a_grammar_too_deep_for_the_parser_is_the_clients_error(daemon):

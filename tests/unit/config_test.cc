@@ -60,7 +60,7 @@ TEST(Config, ErrorsNameTheLineTheKeyAndWhatIsAllowed) {
   EXPECT_EQ(error_of("models:\n  - name: a\n    path: x\n    colour: red\n"),
             "test.yaml:4: unknown key 'colour' in models[0] (allowed: name, path, device, dtype, threads, kv_cache, scheduler, "
             "max_model_len, chat_template, parse_special_in_messages, speculative, quantization, structured_output, "
-            "sampling_defaults, reasoning_parser)");
+            "sampling_defaults, reasoning_parser, embeddings)");
   EXPECT_EQ(error_of("server:\n  http_port: 70000\nmodels: [{name: a, path: x}]\n"),
             "test.yaml:2: server.http_port: 70000 is outside 1 to 65535");
   EXPECT_EQ(error_of("server:\n  http_port: eighty\nmodels: [{name: a, path: x}]\n"),
@@ -74,6 +74,8 @@ TEST(Config, ErrorsNameTheLineTheKeyAndWhatIsAllowed) {
   const Config xpu = parse_config("server: {backend_dir: /opt/tessera/backends}\nmodels: [{name: a, path: x, device: 'xpu:1'}]\n", "t.yaml");
   EXPECT_EQ(xpu.models[0].device, "xpu:1");
   EXPECT_EQ(xpu.server.backend_dir, "/opt/tessera/backends");
+  EXPECT_NE(error_of("models: [{name: a, path: x, embeddings: {pooling: cls}}]\n").find("'cls' is not one of last, mean"),
+            std::string::npos);
   EXPECT_EQ(error_of("models: [{name: a, path: x, scheduler: {prefix_caching: maybe}}]\n"),
             "test.yaml:1: models[0].scheduler.prefix_caching: expected true or false");
   EXPECT_FALSE(parse_config("models: [{name: a, path: x, scheduler: {prefix_caching: false}}]\n", "t.yaml")
@@ -257,6 +259,7 @@ models:
     scheduler: {max_batch_tokens: 100, max_sequences: 5, prefill_chunk: 50, prefix_caching: false, policy: priority}
     speculative: {method: draft_model, model: /d.gguf, num_speculative_tokens: 3}
     quantization: {scheme: a16w4, group_size: 64}
+    embeddings: {pooling: mean, normalize: false, only: true}
   - {name: second, path: /b.gguf, kv_cache: {budget_mb: 77}}
 )", "w.yaml");
   const Config back = parse_config(models_to_json(c), "leader");
@@ -279,6 +282,11 @@ models:
   EXPECT_EQ(a.quantization.scheme, "a16w4");
   EXPECT_EQ(a.quantization.group_size, 64);
   EXPECT_EQ(back.models[1].kv_cache.budget_mb, 77);
+  EXPECT_EQ(a.embeddings.pooling, "mean");
+  EXPECT_FALSE(a.embeddings.normalize);
+  EXPECT_TRUE(a.embeddings.only);
+  EXPECT_EQ(back.models[1].embeddings.pooling, "last");
+  EXPECT_TRUE(back.models[1].embeddings.normalize);
   EXPECT_EQ(back.parallel.tensor, 3);
   EXPECT_EQ(back.parallel.leader, "127.0.0.1:4000");
   EXPECT_DOUBLE_EQ(back.parallel.collective_timeout_s, 2.5);

@@ -45,6 +45,8 @@ StepPlan full_plan() {
   plan.steps.push_back({7, {1, 2, 3}, 0, 0, {4, 5}, false, true});
   plan.steps.push_back({8, {9}, 12, 1, {6}, true, false});
   plan.steps.push_back({9, {4, 5, 6, 7}, 20, 2, {}, true, false, 3});
+  plan.steps.push_back({10, {8, 9}, 0, 0, {7}, false, false, 0, HiddenStates::kAll});
+  plan.steps.push_back({11, {8}, 5, 0, {}, false, false, 0, HiddenStates::kLast});
   return plan;
 }
 
