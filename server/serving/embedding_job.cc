@@ -5,27 +5,12 @@
 #include <cmath>
 
 #include "server/serving/api_error.h"
+#include "server/serving/generation_driver.h"
 
 namespace tessera {
 namespace {
 
 Pooling pooling_of(const ServedModel& model) { return model.config.embeddings.pooling == "mean" ? Pooling::kMean : Pooling::kLast; }
-
-[[noreturn]] void refuse(ServedModel& model, const Submission& s, size_t prompt_tokens) {
-  switch (s.admission) {
-    case Admission::kQueueFull:
-      model.metrics->count_rejected("queue_full");
-      throw ApiError(429, "rate_limit_error", "the server is at capacity for model '" + model.name() + "'; retry later", "",
-                     "rate_limit_exceeded").counted();
-    case Admission::kInvalid:
-      model.metrics->count_rejected("invalid");
-      throw ApiError::invalid(s.reason, "input").counted();
-    default:
-      model.metrics->count_rejected("too_long");
-      throw ApiError::invalid("an input of " + std::to_string(prompt_tokens) + " tokens does not fit: the model's maximum length is " +
-                              std::to_string(model.max_model_len) + " tokens and must also fit the KV cache", "input").counted();
-  }
-}
 
 }  // namespace
 
@@ -39,11 +24,7 @@ void normalize(std::vector<float>& v) {
 
 std::optional<EmbeddingResult> run_embeddings(ServedModel& model, const std::vector<std::vector<int32_t>>& inputs,
                                               int max_in_flight, const std::function<bool()>& client_gone) {
-  switch (model.loop->state()) {
-    case LoopState::kReady: break;
-    case LoopState::kFaulted: throw ApiError(503, "server_error", "the engine of model '" + model.name() + "' has failed");
-    default: throw ApiError(503, "server_error", "the server is shutting down");
-  }
+  require_ready(model);
   auto stream = std::make_shared<RequestStream>();
   std::vector<uint64_t> ids;  // request id of each input submitted so far
   auto cancel_all = [&] {
@@ -64,7 +45,7 @@ std::optional<EmbeddingResult> run_embeddings(ServedModel& model, const std::vec
       const Submission s = model.loop->submit(std::move(r), stream);
       if (s.admission != Admission::kAccepted) {
         cancel_all();
-        refuse(model, s, prompt.size());
+        throw_refusal(refusal_of(model, s, prompt.size(), 0), "input", "input");
       }
       model.metrics->count_accepted();
       ids.push_back(s.request_id);

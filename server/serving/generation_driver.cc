@@ -36,23 +36,29 @@ std::vector<std::unique_ptr<TextGeneration>> start_generations(ServedModel& mode
   if (model.config.embeddings.only) {
     throw ApiError::invalid("model '" + model.name() + "' serves embeddings only (POST /v1/embeddings)", "model");
   }
-  switch (model.loop->state()) {
-    case LoopState::kReady: break;
-    case LoopState::kFaulted: throw ApiError(503, "server_error", "the engine of model '" + model.name() + "' has failed");
-    default: throw ApiError(503, "server_error", "the server is shutting down");
-  }
+  require_ready(model);
   for (const auto& prompt : prompts) {
     StartFailure failure;
     auto g = TextGeneration::start(model, prompt, params, &failure);
-    if (!g) {
-      if (failure.admission == Admission::kQueueFull) {
-        throw ApiError(429, "rate_limit_error", failure.message, "", "rate_limit_exceeded").counted();
-      }
-      throw ApiError::invalid(failure.message, failure.admission == Admission::kInvalid ? "prompt" : "max_tokens").counted();
-    }
+    if (!g) throw_refusal(failure, "prompt", "max_tokens");
     out.push_back(std::move(g));
   }
   return out;
+}
+
+void require_ready(const ServedModel& model) {
+  switch (model.loop->state()) {
+    case LoopState::kReady: return;
+    case LoopState::kFaulted: throw ApiError(503, "server_error", "the engine of model '" + model.name() + "' has failed");
+    default: throw ApiError(503, "server_error", "the server is shutting down");
+  }
+}
+
+void throw_refusal(const StartFailure& failure, const std::string& prompt_param, const std::string& length_param) {
+  if (failure.admission == Admission::kQueueFull) {
+    throw ApiError(429, "rate_limit_error", failure.message, "", "rate_limit_exceeded").counted();
+  }
+  throw ApiError::invalid(failure.message, failure.admission == Admission::kInvalid ? prompt_param : length_param).counted();
 }
 
 nlohmann::ordered_json usage_of(const std::vector<std::unique_ptr<TextGeneration>>& generations) {

@@ -27,6 +27,14 @@ std::vector<std::unique_ptr<TextGeneration>> start_generations(ServedModel& mode
                                                                const std::vector<std::vector<int32_t>>& prompts,
                                                                const GenerationParams& params);
 
+// 503 unless the model's loop takes work.
+void require_ready(const ServedModel& model);
+
+// The ApiError of a refused submission: 429 with Retry-After when the queue
+// is full, else 400 naming `prompt_param` (tokens the model lacks) or
+// `length_param` (too long to fit).
+[[noreturn]] void throw_refusal(const StartFailure& failure, const std::string& prompt_param, const std::string& length_param);
+
 // {"prompt_tokens", "completion_tokens", "total_tokens"} over all generations.
 nlohmann::ordered_json usage_of(const std::vector<std::unique_ptr<TextGeneration>>& generations);
 

@@ -11,6 +11,27 @@ double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::ste
 
 }  // namespace
 
+StartFailure refusal_of(ServedModel& model, const Submission& s, size_t prompt_tokens, int max_tokens) {
+  StartFailure failure;
+  failure.admission = s.admission;
+  switch (s.admission) {
+    case Admission::kQueueFull:
+      failure.message = "the server is at capacity for model '" + model.name() + "'; retry later";
+      model.metrics->count_rejected("queue_full");
+      break;
+    case Admission::kInvalid:
+      failure.message = s.reason;
+      model.metrics->count_rejected("invalid");
+      break;
+    default:
+      failure.message = "prompt (" + std::to_string(prompt_tokens) + " tokens) plus max_tokens (" + std::to_string(max_tokens) +
+                        ") does not fit: the model's maximum length is " + std::to_string(model.max_model_len) +
+                        " tokens and must also fit the KV cache";
+      model.metrics->count_rejected("too_long");
+  }
+  return failure;
+}
+
 TextGeneration::TextGeneration(ServedModel& model, std::vector<int32_t> prompt, const GenerationParams& params)
     : model_(model), prompt_(std::move(prompt)), params_(params) {}
 
@@ -34,22 +55,7 @@ std::unique_ptr<TextGeneration> TextGeneration::start(ServedModel& model, std::v
     r.prompt_logprobs = params.prompt_logprobs;
     const Submission s = model.loop->submit(std::move(r), g->stream_);
     if (s.admission != Admission::kAccepted) {
-      failure->admission = s.admission;
-      switch (s.admission) {
-        case Admission::kQueueFull:
-          failure->message = "the server is at capacity for model '" + model.name() + "'; retry later";
-          model.metrics->count_rejected("queue_full");
-          break;
-        case Admission::kInvalid:
-          failure->message = s.reason;
-          model.metrics->count_rejected("invalid");
-          break;
-        default:
-          failure->message = "prompt (" + std::to_string(g->prompt_.size()) + " tokens) plus max_tokens (" +
-                             std::to_string(params.max_tokens) + ") does not fit: the model's maximum length is " +
-                             std::to_string(model.max_model_len) + " tokens and must also fit the KV cache";
-          model.metrics->count_rejected("too_long");
-      }
+      *failure = refusal_of(model, s, g->prompt_.size(), params.max_tokens);
       g->cancel();
       return nullptr;
     }

@@ -55,6 +55,10 @@ struct StartFailure {
   std::string message;
 };
 
+// What a submission the model's loop refused tells the client, counted in
+// the model's rejection metrics.
+StartFailure refusal_of(ServedModel& model, const Submission& s, size_t prompt_tokens, int max_tokens);
+
 class TextGeneration {
  public:
   // Submits every choice; on refusal returns null and fills *failure (any
