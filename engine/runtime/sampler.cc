@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "engine/core/token_ids.h"
+#include "engine/runtime/log_softmax.h"
 
 namespace tessera {
 namespace {
@@ -32,26 +33,11 @@ void apply_penalties(std::span<float> logits, const SamplingParams& p, std::span
   }
 }
 
-// log-softmax of `logits` into `out`.
-void log_softmax(std::span<const float> logits, std::vector<float>& out) {
-  const float mx = *std::max_element(logits.begin(), logits.end());
-  double sum = 0.0;
-  for (float l : logits) sum += std::exp(double(l - mx));
-  const float log_sum = float(std::log(sum)) + mx;
-  out.resize(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) out[i] = logits[i] - log_sum;
-}
-
-// The `k` most likely tokens of a log-softmax row, best first (ties: lower
+// The `k` most likely tokens as log-probabilities, best first (ties: lower
 // id first). Tokens a filter ruled out have no probability and are left out.
-std::vector<std::pair<int32_t, float>> most_likely(const std::vector<float>& lp, size_t k) {
-  std::vector<int32_t> ids(lp.size());
-  std::iota(ids.begin(), ids.end(), 0);
-  k = std::min(k, ids.size());
-  std::partial_sort(ids.begin(), ids.begin() + long(k), ids.end(),
-                    [&](int32_t a, int32_t b) { return lp[size_t(a)] > lp[size_t(b)] || (lp[size_t(a)] == lp[size_t(b)] && a < b); });
-  std::vector<std::pair<int32_t, float>> out;
-  for (size_t i = 0; i < k && std::isfinite(lp[size_t(ids[i])]); ++i) out.emplace_back(ids[i], lp[size_t(ids[i])]);
+std::vector<std::pair<int32_t, float>> most_likely(std::span<const float> logits, float log_sum, size_t k) {
+  std::vector<std::pair<int32_t, float>> out = largest(logits, k);
+  for (auto& [id, value] : out) value -= log_sum;
   return out;
 }
 
@@ -147,22 +133,20 @@ SampledToken sample_token(std::span<float> logits, const SamplingParams& params,
   if (filter) filter->mask_logits(logits);
   out.id = params.greedy() ? argmax(logits) : draw(logits, params, rng);
   if (params.logprobs || params.top_logprobs > 0) {
-    std::vector<float> lp;
-    log_softmax(logits, lp);
-    out.logprob = lp[size_t(out.id)];
-    if (params.top_logprobs > 0) out.top = most_likely(lp, size_t(params.top_logprobs));
+    const float log_sum = log_sum_exp(logits);
+    out.logprob = logits[size_t(out.id)] - log_sum;
+    if (params.top_logprobs > 0) out.top = most_likely(logits, log_sum, size_t(params.top_logprobs));
   }
   return out;
 }
 
 SampledToken score_token(std::span<const float> logits, int32_t token, int top) {
-  std::vector<float> lp;
-  log_softmax(logits, lp);
+  const float log_sum = log_sum_exp(logits);
   SampledToken out;
   out.id = token;
-  out.logprob = lp[size_t(token)];
-  out.rank = 1 + int32_t(std::count_if(lp.begin(), lp.end(), [&](float v) { return v > out.logprob; }));
-  if (top > 0) out.top = most_likely(lp, size_t(top));
+  out.logprob = logits[size_t(token)] - log_sum;
+  out.rank = 1 + int32_t(count_greater(logits, logits[size_t(token)]));
+  if (top > 0) out.top = most_likely(logits, log_sum, size_t(top));
   return out;
 }
 
