@@ -156,7 +156,7 @@ def test_tool_choice_required_always_gives_calls_valid_against_their_schema(serv
     calls = 0
     for i, prompt in enumerate(prompts):
         r = client.chat.completions.create(model="qwen", messages=[{"role": "user", "content": prompt}], tools=[WEATHER, ADD],
-                                           tool_choice="required", parallel_tool_calls=False, n=10, temperature=0.8, seed=i,
+                                           tool_choice="required", parallel_tool_calls=False, n=6, temperature=0.8, seed=i,
                                            max_tokens=120)
         for c in r.choices:
             assert c.finish_reason == "tool_calls", c.message
@@ -164,7 +164,7 @@ def test_tool_choice_required_always_gives_calls_valid_against_their_schema(serv
             for call in c.message.tool_calls:
                 jsonschema.validate(json.loads(call.function.arguments), SCHEMA_OF[call.function.name])
                 calls += 1
-    assert calls >= 50
+    assert calls >= 30
 
 
 def test_named_tool_choice_calls_that_function(served):
