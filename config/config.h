@@ -65,6 +65,8 @@ struct KvCacheConfig {
   double memory_fraction = 0.0;
   int page_size = 16;         // tokens per KV page (vLLM's block_size)
   std::string dtype = "f16";  // f16, f32 or int8 (per-head, per-token scales)
+
+  bool operator==(const KvCacheConfig&) const = default;
 };
 
 // Speculative decoding: each decoding sequence proposes tokens, and one
@@ -80,6 +82,8 @@ struct SpeculativeConfig {
   std::string draft_model;         // draft_model: its GGUF file or Hugging Face directory
   bool enabled() const { return method != "none"; }
   bool uses_draft_model() const { return method == "draft_model"; }
+
+  bool operator==(const SpeculativeConfig&) const = default;
 };
 
 struct SchedulerConfig {
@@ -93,6 +97,8 @@ struct SchedulerConfig {
   // priority: clients may set it (higher runs first, lower is preempted first).
   std::string policy = "fcfs";
   SpeculativeConfig speculative;
+
+  bool operator==(const SchedulerConfig&) const = default;
 };
 
 // Quantize the model's linear weights as it loads (quant/schemes.h); a
@@ -100,6 +106,8 @@ struct SchedulerConfig {
 struct QuantizationConfig {
   std::string scheme;      // empty (none), a16w8, a16w4, da8w8
   int64_t group_size = 0;  // a16w4: 32, 64 or 128 (0: 128)
+
+  bool operator==(const QuantizationConfig&) const = default;
 };
 
 // Output grammars (structured outputs, forced tool calls) are compiled on
@@ -111,6 +119,8 @@ struct StructuredOutputConfig {
   int max_concurrent_compiles = 2;
   double compile_budget_s = 2.0;
   int cached_grammars = 64;
+
+  bool operator==(const StructuredOutputConfig&) const = default;
 };
 
 // POST /v1/embeddings: how the final hidden states of a prompt become its
@@ -119,6 +129,8 @@ struct EmbeddingConfig {
   std::string pooling = "last";  // last token (decoder embedders), or mean over every token
   bool normalize = true;         // to unit length
   bool only = false;             // serve the model for embeddings only: generation requests are refused
+
+  bool operator==(const EmbeddingConfig&) const = default;
 };
 
 struct ModelConfig {
@@ -145,6 +157,8 @@ struct ModelConfig {
   // general.sampling.*) unless sampling_defaults_from_model is false.
   SamplingDefaults sampling_defaults;
   bool sampling_defaults_from_model = true;
+
+  bool operator==(const ModelConfig&) const = default;
 };
 
 // Parallel ranks, rank 0 in the serving process: tensor parallelism splits

@@ -33,6 +33,8 @@ python_packages=(
   "jinja2>=3.1"
   "openai>=1.40"
   "anthropic==0.75.0"
+  # LangChain's ChatOpenAI, unmodified, in tests/python/test_client_langchain.py.
+  "langchain-openai==1.7.4"
   "jsonschema>=4.0"
   "grpcio>=1.60"
   "grpcio-tools>=1.60"

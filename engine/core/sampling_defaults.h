@@ -52,6 +52,8 @@ struct SamplingDefaults {
     if (repetition_penalty) add("repetition_penalty", sampling_value_text(*repetition_penalty));
     return out.empty() ? "none" : out;
   }
+
+  bool operator==(const SamplingDefaults&) const = default;
 };
 
 }  // namespace tessera

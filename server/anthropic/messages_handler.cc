@@ -48,7 +48,9 @@ Json anthropic_error_json(const ApiError& e) {
 void handle_count_tokens(const ApiContext& api, const Json& body, HttpExchange& ex) {
   RequestFields f(body);
   MessagesRequest request = read_messages_request(f, true);
-  const ServedModel& model = api.model(request.model);
+  // Held for the whole request: a reload may take the model out meanwhile.
+  const ModelHandle held_model = api.model(request.model);
+  const ServedModel& model = *held_model;
   const PreparedChat chat = prepare(model, request);
   ex.respond(200, "application/json", json_text({{"input_tokens", chat.prompt.size()}}), {});
 }
@@ -56,7 +58,9 @@ void handle_count_tokens(const ApiContext& api, const Json& body, HttpExchange& 
 void handle_messages(const ApiContext& api, const Json& body, HttpExchange& ex) {
   RequestFields f(body);
   MessagesRequest request = read_messages_request(f, false);
-  ServedModel& model = api.model(request.model);
+  // Held for the whole request: a reload may take the model out meanwhile.
+  const ModelHandle held_model = api.model(request.model);
+  ServedModel& model = *held_model;
   const PreparedChat chat = prepare(model, request);
   GenerationParams params = validate_generation(request.generation, model, api.limits, 1);
   if (params.n != 1) throw ApiError::invalid("one answer per request", "n");

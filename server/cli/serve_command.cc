@@ -2,7 +2,9 @@
 // one process; models from a config file, from --model, or the embedded
 // default. SIGTERM drains: health turns 503, new work is refused, in-flight
 // requests get --drain-timeout to finish, then the process exits 0; a second
-// SIGTERM exits at once.
+// SIGTERM exits at once. SIGHUP reads the config again and applies its model
+// list (server/serving/config_reload.h); server settings are read at start
+// only.
 #include <malloc.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -23,6 +25,7 @@
 #include "server/grpc/grpc_server.h"
 #include "server/http_api.h"
 #include "server/parallel/parallel_serving.h"
+#include "server/serving/config_reload.h"
 
 namespace tessera::cli {
 namespace {
@@ -174,7 +177,7 @@ int run_serve(const ServeOptions& o) {
   // raised from inside when a parallel group breaks.
   sigset_t signals;
   sigemptyset(&signals);
-  for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2}) sigaddset(&signals, sig);
+  for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGHUP}) sigaddset(&signals, sig);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // A worker rank or client that went away is an error on its socket (EPIPE),
   // not a reason for the daemon to die.
@@ -222,8 +225,19 @@ int run_serve(const ServeOptions& o) {
       kill(getpid(), SIGTERM);
     }
   });
+  const auto drain_timeout = std::chrono::milliseconds(int64_t(config.server.drain_timeout_s * 1000));
+  ConfigReload reloads(registry, [&o] { return resolve_config(o).models; }, drain_timeout, *metrics);
   int sig = 0;
-  while ((sig = wait_for_signal(signals)) == SIGUSR1) parallel.dump("SIGUSR1");
+  for (;;) {
+    sig = wait_for_signal(signals);
+    if (sig == SIGUSR1) {
+      parallel.dump("SIGUSR1");
+    } else if (sig == SIGHUP) {
+      reloads.request();
+    } else {
+      break;
+    }
+  }
   if (sig == SIGUSR2) {
     // The engine has ended every request with the error; let the handlers
     // write it out, and answer 503 a moment longer so probes see why.
@@ -241,12 +255,14 @@ int run_serve(const ServeOptions& o) {
   if (registry.state() == ServingState::kFailed) return 1;
   spdlog::info("signal {}: draining (timeout {:.0f} s)", sig, config.server.drain_timeout_s);
   std::thread second_signal([signals] {
-    wait_for_signal(signals);
+    int again = 0;
+    while ((again = wait_for_signal(signals)) == SIGHUP || again == SIGUSR1) {
+    }
     spdlog::warn("second signal: exiting now");
     std::_Exit(1);
   });
   second_signal.detach();
-  registry.drain(std::chrono::milliseconds(int64_t(config.server.drain_timeout_s * 1000)));
+  registry.drain(drain_timeout);
   // Let handlers write out the final events of what just finished.
   for (int i = 0; i < 500 && (api.in_flight() > 0 || grpc.in_flight() > 0); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

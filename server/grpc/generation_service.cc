@@ -114,7 +114,9 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
     api_.registry.require_serving();
     GenerationRequest generation = generation_request_of(*request);
     ToolRequest tools;
-    ServedModel& model = api_.model(request->model());
+    // Held for the whole request: a reload may take the model out meanwhile.
+    const ModelHandle held_model = api_.model(request->model());
+    ServedModel& model = *held_model;
 
     std::vector<int32_t> prompt;
     int default_max_tokens = 16;
@@ -200,7 +202,9 @@ grpc::Status GenerationService::Tokenize(grpc::ServerContext* context, const v1:
   if (grpc::Status auth = authenticate(*context); !auth.ok()) return auth;
   try {
     api_.registry.require_serving();
-    const ServedModel& model = api_.model(request->model());
+    // Held for the whole request: a reload may take the model out meanwhile.
+    const ModelHandle held_model = api_.model(request->model());
+    const ServedModel& model = *held_model;
     const bool add_special = request->has_add_special_tokens() ? request->add_special_tokens() : true;
     for (int32_t id : model.tokenizer().encode(request->prompt(), {.add_special = add_special, .parse_special = true})) {
       response->add_tokens(id);

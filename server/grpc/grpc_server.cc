@@ -2,15 +2,26 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
 
 #include <condition_variable>
 #include <thread>
 
 #include "engine/core/error.h"
 #include "server/grpc/generation_service.h"
+#include "server/grpc/health_service.h"
+#include "server/grpc/reflection_service.h"
 
 namespace tessera {
+
+namespace {
+
+// Every service this server registers, as reflection lists them.
+std::vector<std::string> served_services() {
+  return {tessera::v1::Generation::service_full_name(), grpc::health::v1::Health::service_full_name(),
+          grpc::reflection::v1::ServerReflection::service_full_name(), "grpc.reflection.v1alpha.ServerReflection"};
+}
+
+}  // namespace
 
 struct GrpcServer::Impl {
   ModelRegistry& registry;
@@ -22,6 +33,8 @@ struct GrpcServer::Impl {
   std::mutex mutex;
   std::condition_variable stop_cv;
   bool stopping = false;
+  HealthService health{{tessera::v1::Generation::service_full_name()}};
+  ReflectionService reflection{served_services()};
 };
 
 GrpcServer::GrpcServer(ModelRegistry& registry, const ApiLimits& limits, const GrpcOptions& options)
@@ -57,7 +70,8 @@ GrpcServer::~GrpcServer() { stop(); }
 int GrpcServer::in_flight() const { return impl_->service.in_flight(); }
 
 uint16_t GrpcServer::start(const std::string& host, int port) {
-  grpc::EnableDefaultHealthCheckService(true);
+  // Health is ours (generated, so reflection resolves it), not gRPC's default.
+  grpc::EnableDefaultHealthCheckService(false);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int bound = 0;
@@ -65,10 +79,11 @@ uint16_t GrpcServer::start(const std::string& host, int port) {
   builder.AddListeningPort(address, credentials_of(impl_->options), &bound);
   set_limits(builder, impl_->options);
   builder.RegisterService(&impl_->service);
+  builder.RegisterService(&impl_->health);
+  builder.RegisterService(&impl_->reflection);
   impl_->server = builder.BuildAndStart();
   if (!impl_->server || bound == 0) throw Error("cannot listen for gRPC on " + address);
-  grpc::HealthCheckServiceInterface* health = impl_->server->GetHealthCheckService();
-  impl_->registry.set_health_listener([health](bool healthy) { health->SetServingStatus(healthy); });
+  impl_->registry.set_health_listener([health = &impl_->health](bool healthy) { health->set_serving(healthy); });
   // Registry transitions publish at once; engine faults are picked up here.
   impl_->health_watch = std::thread([impl = impl_.get()] {
     std::unique_lock lock(impl->mutex);
@@ -90,6 +105,7 @@ void GrpcServer::stop() {
   impl_->stop_cv.notify_all();
   if (impl_->health_watch.joinable()) impl_->health_watch.join();
   impl_->registry.set_health_listener(nullptr);
+  impl_->health.shut_down();
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
 }
 

@@ -93,4 +93,11 @@ void ModelMetrics::refresh(const SchedulerStats& stats, const Backend& device) {
   advance(accepted_draft_tokens_, stats.accepted_tokens, accepted_draft_tokens_seen_);
 }
 
+void ModelMetrics::clear_gauges() {
+  std::lock_guard lock(refresh_mutex_);
+  running_.Set(0);
+  waiting_.Set(0);
+  kv_usage_.Set(0);
+}
+
 }  // namespace tessera

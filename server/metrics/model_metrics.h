@@ -33,6 +33,8 @@ class ModelMetrics {
   // Copies the scheduler's gauges and counters in, and the memory of the
   // model's device, before a scrape.
   void refresh(const SchedulerStats& stats, const Backend& device);
+  // Zeroes the gauges of a model no longer served (its counters stay).
+  void clear_gauges();
 
  private:
   prometheus::Registry& registry_;

@@ -5,6 +5,7 @@
 
 #include "server/openai/event_stream.h"
 #include "server/openai/generation_fields.h"
+#include "server/openai/completion_logprobs.h"
 #include "server/serving/chat_prompt.h"
 #include "server/serving/generation_driver.h"
 #include "server/serving/reasoning_parser.h"
@@ -60,7 +61,9 @@ bool prompt_opens_reasoning_block(const ServedModel& model, const std::vector<in
 
 void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchange& ex) {
   RequestFields f(body);
-  ServedModel& model = api.model(f.string("model").value_or(""));
+  // Held for the whole request: a reload may take the model out meanwhile.
+  const ModelHandle held_model = api.model(f.string("model").value_or(""));
+  ServedModel& model = *held_model;
   const std::string model_name = model.name();
   const Json* messages = f.raw("messages");
   if (!messages) throw ApiError::invalid("'messages' is required", "messages");
@@ -71,6 +74,11 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
   request.top_logprobs = f.integer("top_logprobs", 0, api.limits.max_top_logprobs);
   const bool stream = f.boolean("stream").value_or(false);
   const StreamOptions stream_options = read_stream_options(f);
+  // vLLM's prompt_logprobs: the rendered prompt's tokens scored, returned
+  // beside the choices (not streamed, as in vLLM).
+  const std::optional<int64_t> prompt_top = f.integer("prompt_logprobs", 0, api.limits.max_top_logprobs);
+  if (prompt_top && stream) throw ApiError::invalid("'prompt_logprobs' is not available with 'stream'", "prompt_logprobs");
+  if (prompt_top) request.prompt_logprobs = prompt_top;
   const bool add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
   const Json* kwargs_field = f.raw("chat_template_kwargs");
   if (kwargs_field && !kwargs_field->is_object()) throw ApiError::invalid("'chat_template_kwargs' must be an object", "chat_template_kwargs");
@@ -116,6 +124,7 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
     if (stream_options.continuous_usage) c["usage"] = usage_of(gens);
     return c;
   };
+  VllmPromptLogprobs prompt_scores;  // the first choice's: every choice scores the same prompt
   std::string error;
   if (stream) {
     if (!ex.begin_stream("text/event-stream")) return;
@@ -129,6 +138,12 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
     ChoiceState& c = choices[size_t(u.index)];
     if (!u.error.empty()) {
       error = u.error;
+      return true;
+    }
+    if (!u.prompt_logprobs.empty()) {
+      if (u.index == 0) {
+        for (const TokenLogprob& lp : u.prompt_logprobs) prompt_scores.add(lp, size_t(*prompt_top));
+      }
       return true;
     }
     Json delta_lp = Json::array();
@@ -196,6 +211,7 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
   }
   Json response = {{"id", id}, {"object", "chat.completion"}, {"created", created}, {"model", model_name},
                    {"system_fingerprint", model.fingerprint}, {"choices", list}, {"usage", usage}};
+  if (prompt_top) response["prompt_logprobs"] = prompt_scores.to_json();
   ex.respond(200, "application/json", json_text(response));
 }
 

@@ -76,7 +76,9 @@ struct PromptReport {
 
 void handle_completions(const ApiContext& api, const Json& body, HttpExchange& ex) {
   RequestFields f(body);
-  ServedModel& model = api.model(f.string("model").value_or(""));
+  // Held for the whole request: a reload may take the model out meanwhile.
+  const ModelHandle held_model = api.model(f.string("model").value_or(""));
+  ServedModel& model = *held_model;
   const std::string model_name = model.name();
   const Prompts prompts = read_prompts(f, model, api.limits.max_n);
   GenerationRequest request = read_generation_request(f);

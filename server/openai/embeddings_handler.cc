@@ -57,7 +57,9 @@ std::string base64_of(const std::vector<float>& v) {
 
 void handle_embeddings(const ApiContext& api, const Json& body, HttpExchange& ex) {
   RequestFields f(body);
-  ServedModel& model = api.model(f.string("model").value_or(""));
+  // Held for the whole request: a reload may take the model out meanwhile.
+  const ModelHandle held_model = api.model(f.string("model").value_or(""));
+  ServedModel& model = *held_model;
   const std::vector<std::vector<int32_t>> inputs = read_inputs(f, model);
   const std::string format = f.string("encoding_format").value_or("float");
   if (format != "float" && format != "base64") throw ApiError::invalid("'encoding_format' must be 'float' or 'base64'", "encoding_format");

@@ -12,25 +12,26 @@ struct ApiContext {
 
   // The model a request names; 404 when there is none. A request that
   // names none gets the only model served, or a 400 listing the choices.
-  ServedModel& model(const std::string& name) const {
+  // The handle keeps the model alive while the request holds it.
+  ModelHandle model(const std::string& name) const {
     if (name.empty()) {
-      const auto& all = registry.models();
-      if (all.size() == 1) return *all.front();
+      const std::vector<ModelHandle> all = registry.models();
+      if (all.size() == 1) return all.front();
       std::string names;
       for (const auto& m : all) names += (names.empty() ? "" : ", ") + m->name();
       throw ApiError::invalid("'model' is required: this server serves " + names, "model");
     }
-    ServedModel* m = registry.find(name);
+    ModelHandle m = registry.find(name);
     if (!m) throw ApiError(404, "invalid_request_error", "the model '" + clip_echo(name) + "' does not exist", "model", "model_not_found");
-    return *m;
+    return m;
   }
 
   // Counts a request refused as invalid (a 400 its model's admission did not
   // count already) against the model it names, if that model is served.
   void count_invalid(const ApiError& e, const std::string& name) const {
     if (e.status() != 400 || e.is_counted()) return;
-    const auto& all = registry.models();
-    ServedModel* m = name.empty() ? (all.size() == 1 ? all.front().get() : nullptr) : registry.find(name);
+    const std::vector<ModelHandle> all = registry.models();
+    const ModelHandle m = name.empty() ? (all.size() == 1 ? all.front() : nullptr) : registry.find(name);
     if (m) m->metrics->count_rejected("invalid");
   }
 };

@@ -311,6 +311,39 @@ def test_api_keys_guard_http_and_grpc_but_not_health(pb, tessera_bin, smollm2):
         d.stop()
 
 
+def test_health_watches_are_capped_and_checks_still_answer(daemon):
+    # Each watch holds a server thread: past the cap they are refused, and a
+    # plain Check is still answered.
+    with grpc.insecure_channel(f"127.0.0.1:{daemon.grpc_port}") as ch:
+        health = health_pb2_grpc.HealthStub(ch)
+        watches = []
+        try:
+            for _ in range(64):
+                w = health.Watch(health_pb2.HealthCheckRequest(service=""))
+                assert next(w).status == health_pb2.HealthCheckResponse.SERVING
+                watches.append(w)
+            extra = health.Watch(health_pb2.HealthCheckRequest(service=""))
+            with pytest.raises(grpc.RpcError) as e:
+                next(extra)
+            assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "64" in e.value.details()
+            assert health.Check(health_pb2.HealthCheckRequest(service=""), timeout=5).status == \
+                health_pb2.HealthCheckResponse.SERVING
+        finally:
+            for w in watches:
+                w.cancel()
+        # Cancelled watches give their places back.
+        deadline = time.time() + 10
+        while True:
+            w = health.Watch(health_pb2.HealthCheckRequest(service=""))
+            try:
+                assert next(w).status == health_pb2.HealthCheckResponse.SERVING
+                w.cancel()
+                break
+            except grpc.RpcError:
+                assert time.time() < deadline, "cancelled watches kept their places"
+                time.sleep(0.2)
+
+
 def test_grpc_and_http_serve_tls_from_the_config(pb, tessera_bin, smollm2, tmp_path):
     generation_pb2, generation_pb2_grpc = pb
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"

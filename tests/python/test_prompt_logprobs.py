@@ -127,3 +127,33 @@ def test_bad_prompt_scoring_requests_get_a_400_naming_the_field(daemon, extra, f
     status, body = daemon.post("/v1/completions", {"model": "smollm2", "prompt": "Hello", **extra})
     assert status == 400, body
     assert body["error"]["param"] == field, body
+
+
+def test_chat_prompt_logprobs_score_the_rendered_conversation(daemon):
+    messages = [{"role": "system", "content": "You answer briefly."},
+                {"role": "user", "content": "Name three colours of the sea."}]
+    status, rendered = daemon.post("/tokenize", {"model": "smollm2", "messages": messages})
+    assert status == 200, rendered
+    status, chat = daemon.post("/v1/chat/completions", {"model": "smollm2", "messages": messages, "prompt_logprobs": 2,
+                                                        "max_tokens": 4, "temperature": 0})
+    assert status == 200, chat
+    status, plain = daemon.post("/v1/completions", {"model": "smollm2", "prompt": rendered["tokens"], "prompt_logprobs": 2,
+                                                    "max_tokens": 0})
+    assert status == 200, plain
+    scores = chat["prompt_logprobs"]
+    assert len(scores) == len(rendered["tokens"]) and scores[0] is None
+    assert chat["choices"][0]["message"]["content"]
+    expected = plain["choices"][0]["prompt_logprobs"]
+    for got, want, token in zip(scores[1:], expected[1:], rendered["tokens"][1:]):
+        assert str(token) in got and got.keys() == want.keys()
+        for key in got:
+            assert got[key]["rank"] == want[key]["rank"]
+            assert got[key]["logprob"] == pytest.approx(want[key]["logprob"], abs=1e-5)
+
+
+@pytest.mark.parametrize("extra", [{"stream": True}, {"prompt_logprobs": 21}])
+def test_bad_chat_prompt_logprobs_get_a_400_naming_the_field(daemon, extra):
+    status, body = daemon.post("/v1/chat/completions", {"model": "smollm2", "messages": [{"role": "user", "content": "Hi"}],
+                                                        "prompt_logprobs": 1, **extra})
+    assert status == 400, body
+    assert body["error"]["param"] == "prompt_logprobs", body

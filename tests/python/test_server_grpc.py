@@ -7,7 +7,9 @@ import grpc
 import openai
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
 from conftest import run
 
@@ -31,6 +33,74 @@ def test_health_and_reflection(channel):
     responses = refl.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]))
     names = {s.name for r in responses for s in r.list_services_response.service}
     assert {"tessera.v1.Generation", "grpc.health.v1.Health"} <= names
+
+
+def reflect_v1(channel, *requests):
+    """grpc.reflection.v1 has v1alpha's messages under another package: the
+    same bytes on the wire, so v1alpha's classes encode and decode them."""
+    call = channel.stream_stream("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+                                 request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+                                 response_deserializer=reflection_pb2.ServerReflectionResponse.FromString)
+    return list(call(iter(requests)))
+
+
+def call_health_check_resolved_by(pool, channel, service=""):
+    """What grpcurl does: the method's messages come from reflected descriptors only."""
+    method = pool.FindServiceByName("grpc.health.v1.Health").FindMethodByName("Check")
+    request_class = message_factory.GetMessageClass(method.input_type)
+    response_class = message_factory.GetMessageClass(method.output_type)
+    check = channel.unary_unary("/grpc.health.v1.Health/Check", request_serializer=request_class.SerializeToString,
+                                response_deserializer=response_class.FromString)
+    response = check(request_class(service=service))
+    return method.output_type.fields_by_name["status"].enum_type.values_by_number[response.status].name
+
+
+def test_reflection_v1_lists_every_service_and_resolves_health(channel):
+    [listed] = reflect_v1(channel, reflection_pb2.ServerReflectionRequest(list_services=""))
+    assert {s.name for s in listed.list_services_response.service} == {
+        "tessera.v1.Generation", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
+        "grpc.reflection.v1alpha.ServerReflection"}
+    # Every listed service resolves to its file, with the files it imports.
+    pool = descriptor_pool.DescriptorPool()
+    for service in listed.list_services_response.service:
+        [found] = reflect_v1(channel, reflection_pb2.ServerReflectionRequest(file_containing_symbol=service.name))
+        assert found.WhichOneof("message_response") == "file_descriptor_response", (service.name, found)
+        for raw in found.file_descriptor_response.file_descriptor_proto:
+            proto = descriptor_pb2.FileDescriptorProto.FromString(raw)
+            try:
+                pool.Add(proto)
+            except TypeError:  # already added from an earlier service's answer
+                pass
+        assert pool.FindServiceByName(service.name).full_name == service.name
+    assert call_health_check_resolved_by(pool, channel) == "SERVING"
+
+
+def test_reflection_v1_errors_name_what_was_not_found(channel):
+    answers = reflect_v1(channel, reflection_pb2.ServerReflectionRequest(file_containing_symbol="no.such.Service"),
+                         reflection_pb2.ServerReflectionRequest(file_by_filename="no/such.proto"),
+                         reflection_pb2.ServerReflectionRequest(host="x"))
+    assert [a.error_response.error_code for a in answers] == [grpc.StatusCode.NOT_FOUND.value[0]] * 2 + [
+        grpc.StatusCode.INVALID_ARGUMENT.value[0]]
+    assert "no.such.Service" in answers[0].error_response.error_message
+    assert answers[2].valid_host == "x"
+
+
+def test_health_resolves_through_v1alpha_reflection_too(channel):
+    pool = descriptor_pool.DescriptorPool(ProtoReflectionDescriptorDatabase(channel))
+    assert call_health_check_resolved_by(pool, channel, "tessera.v1.Generation") == "SERVING"
+
+
+def test_health_watch_streams_the_status_and_unknown_services_are_named(channel):
+    health = health_pb2_grpc.HealthStub(channel)
+    watch = health.Watch(health_pb2.HealthCheckRequest(service=""))
+    assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
+    watch.cancel()
+    unknown = health.Watch(health_pb2.HealthCheckRequest(service="no.such.Service"))
+    assert next(unknown).status == health_pb2.HealthCheckResponse.SERVICE_UNKNOWN
+    unknown.cancel()
+    with pytest.raises(grpc.RpcError) as e:
+        health.Check(health_pb2.HealthCheckRequest(service="no.such.Service"))
+    assert e.value.code() == grpc.StatusCode.NOT_FOUND and "no.such.Service" in e.value.details()
 
 
 def test_list_models_and_tokenize(pb, channel, daemon):
