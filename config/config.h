@@ -39,6 +39,7 @@ struct ServerConfig {
   double write_timeout_s = 30.0;
   int grpc_max_concurrent_streams = 128;  // per connection
   std::vector<std::string> api_keys;      // Bearer tokens; empty: no authentication
+  std::string admin_key;                  // Bearer token of POST /admin/reload; empty: that route is off
   // Browser origins allowed to call the API (CORS): "scheme://host[:port]"
   // or "*"; empty: none (browsers keep their same-origin rule).
   std::vector<std::string> allowed_origins;

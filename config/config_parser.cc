@@ -121,7 +121,7 @@ class Parser {
                              "max_n", "max_top_logprobs", "drain_timeout_s", "max_connections",
                              "max_connections_per_client", "reserved_health_connections", "header_timeout_s",
                              "body_timeout_s", "idle_timeout_s", "write_timeout_s", "grpc_max_concurrent_streams",
-                             "api_keys", "tls", "backend_dir", "allowed_origins", "response_store"});
+                             "api_keys", "admin_key", "tls", "backend_dir", "allowed_origins", "response_store"});
     text(n, "host", "server", &s->host);
     text(n, "backend_dir", "server", &s->backend_dir);
     integer(n, "http_port", "server", 1, 65535, &s->http_port);
@@ -141,6 +141,7 @@ class Parser {
     number(n, "write_timeout_s", "server", 0.1, 3600.0, &s->write_timeout_s);
     integer(n, "grpc_max_concurrent_streams", "server", 1, 1 << 20, &s->grpc_max_concurrent_streams);
     parse_api_keys(n, s);
+    text(n, "admin_key", "server", &s->admin_key);
     parse_allowed_origins(n, s);
     if (const YAML::Node store = n["response_store"]; store && !store.IsNull()) {
       require_map(store, "server.response_store");

@@ -129,6 +129,8 @@ void HttpApi::route(HttpExchange& ex) {
     const auto asked = req[boost::beast::http::field::access_control_request_headers];
     return ex.respond(204, "text/plain", "", cors_.preflight_headers(origin_of(req), std::string_view(asked.data(), asked.size())));
   }
+  // The admin route has its own key, checked instead of the API keys.
+  if (path == "/admin/reload" && !admin_key_.empty() && reload_) return admin_reload(ex);
   if (!api_key_accepted(authorization_of(req), api_keys_)) {
     throw ApiError(401, "invalid_request_error", "a valid API key is required (Authorization: Bearer KEY, or x-api-key: KEY)",
                    "", "invalid_api_key");
@@ -183,6 +185,16 @@ void HttpApi::route(HttpExchange& ex) {
     api_.count_invalid(e, model != body.end() && model->is_string() ? model->get<std::string>() : "");
     throw;
   }
+}
+
+void HttpApi::admin_reload(HttpExchange& ex) {
+  if (ex.request().method() != boost::beast::http::verb::post) throw ApiError::method_not_allowed("POST");
+  if (!api_key_accepted(authorization_of(ex.request()), {admin_key_})) {
+    throw ApiError(401, "invalid_request_error", "the admin key is required (Authorization: Bearer KEY)", "", "invalid_api_key");
+  }
+  const ReloadOutcome outcome = reload_();
+  if (!outcome.applied) throw ApiError(400, "invalid_request_error", "reload " + outcome.text, "", "reload_failed");
+  respond_json(ex, 200, {{"status", "applied"}, {"message", "reload " + outcome.text}});
 }
 
 void HttpApi::health(HttpExchange& ex) {

@@ -1,7 +1,8 @@
 #pragma once
 // The daemon's HTTP surface: routes to the OpenAI (chat, completions,
 // responses, embeddings) and Anthropic handlers, /tokenize,
-// /detokenize, /tokenizer_info and /tokenizer.json, /health, /metrics and /admin/collectives; refuses work with 503 while models load
+// /detokenize, /tokenizer_info and /tokenizer.json, /health, /metrics,
+// /admin/collectives and /admin/reload; refuses work with 503 while models load
 // or the daemon drains; asks for an API key when keys are configured (health
 // and metrics exempt); logs one line per request.
 #include <atomic>
@@ -27,6 +28,17 @@ class HttpApi {
   // What GET /admin/collectives answers (the flight recorders of this
   // process's parallel groups); unset: 404.
   void set_collectives_source(std::function<Json()> source) { collectives_ = std::move(source); }
+  // POST /admin/reload runs `reload` (true: applied; the text says what was
+  // done or why nothing changed) for a request bearing `admin_key`; with no
+  // key set the route does not exist. API keys do not open it.
+  struct ReloadOutcome {
+    bool applied = false;
+    std::string text;
+  };
+  void set_reload(std::function<ReloadOutcome()> reload, std::string admin_key) {
+    reload_ = std::move(reload);
+    admin_key_ = std::move(admin_key);
+  }
   // Which browser origins may call the API (none unless set).
   void set_cors_policy(CorsPolicy cors) { cors_ = std::move(cors); }
   // How many Responses answers are kept, and for how long (replaces the defaults).
@@ -41,12 +53,15 @@ class HttpApi {
   void list_models(HttpExchange& exchange, const std::string& only);
   void tokenize(const Json& body, HttpExchange& exchange);
   void detokenize(const Json& body, HttpExchange& exchange);
+  void admin_reload(HttpExchange& exchange);
 
   ApiContext api_;
   std::vector<std::string> api_keys_;
   CorsPolicy cors_;
   std::unique_ptr<ResponsesApi> responses_ = std::make_unique<ResponsesApi>(ResponseStoreLimits{});
   std::function<Json()> collectives_;
+  std::function<ReloadOutcome()> reload_;
+  std::string admin_key_;
   TokenizerFiles tokenizer_files_;
   std::atomic<int> in_flight_{0};
 };

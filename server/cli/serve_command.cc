@@ -84,6 +84,7 @@ Config resolve_config(const ServeOptions& o) {
   if (!o.host.empty()) c.server.host = o.host;
   if (!o.api_keys.empty()) c.server.api_keys = o.api_keys;
   if (const char* key = std::getenv("TESSERA_API_KEY"); key && *key && c.server.api_keys.empty()) c.server.api_keys = {key};
+  if (const char* key = std::getenv("TESSERA_ADMIN_KEY"); key && *key && c.server.admin_key.empty()) c.server.admin_key = key;
   if (o.port >= 0) c.server.http_port = o.port;
   if (o.grpc_port >= 0) c.server.grpc_port = o.grpc_port;
   if (o.drain_timeout_s >= 0) c.server.drain_timeout_s = o.drain_timeout_s;
@@ -200,7 +201,13 @@ int run_serve(const ServeOptions& o) {
   limits.json = {config.server.max_json_depth, size_t(config.server.max_json_array_length),
                  size_t(config.server.max_json_object_members)};
   limits.max_body_bytes = size_t(config.server.max_body_bytes);
+  const auto drain_timeout = std::chrono::milliseconds(int64_t(config.server.drain_timeout_s * 1000));
+  ConfigReload reloads(registry, [&o] { return resolve_config(o).models; }, drain_timeout, *metrics);
   HttpApi api(registry, limits, config.server.api_keys);
+  api.set_reload([&reloads] {
+    const ConfigReload::Outcome outcome = reloads.reload_and_wait();
+    return HttpApi::ReloadOutcome{outcome.applied, outcome.text};
+  }, config.server.admin_key);
   api.set_cors_policy(CorsPolicy(config.server.allowed_origins));
   api.set_response_store_limits({size_t(config.server.response_store_max_responses),
                                  size_t(config.server.response_store_max_mib) << 20,
@@ -225,8 +232,6 @@ int run_serve(const ServeOptions& o) {
       kill(getpid(), SIGTERM);
     }
   });
-  const auto drain_timeout = std::chrono::milliseconds(int64_t(config.server.drain_timeout_s * 1000));
-  ConfigReload reloads(registry, [&o] { return resolve_config(o).models; }, drain_timeout, *metrics);
   int sig = 0;
   for (;;) {
     sig = wait_for_signal(signals);

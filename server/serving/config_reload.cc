@@ -47,11 +47,13 @@ void ConfigReload::run() {
 
 void ConfigReload::reload_once() {
   std::string outcome;
+  bool applied = false;
   try {
     spdlog::info("reload: reading the config again");
     const ReloadReport report = registry_.reload(read_models_(), drain_timeout_);
     outcome = "applied: " + report.describe();
     applied_.Increment();
+    applied = true;
     spdlog::info("reload {}", outcome);
   } catch (const std::exception& e) {
     outcome = std::string("failed, nothing changed: ") + e.what();
@@ -59,7 +61,14 @@ void ConfigReload::reload_once() {
     spdlog::error("reload {}", outcome);
   }
   std::lock_guard lock(mutex_);
-  last_outcome_ = outcome;
+  last_ = {applied, outcome};
+}
+
+ConfigReload::Outcome ConfigReload::reload_and_wait() {
+  request();
+  wait_idle();
+  std::lock_guard lock(mutex_);
+  return last_;
 }
 
 void ConfigReload::wait_idle() {
@@ -69,7 +78,7 @@ void ConfigReload::wait_idle() {
 
 std::string ConfigReload::last_outcome() const {
   std::lock_guard lock(mutex_);
-  return last_outcome_;
+  return last_.text;
 }
 
 }  // namespace tessera

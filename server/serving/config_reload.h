@@ -32,6 +32,13 @@ class ConfigReload {
   ConfigReload& operator=(const ConfigReload&) = delete;
 
   void request();
+  struct Outcome {
+    bool applied = false;
+    std::string text;  // as last_outcome()
+  };
+  // Reloads now (or after the reload in progress, joining its successor)
+  // and waits for the outcome.
+  Outcome reload_and_wait();
   // Blocks until no reload is running or pending.
   void wait_idle();
   // "applied: added m1; kept m0", "failed: ...", or empty before the first.
@@ -51,7 +58,7 @@ class ConfigReload {
   std::condition_variable idle_;
   bool running_ = false;
   bool pending_ = false;
-  std::string last_outcome_;
+  Outcome last_;
   std::thread thread_;
 };
 

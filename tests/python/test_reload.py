@@ -137,3 +137,35 @@ def test_an_unchanged_config_keeps_every_model(daemon, smollm2):
     wait_for(lambda: reload_count(daemon, "applied") == 1, what="the reload")
     assert "reload applied: kept: a b k" in daemon.log_text()
     assert served_names(daemon) == ["a", "b", "k"]
+
+
+def test_the_admin_route_reloads_only_with_the_admin_key(tessera_bin, smollm2, daemon):
+    # Without an admin key configured the route does not exist.
+    assert daemon.request("POST", "/admin/reload", body={})[0] == 404
+    text = config(smollm2, [("a", 24)]).replace("server:\n", "server:\n  admin_key: adm1n\n  api_keys: [user]\n")
+    d = Daemon(tessera_bin, [], text)
+    try:
+        assert d.request("POST", "/admin/reload", body={})[0] == 401
+        assert d.request("POST", "/admin/reload", body={}, headers={"Authorization": "Bearer user"})[0] == 401
+        admin = {"Authorization": "Bearer adm1n"}
+        status, _, headers = d.request("GET", "/admin/reload", headers=admin)
+        assert status == 405 and headers.get("Allow") == "POST"
+        with open(d.config.name, "w") as f:
+            f.write(text.replace("models:\n", "models:\n  - name: c\n    path: %s\n" % smollm2))
+        status, body, _ = d.request("POST", "/admin/reload", body={}, headers=admin)
+        assert status == 200, body
+        assert json.loads(body)["message"] == "reload applied: added: c; kept: a"
+        assert served_names_with_key(d, "user") == ["a", "c"]
+        with open(d.config.name, "w") as f:
+            f.write("models: {")
+        status, body, _ = d.request("POST", "/admin/reload", body={}, headers=admin)
+        assert status == 400 and "nothing changed" in json.loads(body)["error"]["message"], body
+        assert served_names_with_key(d, "user") == ["a", "c"]
+    finally:
+        assert d.stop() == 0, d.log_text()
+
+
+def served_names_with_key(d, key):
+    status, text, _ = d.request("GET", "/v1/models", headers={"Authorization": f"Bearer {key}"})
+    assert status == 200, text
+    return sorted(m["id"] for m in json.loads(text)["data"])
