@@ -94,7 +94,7 @@ void ModelLoop::run() {
         work_.wait(lock, ready);
       }
       if (stop_.load()) {
-        scheduler_.fail_all("the server is shutting down");
+        scheduler_.fail_all(stop_reason_);
         break;
       }
       if (!beat) {
@@ -135,7 +135,7 @@ void ModelLoop::fault(const std::string& what) {
   if (on_fault_) on_fault_(what);
 }
 
-void ModelLoop::drain(std::chrono::milliseconds timeout) {
+void ModelLoop::drain(std::chrono::milliseconds timeout, const std::string& why) {
   LoopState expected = LoopState::kReady;
   state_.compare_exchange_strong(expected, LoopState::kDraining);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -145,6 +145,10 @@ void ModelLoop::drain(std::chrono::milliseconds timeout) {
       if (!scheduler_.has_work()) break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  {
+    std::lock_guard lock(mutex_);
+    stop_reason_ = why;
   }
   stop_ = true;
   work_.notify_all();

@@ -53,7 +53,8 @@ class ModelLoop {
 
   // Stops accepting, lets running and queued requests finish for up to
   // `timeout`, then ends the rest with an error and stops the thread.
-  void drain(std::chrono::milliseconds timeout);
+  // `why` ends the requests still running at the timeout.
+  void drain(std::chrono::milliseconds timeout, const std::string& why = "the server is shutting down");
 
   LoopState state() const { return state_.load(); }
   SchedulerStats stats() const;
@@ -72,6 +73,7 @@ class ModelLoop {
   uint64_t next_id_ = 1;
   std::atomic<LoopState> state_{LoopState::kReady};
   std::atomic<bool> stop_{false};
+  std::string stop_reason_ = "the server is shutting down";  // written before stop_ is set
   std::thread thread_;
 };
 

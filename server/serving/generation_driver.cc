@@ -50,7 +50,7 @@ void require_ready(const ServedModel& model) {
   switch (model.loop->state()) {
     case LoopState::kReady: return;
     case LoopState::kFaulted: throw ApiError(503, "server_error", "the engine of model '" + model.name() + "' has failed");
-    default: throw ApiError(503, "server_error", "the server is shutting down");
+    default: throw ApiError(503, "server_error", "model '" + model.name() + "' is draining: the server is shutting down, or a reload took it out");
   }
 }
 

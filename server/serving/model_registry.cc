@@ -165,7 +165,9 @@ ReloadReport ModelRegistry::reload(const std::vector<ModelConfig>& wanted, std::
   }
   publish_health();
   std::vector<std::thread> drains;
-  for (const auto& m : retired) drains.emplace_back([&m, drain_timeout] { m->loop->drain(drain_timeout); });
+  for (const auto& m : retired) {
+    drains.emplace_back([&m, drain_timeout] { m->loop->drain(drain_timeout, "model '" + m->name() + "' was unloaded by a config reload"); });
+  }
   for (auto& t : drains) t.join();
   {
     std::lock_guard lock(models_mutex_);
