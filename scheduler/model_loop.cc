@@ -136,6 +136,9 @@ void ModelLoop::fault(const std::string& what) {
 }
 
 void ModelLoop::drain(std::chrono::milliseconds timeout, const std::string& why) {
+  // A reload's drain and the daemon's own may overlap: the later one waits,
+  // then finds the loop stopped.
+  std::lock_guard drain_lock(drain_mutex_);
   LoopState expected = LoopState::kReady;
   state_.compare_exchange_strong(expected, LoopState::kDraining);
   const auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -73,6 +73,7 @@ class ModelLoop {
   uint64_t next_id_ = 1;
   std::atomic<LoopState> state_{LoopState::kReady};
   std::atomic<bool> stop_{false};
+  std::mutex drain_mutex_;  // one drain at a time
   std::string stop_reason_ = "the server is shutting down";  // written before stop_ is set
   std::thread thread_;
 };

@@ -19,6 +19,7 @@ struct Collected {
   std::vector<int32_t> tokens;
   int finals = 0;
   FinishReason finish = FinishReason::kNone;
+  std::string error;
 };
 
 Collected collect(RequestStream& stream) {
@@ -28,6 +29,7 @@ Collected collect(RequestStream& stream) {
     if (e->finish != FinishReason::kNone) {
       ++c.finals;
       c.finish = e->finish;
+      c.error = e->error;
       break;
     }
   }
@@ -129,6 +131,21 @@ TEST_F(ModelLoopTest, DrainTimeoutEndsTheRestWithAnError) {
   const Collected c = collect(*s.stream);
   EXPECT_EQ(c.finals, 1);
   EXPECT_EQ(c.finish, FinishReason::kError);
+}
+
+TEST_F(ModelLoopTest, OverlappingDrainsEndEachRequestOnceWithOneOfTheirReasons) {
+  // A reload's drain of a model and the daemon's own drain may overlap.
+  const Submission s = loop_->submit(request("Write an essay about the ocean.", 450));
+  ASSERT_EQ(s.admission, Admission::kAccepted);
+  std::thread reload([this] { loop_->drain(50ms, "model 'm' was unloaded by a config reload"); });
+  std::thread shutdown([this] { loop_->drain(50ms); });
+  reload.join();
+  shutdown.join();
+  const Collected c = collect(*s.stream);
+  EXPECT_EQ(c.finals, 1);
+  EXPECT_EQ(c.finish, FinishReason::kError);
+  EXPECT_TRUE(c.error == "model 'm' was unloaded by a config reload" || c.error == "the server is shutting down") << c.error;
+  EXPECT_EQ(loop_->state(), LoopState::kStopped);
 }
 
 }  // namespace
