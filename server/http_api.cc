@@ -150,7 +150,6 @@ void HttpApi::route(HttpExchange& ex) {
   if (path == "/tokenizer_info" || path == "/tokenizer.json") {
     if (!get) throw ApiError::method_not_allowed("GET, HEAD");
     api_.registry.require_serving();
-    // Held for the whole request: a reload may take the model out meanwhile.
     const ModelHandle held_model = api_.model(query_parameter(target, "model"));
     const ServedModel& model = *held_model;
     return ex.respond(200, "application/json", tokenizer_files_.text(model, path.substr(1)));
@@ -227,7 +226,6 @@ void HttpApi::list_models(HttpExchange& ex, const std::string& only) {
 
 void HttpApi::tokenize(const Json& body, HttpExchange& ex) {
   RequestFields f(body);
-  // Held for the whole request: a reload may take the model out meanwhile.
   const ModelHandle held_model = api_.model(f.string("model").value_or(""));
   const ServedModel& model = *held_model;
   const std::optional<bool> add_special = f.boolean("add_special_tokens");
@@ -252,7 +250,6 @@ void HttpApi::tokenize(const Json& body, HttpExchange& ex) {
 
 void HttpApi::detokenize(const Json& body, HttpExchange& ex) {
   RequestFields f(body);
-  // Held for the whole request: a reload may take the model out meanwhile.
   const ModelHandle held_model = api_.model(f.string("model").value_or(""));
   const ServedModel& model = *held_model;
   const Json* tokens = f.raw("tokens");

@@ -48,7 +48,6 @@ Json anthropic_error_json(const ApiError& e) {
 void handle_count_tokens(const ApiContext& api, const Json& body, HttpExchange& ex) {
   RequestFields f(body);
   MessagesRequest request = read_messages_request(f, true);
-  // Held for the whole request: a reload may take the model out meanwhile.
   const ModelHandle held_model = api.model(request.model);
   const ServedModel& model = *held_model;
   const PreparedChat chat = prepare(model, request);
@@ -58,7 +57,6 @@ void handle_count_tokens(const ApiContext& api, const Json& body, HttpExchange& 
 void handle_messages(const ApiContext& api, const Json& body, HttpExchange& ex) {
   RequestFields f(body);
   MessagesRequest request = read_messages_request(f, false);
-  // Held for the whole request: a reload may take the model out meanwhile.
   const ModelHandle held_model = api.model(request.model);
   ServedModel& model = *held_model;
   const PreparedChat chat = prepare(model, request);

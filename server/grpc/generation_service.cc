@@ -114,7 +114,6 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context, const v1:
     api_.registry.require_serving();
     GenerationRequest generation = generation_request_of(*request);
     ToolRequest tools;
-    // Held for the whole request: a reload may take the model out meanwhile.
     const ModelHandle held_model = api_.model(request->model());
     ServedModel& model = *held_model;
 
@@ -202,7 +201,6 @@ grpc::Status GenerationService::Tokenize(grpc::ServerContext* context, const v1:
   if (grpc::Status auth = authenticate(*context); !auth.ok()) return auth;
   try {
     api_.registry.require_serving();
-    // Held for the whole request: a reload may take the model out meanwhile.
     const ModelHandle held_model = api_.model(request->model());
     const ServedModel& model = *held_model;
     const bool add_special = request->has_add_special_tokens() ? request->add_special_tokens() : true;

@@ -61,7 +61,6 @@ bool prompt_opens_reasoning_block(const ServedModel& model, const std::vector<in
 
 void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchange& ex) {
   RequestFields f(body);
-  // Held for the whole request: a reload may take the model out meanwhile.
   const ModelHandle held_model = api.model(f.string("model").value_or(""));
   ServedModel& model = *held_model;
   const std::string model_name = model.name();

@@ -57,7 +57,6 @@ std::string base64_of(const std::vector<float>& v) {
 
 void handle_embeddings(const ApiContext& api, const Json& body, HttpExchange& ex) {
   RequestFields f(body);
-  // Held for the whole request: a reload may take the model out meanwhile.
   const ModelHandle held_model = api.model(f.string("model").value_or(""));
   ServedModel& model = *held_model;
   const std::vector<std::vector<int32_t>> inputs = read_inputs(f, model);

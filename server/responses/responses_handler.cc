@@ -43,7 +43,6 @@ Json usage_json(const TextGeneration& g) {
 void ResponsesApi::create(const ApiContext& api, const Json& body, const std::string& owner, HttpExchange& ex) {
   RequestFields f(body);
   ResponsesRequest request = read_responses_request(f);
-  // Held for the whole request: a reload may take the model out meanwhile.
   const ModelHandle held_model = api.model(request.model);
   ServedModel& model = *held_model;
   // What a follow-up continues: the stored conversation, then this input
