@@ -6,6 +6,16 @@ namespace tessera {
 
 using grpc::health::v1::HealthCheckResponse;
 
+namespace {
+
+// "ipv4:127.0.0.1:5432" -> "ipv4:127.0.0.1": one client, whatever its ports.
+std::string client_address(const std::string& peer) {
+  const size_t colon = peer.rfind(':');
+  return colon == std::string::npos ? peer : peer.substr(0, colon);
+}
+
+}  // namespace
+
 void HealthService::set_serving(bool serving) {
   {
     std::lock_guard lock(mutex_);
@@ -42,12 +52,19 @@ grpc::Status HealthService::Check(grpc::ServerContext*, const grpc::health::v1::
 
 grpc::Status HealthService::Watch(grpc::ServerContext* context, const grpc::health::v1::HealthCheckRequest* request,
                                   grpc::ServerWriter<HealthCheckResponse>* writer) {
+  const std::string client = client_address(context->peer());
   std::unique_lock lock(mutex_);
+  const auto held = watches_by_client_.find(client);
+  if (held != watches_by_client_.end() && held->second >= kMaxWatchesPerClient) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "too many health watches from this client (at most " + std::to_string(kMaxWatchesPerClient) + ")");
+  }
   if (watches_ >= kMaxWatches) {
     return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                         "too many health watches (at most " + std::to_string(kMaxWatches) + ")");
   }
   ++watches_;
+  ++watches_by_client_[client];
   bool first = true;
   auto last = HealthCheckResponse::UNKNOWN;
   // A cancelled call is noticed within one wait: the client leaving wakes no one.
@@ -66,6 +83,7 @@ grpc::Status HealthService::Watch(grpc::ServerContext* context, const grpc::heal
     changed_.wait_for(lock, std::chrono::milliseconds(200));
   }
   --watches_;
+  if (--watches_by_client_[client] == 0) watches_by_client_.erase(client);
   return shut_down_ ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down") : grpc::Status::OK;
 }
 

@@ -2,9 +2,11 @@
 // grpc.health.v1.Health from the generated protocol (so reflection can
 // resolve it): Check and Watch answer for the whole server ("") and for each
 // service it serves, SERVING while the model registry is healthy. Watch
-// streams each change; at most kMaxWatches run at once (each holds a
-// thread), further ones get RESOURCE_EXHAUSTED.
+// streams each change; each holds a thread, so at most kMaxWatchesPerClient
+// run at once from one client address and kMaxWatches in all, further ones
+// getting RESOURCE_EXHAUSTED: no one client can take every place.
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -16,6 +18,7 @@ namespace tessera {
 class HealthService final : public grpc::health::v1::Health::Service {
  public:
   static constexpr int kMaxWatches = 64;
+  static constexpr int kMaxWatchesPerClient = 8;
 
   explicit HealthService(std::set<std::string> services) : services_(std::move(services)) {}
 
@@ -38,6 +41,7 @@ class HealthService final : public grpc::health::v1::Health::Service {
   bool serving_ = false;
   bool shut_down_ = false;
   int watches_ = 0;
+  std::map<std::string, int> watches_by_client_;  // client address (no port) -> its watches
 };
 
 }  // namespace tessera
