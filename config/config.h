@@ -53,6 +53,12 @@ struct ServerConfig {
   int max_n = 16;
   int max_top_logprobs = 20;
   double drain_timeout_s = 30.0;
+  // Memory the loaded models may hold in all, in MiB (0: no limit): loading
+  // a model that would pass it first unloads the least recently used idle
+  // ones. A request that waits for its model to load waits at most
+  // model_load_timeout_s.
+  int64_t memory_budget_mb = 0;
+  double model_load_timeout_s = 300.0;
   // Where backend plugins are loaded from; empty: beside the binary
   // (kernels/backend_plugins.h). TESSERA_BACKEND_DIR, when set, wins.
   std::string backend_dir;
@@ -134,6 +140,10 @@ struct EmbeddingConfig {
   bool operator==(const EmbeddingConfig&) const = default;
 };
 
+// How long an on_demand model stays loaded without requests unless its
+// entry says otherwise (Ollama's keep_alive default).
+constexpr double kOnDemandKeepAliveS = 300.0;
+
 struct ModelConfig {
   std::string name;
   std::string path;            // GGUF file or Hugging Face directory
@@ -158,6 +168,12 @@ struct ModelConfig {
   // general.sampling.*) unless sampling_defaults_from_model is false.
   SamplingDefaults sampling_defaults;
   bool sampling_defaults_from_model = true;
+  // "startup": loaded when the daemon starts; "on_demand": by the first
+  // request that names it.
+  std::string load = "startup";
+  // Unloaded after this many seconds without a request (it loads again on
+  // demand); below 0: kept loaded. Unset, it is 300 for on_demand models.
+  double keep_alive_s = -1.0;
 
   bool operator==(const ModelConfig&) const = default;
 };

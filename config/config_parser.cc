@@ -29,6 +29,9 @@ class Parser {
     for (size_t i = 0; i < models.size(); ++i) {
       ModelConfig m = parse_model(models[i], "models[" + std::to_string(i) + "]");
       if (!names.insert(m.name).second) fail(models[i]["name"], "models[" + std::to_string(i) + "].name: '" + m.name + "' is used twice");
+      if (m.load == "on_demand" && config.parallel.enabled()) {
+        fail(models[i]["load"], "models[" + std::to_string(i) + "].load: on_demand models cannot be served by parallel ranks");
+      }
       config.models.push_back(std::move(m));
     }
     return config;
@@ -121,7 +124,8 @@ class Parser {
                              "max_n", "max_top_logprobs", "drain_timeout_s", "max_connections",
                              "max_connections_per_client", "reserved_health_connections", "header_timeout_s",
                              "body_timeout_s", "idle_timeout_s", "write_timeout_s", "grpc_max_concurrent_streams",
-                             "api_keys", "admin_key", "tls", "backend_dir", "allowed_origins", "response_store"});
+                             "api_keys", "admin_key", "tls", "backend_dir", "allowed_origins", "response_store",
+                             "memory_budget_mb", "model_load_timeout_s"});
     text(n, "host", "server", &s->host);
     text(n, "backend_dir", "server", &s->backend_dir);
     integer(n, "http_port", "server", 1, 65535, &s->http_port);
@@ -161,6 +165,8 @@ class Parser {
     integer(n, "max_n", "server", 1, 1024, &s->max_n);
     integer(n, "max_top_logprobs", "server", 0, 100, &s->max_top_logprobs);
     number(n, "drain_timeout_s", "server", 0.0, 86400.0, &s->drain_timeout_s);
+    integer(n, "memory_budget_mb", "server", 0, int64_t(1) << 30, &s->memory_budget_mb);
+    number(n, "model_load_timeout_s", "server", 0.1, 86400.0, &s->model_load_timeout_s);
     if (s->http_port == s->grpc_port) fail(n, "server: http_port and grpc_port must differ");
   }
 
@@ -219,7 +225,7 @@ class Parser {
     require_map(n, path);
     check_keys(n, path, {"name", "path", "device", "dtype", "threads", "kv_cache", "scheduler", "max_model_len", "chat_template",
                          "parse_special_in_messages", "speculative", "quantization", "structured_output",
-                         "sampling_defaults", "reasoning_parser", "embeddings"});
+                         "sampling_defaults", "reasoning_parser", "embeddings", "load", "keep_alive_s"});
     ModelConfig m;
     if (!n["name"] || !n["path"]) fail(n, path + ": 'name' and 'path' are required");
     text(n, "name", path, &m.name);
@@ -236,6 +242,10 @@ class Parser {
     integer(n, "max_model_len", path, 0, 1 << 24, &m.max_model_len);
     boolean(n, "parse_special_in_messages", path, &m.parse_special_in_messages);
     text(n, "reasoning_parser", path, &m.reasoning_parser, {"auto", "think", "none"});
+    text(n, "load", path, &m.load, {"startup", "on_demand"});
+    m.keep_alive_s = m.load == "on_demand" ? kOnDemandKeepAliveS : -1.0;
+    number(n, "keep_alive_s", path, -1.0, 365.0 * 86400.0, &m.keep_alive_s);
+    if (m.keep_alive_s < 0.0) m.keep_alive_s = -1.0;
     if (n["chat_template"] && !n["chat_template"].IsNull()) {
       std::string t;
       text(n, "chat_template", path, &t);

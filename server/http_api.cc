@@ -22,33 +22,21 @@ namespace {
 // Bodies from this size up are parsed at low priority (a few milliseconds of work).
 constexpr size_t kLowPriorityBodyBytes = 64u << 10;
 
-// Passes everything through, remembering the status for the request log and
-// adding `added` (the CORS headers) to every answer.
-class LoggedExchange : public HttpExchange {
+// Adds `added` to the answer's headers; the rest passes through.
+class WithHeaders : public HttpExchange {
  public:
-  LoggedExchange(HttpExchange& inner, HttpHeaders added) : inner_(inner), added_(std::move(added)) {}
+  WithHeaders(HttpExchange& inner, HttpHeaders added) : inner_(inner), added_(std::move(added)) {}
   const HttpRequest& request() const override { return inner_.request(); }
   void respond(int status, const std::string& type, std::string body, const HttpHeaders& headers) override {
-    status_ = status;
     inner_.respond(status, type, std::move(body), with_added(headers));
   }
   bool begin_stream(const std::string& type, const HttpHeaders& headers) override {
-    status_ = 200;
     return inner_.begin_stream(type, with_added(headers));
   }
-  bool write_chunk(const std::string& data) override {
-    const bool ok = inner_.write_chunk(data);
-    if (!ok) client_left_ = true;
-    return ok;
-  }
+  bool write_chunk(const std::string& data) override { return inner_.write_chunk(data); }
   void end_stream() override { inner_.end_stream(); }
-  bool client_gone() override {
-    if (inner_.client_gone()) client_left_ = true;
-    return client_left_;
-  }
+  bool client_gone() override { return inner_.client_gone(); }
   bool peer_done_sending() const override { return inner_.peer_done_sending(); }
-  int status() const { return status_; }
-  bool client_left() const { return client_left_; }
 
  private:
   HttpHeaders with_added(HttpHeaders headers) const {
@@ -58,6 +46,34 @@ class LoggedExchange : public HttpExchange {
 
   HttpExchange& inner_;
   HttpHeaders added_;
+};
+
+// Adds `added` (the CORS headers) to every answer, remembering its status
+// for the request log.
+class LoggedExchange : public WithHeaders {
+ public:
+  using WithHeaders::WithHeaders;
+  void respond(int status, const std::string& type, std::string body, const HttpHeaders& headers) override {
+    status_ = status;
+    WithHeaders::respond(status, type, std::move(body), headers);
+  }
+  bool begin_stream(const std::string& type, const HttpHeaders& headers) override {
+    status_ = 200;
+    return WithHeaders::begin_stream(type, headers);
+  }
+  bool write_chunk(const std::string& data) override {
+    const bool ok = WithHeaders::write_chunk(data);
+    if (!ok) client_left_ = true;
+    return ok;
+  }
+  bool client_gone() override {
+    if (WithHeaders::client_gone()) client_left_ = true;
+    return client_left_;
+  }
+  int status() const { return status_; }
+  bool client_left() const { return client_left_; }
+
+ private:
   int status_ = 0;
   bool client_left_ = false;
 };
@@ -171,6 +187,41 @@ void HttpApi::route(HttpExchange& ex) {
     run_at_low_priority([&] { body = parse_bounded_json(req.body(), api_.limits.json); });
   }
   try {
+    // A sleeping model loads before the handler runs, and the answer says
+    // how long that took (the handler then finds it loaded and held).
+    LoadWait waited;
+    const ModelHandle woken = wake_model(body, &waited);
+    if (waited.seconds > 0.0) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof(seconds), "%.3f", waited.seconds);
+      WithHeaders told(ex, {{"X-Model-Load-Seconds", seconds}});
+      return dispatch(path, body, told);
+    }
+    return dispatch(path, body, ex);
+  } catch (const ApiError& e) {
+    const auto model = body.is_object() ? body.find("model") : body.end();
+    api_.count_invalid(e, model != body.end() && model->is_string() ? model->get<std::string>() : "");
+    throw;
+  }
+}
+
+ModelHandle HttpApi::wake_model(const Json& body, LoadWait* waited) const {
+  const auto model = body.is_object() ? body.find("model") : body.end();
+  if (model != body.end() && !model->is_string()) return nullptr;  // the handler says what is wrong
+  const std::string name = model != body.end() ? model->get<std::string>() : "";
+  bool asleep = false;
+  {
+    // The statuses hold the loaded models: let them go before a load, which
+    // may unload one that no request holds.
+    const std::vector<ModelStatus> statuses = api_.registry.statuses();
+    for (const ModelStatus& m : statuses) asleep |= m.state != ModelState::kLoaded && (m.name == name || name.empty());
+  }
+  return asleep ? api_.model(name, waited) : nullptr;
+}
+
+void HttpApi::dispatch(const std::string& path, const Json& body, HttpExchange& ex) {
+  const HttpRequest& req = ex.request();
+  {
     if (path == "/v1/completions") return handle_completions(api_, body, ex);
     if (path == "/v1/chat/completions") return handle_chat_completions(api_, body, ex);
     if (path == "/v1/responses") return responses_->create(api_, body, authorization_of(req), ex);
@@ -179,10 +230,6 @@ void HttpApi::route(HttpExchange& ex) {
     if (path == "/v1/embeddings") return handle_embeddings(api_, body, ex);
     if (path == "/tokenize") return tokenize(body, ex);
     return detokenize(body, ex);
-  } catch (const ApiError& e) {
-    const auto model = body.is_object() ? body.find("model") : body.end();
-    api_.count_invalid(e, model != body.end() && model->is_string() ? model->get<std::string>() : "");
-    throw;
   }
 }
 
@@ -210,11 +257,14 @@ void HttpApi::metrics(HttpExchange& ex) {
 void HttpApi::list_models(HttpExchange& ex, const std::string& only) {
   Json data = Json::array();
   if (api_.registry.state() != ServingState::kLoading) {
-    for (const auto& m : api_.registry.models()) {
-      if (!only.empty() && m->name() != only) continue;
+    for (const ModelStatus& m : api_.registry.statuses()) {
+      if (!only.empty() && m.name != only) continue;
       // "root" names the model, never where its file lives on this host.
-      data.push_back({{"id", m->name()}, {"object", "model"}, {"created", int64_t(m->created)}, {"owned_by", "tessera"},
-                      {"root", m->name()}, {"max_model_len", m->max_model_len}});
+      // status.value: loaded, loading, or sleeping (loads on the next request).
+      Json entry = {{"id", m.name}, {"object", "model"}, {"created", m.model ? int64_t(m.model->created) : int64_t(0)},
+                    {"owned_by", "tessera"}, {"root", m.name}, {"status", {{"value", model_state_name(m.state)}}}};
+      if (m.model) entry["max_model_len"] = m.model->max_model_len;
+      data.push_back(std::move(entry));
     }
   }
   if (!only.empty()) {

@@ -48,6 +48,10 @@ class HttpApi {
 
  private:
   void route(HttpExchange& exchange);
+  // The POST routes, once the body is parsed.
+  void dispatch(const std::string& path, const Json& body, HttpExchange& exchange);
+  // Loads the model `body` names if it is not loaded (null otherwise).
+  ModelHandle wake_model(const Json& body, LoadWait* waited) const;
   void health(HttpExchange& exchange);
   void metrics(HttpExchange& exchange);
   void list_models(HttpExchange& exchange, const std::string& only);

@@ -193,7 +193,8 @@ int run_serve(const ServeOptions& o) {
   log_backends(config.server.backend_dir);
   ParallelServing parallel(config);
   auto metrics = std::make_shared<prometheus::Registry>();
-  ModelRegistry registry(metrics);
+  ModelRegistry registry(metrics, {.memory_budget_bytes = uint64_t(config.server.memory_budget_mb) << 20,
+                                   .load_timeout = std::chrono::milliseconds(int64_t(config.server.model_load_timeout_s * 1000))});
   ApiLimits limits;
   limits.max_n = config.server.max_n;
   limits.max_stop_strings = config.server.max_stop_strings;

@@ -218,11 +218,13 @@ grpc::Status GenerationService::ListModels(grpc::ServerContext* context, const v
                                            v1::ListModelsResponse* response) {
   if (grpc::Status auth = authenticate(*context); !auth.ok()) return auth;
   if (api_.registry.state() == ServingState::kLoading) return grpc::Status::OK;
-  for (const auto& m : api_.registry.models()) {
+  for (const ModelStatus& m : api_.registry.statuses()) {
     v1::ModelInfo* info = response->add_models();
-    info->set_id(m->name());
-    info->set_created(int64_t(m->created));
-    info->set_max_model_len(m->max_model_len);
+    info->set_id(m.name);
+    info->set_state(model_state_name(m.state));
+    if (!m.model) continue;
+    info->set_created(int64_t(m.model->created));
+    info->set_max_model_len(m.model->max_model_len);
   }
   return grpc::Status::OK;
 }

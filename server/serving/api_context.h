@@ -10,18 +10,19 @@ struct ApiContext {
   ModelRegistry& registry;
   ApiLimits limits;
 
-  // The model a request names; 404 when there is none. A request that
-  // names none gets the only model served, or a 400 listing the choices.
-  // The handle keeps the model alive while the request holds it.
-  ModelHandle model(const std::string& name) const {
+  // The model a request names, loaded first if it sleeps (registry.acquire);
+  // 404 when there is none. A request that names none gets the only model
+  // served, or a 400 listing the choices. The handle keeps the model alive
+  // while the request holds it.
+  ModelHandle model(const std::string& name, LoadWait* waited = nullptr) const {
     if (name.empty()) {
-      const std::vector<ModelHandle> all = registry.models();
-      if (all.size() == 1) return all.front();
+      const std::vector<std::string> all = registry.names();
+      if (all.size() == 1) return model(all.front(), waited);
       std::string names;
-      for (const auto& m : all) names += (names.empty() ? "" : ", ") + m->name();
+      for (const auto& n : all) names += (names.empty() ? "" : ", ") + n;
       throw ApiError::invalid("'model' is required: this server serves " + names, "model");
     }
-    ModelHandle m = registry.find(name);
+    ModelHandle m = registry.acquire(name, waited);
     if (!m) throw ApiError(404, "invalid_request_error", "the model '" + clip_echo(name) + "' does not exist", "model", "model_not_found");
     return m;
   }
@@ -30,8 +31,8 @@ struct ApiContext {
   // count already) against the model it names, if that model is served.
   void count_invalid(const ApiError& e, const std::string& name) const {
     if (e.status() != 400 || e.is_counted()) return;
-    const std::vector<ModelHandle> all = registry.models();
-    const ModelHandle m = name.empty() ? (all.size() == 1 ? all.front() : nullptr) : registry.find(name);
+    const std::vector<std::string> all = registry.names();
+    const ModelHandle m = registry.find(name.empty() && all.size() == 1 ? all.front() : name);
     if (m) m->metrics->count_rejected("invalid");
   }
 };

@@ -4,78 +4,79 @@
 
 #include <algorithm>
 #include <thread>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "engine/core/error.h"
-#include "engine/runtime/tokenizer_texts.h"
 #include "server/serving/api_error.h"
-#include "models/model.h"
-#include "server/serving/model_fingerprint.h"
-#include "server/serving/runner_setup.h"
+#include "server/serving/memory_budget.h"
+#include "server/serving/model_loader.h"
 
 namespace tessera {
 namespace {
 
-// The config's values over the model's own recommendation, each value the
-// model's files held but could not be used said once in the log.
-SamplingDefaults sampling_defaults_for(const ModelConfig& c, const Model& model) {
-  const ModelSamplingDefaults& from_files = model.sampling_defaults();
-  for (const std::string& why : from_files.dropped) spdlog::warn("model {}: sampling recommendation left out: {}", c.name, why);
-  const SamplingDefaults base = c.sampling_defaults_from_model ? from_files.values : SamplingDefaults{};
-  const SamplingDefaults out = base.overridden_by(c.sampling_defaults);
-  spdlog::info("model {}: sampling defaults: {}{}", c.name, out.describe(),
-               c.sampling_defaults_from_model && !from_files.values.empty() ? " (model's recommendation: " + from_files.values.describe() + ")" : "");
-  return out;
-}
+using Clock = std::chrono::steady_clock;
 
-ModelHandle load_one(const ModelConfig& c, size_t index, prometheus::Registry& metrics, ParallelRanks* ranks,
-                     const ModelLoop::FaultListener& on_fault) {
-  // Weights run in their stored types (quantised GGUF blocks, f16/bf16/f32
-  // safetensors); converting them at load is not offered.
-  if (c.dtype != "auto") throw Error("model '" + c.name + "': dtype '" + c.dtype + "' is not supported; use auto (the file's own types)");
-  const auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<ModelRunner> runner = load_runner(c, index, ranks);
-  auto m = std::make_shared<ServedModel>();
-  m->config = c;
-  const int context = runner->model().spec().max_context;
-  m->max_model_len = c.max_model_len > 0 ? std::min(c.max_model_len, context) : context;
-  const std::string template_source = c.chat_template ? *c.chat_template : runner->model().chat_template();
-  if (!template_source.empty()) {
-    try {
-      m->chat_template.emplace(template_source);
-      m->tool_format = tool_call_format_of(template_source);
-    } catch (const std::exception& e) {
-      throw Error("model '" + c.name + "': chat template: " + e.what());
-    }
-  }
-  m->reasoning = reasoning_format_of(c.reasoning_parser, template_source);
-  m->sampling_defaults = sampling_defaults_for(c, runner->model());
-  SchedulerLimits limits;
-  static_cast<SchedulerConfig&>(limits) = c.scheduler;
-  limits.max_model_len = m->max_model_len;
-  ModelLoop::FaultListener named;
-  if (on_fault) named = [on_fault, name = c.name](const std::string& what) { on_fault("model " + name + ": " + what); };
-  std::unique_ptr<DraftModel> draft;
-  if (c.scheduler.speculative.uses_draft_model()) {
-    draft = load_draft_model(c, *runner);
-    spdlog::info("model {}: speculative proposals from the draft model {} ({} KV pages)", c.name,
-                 c.scheduler.speculative.draft_model, draft->runner().kv_cache().n_pages());
-  }
-  m->grammars = std::make_unique<GrammarCompiler>(
-      [model = &runner->model()] { return grammar::tokenizer_texts(model->tokenizer(), size_t(model->spec().vocab_size)); },
-      c.structured_output);
-  m->text_tokenizer = &runner->model().tokenizer();
-  m->hidden_size = runner->model().spec().d_model;
-  m->loop = std::make_unique<ModelLoop>(std::move(runner), limits, std::move(named), std::move(draft));
-  m->created = std::time(nullptr);
-  m->fingerprint = model_fingerprint(c, template_source);
-  m->metrics = std::make_unique<ModelMetrics>(metrics, c.name);
-  spdlog::info("model {} loaded from {} on {} in {:.2f} s (max_model_len {}, {} KV pages of {}, chat template: {})", c.name,
-               c.path, c.device, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), m->max_model_len,
-               m->loop->runner().kv_cache().n_pages(), m->loop->runner().page_size(), m->chat_template ? "yes" : "none");
-  return m;
+std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+
+// Freed weights and buffers go back to the system, so the resident set
+// reflects the models loaded now.
+void return_freed_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
 }
 
 }  // namespace
+
+const char* model_state_name(ModelState state) {
+  switch (state) {
+    case ModelState::kLoaded: return "loaded";
+    case ModelState::kLoading: return "loading";
+    case ModelState::kSleeping: return "sleeping";
+  }
+  return "";
+}
+
+// One configured model. `served`, `state` and `footprint` are guarded by
+// models_mutex_; `last_used` is touched by leases as they are made and
+// released, from any thread.
+struct ModelRegistry::Slot {
+  ModelConfig config;
+  size_t index = 0;
+  ModelState state = ModelState::kSleeping;
+  ModelHandle served;      // while loaded
+  uint64_t footprint = 0;  // the last load's, or the estimate before the first
+  std::atomic<int64_t> last_used{0};
+
+  void touch() { last_used = Clock::now().time_since_epoch().count(); }
+  Clock::time_point last_use() const { return Clock::time_point(Clock::duration(last_used.load())); }
+  // Held by nothing but the slot: no request, no reader.
+  bool idle() const { return state == ModelState::kLoaded && served.use_count() == 1; }
+};
+
+ModelRegistry::ModelRegistry(std::shared_ptr<prometheus::Registry> metrics, RegistryOptions options)
+    : metrics_(std::move(metrics)), options_(options), lifecycle_(*metrics_) {
+  lifecycle_.set_budget(options_.memory_budget_bytes);
+  sweeper_ = std::thread([this] {
+    std::unique_lock lock(sweeper_mutex_);
+    while (!sweeper_wake_.wait_for(lock, std::chrono::seconds(1), [this] { return sweeper_stop_; })) {
+      lock.unlock();
+      sweep_idle();
+      lock.lock();
+    }
+  });
+}
+
+ModelRegistry::~ModelRegistry() {
+  {
+    std::lock_guard lock(sweeper_mutex_);
+    sweeper_stop_ = true;
+  }
+  sweeper_wake_.notify_all();
+  sweeper_.join();
+}
 
 void ModelRegistry::require_serving() const {
   switch (state()) {
@@ -86,15 +87,52 @@ void ModelRegistry::require_serving() const {
   }
 }
 
+ModelHandle ModelRegistry::load_slot(const Slot& slot, ParallelRanks* ranks) {
+  std::lock_guard load_lock(load_mutex_);
+  const auto t0 = Clock::now();
+  try {
+    ModelHandle m = load_served_model(slot.config, slot.index, *metrics_, ranks, on_fault_);
+    lifecycle_.loaded(slot.config.name, std::chrono::duration<double>(Clock::now() - t0).count(), m->footprint_bytes);
+    return m;
+  } catch (...) {
+    lifecycle_.failed(slot.config.name);
+    throw;
+  }
+}
+
+ModelRegistry::SlotPtr ModelRegistry::make_slot(const ModelConfig& config, size_t index) const {
+  auto slot = std::make_shared<Slot>();
+  slot->config = config;
+  slot->index = index;
+  slot->footprint = estimated_footprint_bytes(config);
+  slot->touch();
+  return slot;
+}
+
 void ModelRegistry::load(const std::vector<ModelConfig>& models, ParallelRanks* ranks, const ModelLoop::FaultListener& on_fault) {
   try {
-    std::vector<ModelHandle> loaded;
-    for (size_t i = 0; i < models.size(); ++i) loaded.push_back(load_one(models[i], i, *metrics_, ranks, on_fault));
+    std::vector<SlotPtr> slots;
+    for (size_t i = 0; i < models.size(); ++i) slots.push_back(make_slot(models[i], i));
     {
       std::lock_guard lock(models_mutex_);
-      models_ = std::move(loaded);
+      slots_ = slots;
       parallel_ = ranks != nullptr;
       on_fault_ = on_fault;
+    }
+    uint64_t in_use = 0;
+    for (const SlotPtr& slot : slots) {
+      if (slot->config.load != "startup") continue;
+      const uint64_t budget = options_.memory_budget_bytes;
+      if (budget > 0 && in_use + slot->footprint > budget) {
+        throw Error("model '" + slot->config.name + "' needs about " + mib(slot->footprint) + "; with the startup models before it (" +
+                    mib(in_use) + ") that passes server.memory_budget_mb (" + mib(budget) + ")");
+      }
+      ModelHandle m = load_slot(*slot, ranks);
+      std::lock_guard lock(models_mutex_);
+      slot->footprint = m->footprint_bytes;
+      slot->served = std::move(m);
+      slot->state = ModelState::kLoaded;
+      in_use += slot->footprint;
     }
     state_ = ServingState::kReady;
     publish_health();
@@ -103,6 +141,136 @@ void ModelRegistry::load(const std::vector<ModelConfig>& models, ParallelRanks* 
     publish_health();
     throw;
   }
+}
+
+ModelRegistry::SlotPtr ModelRegistry::slot_named(const std::string& name) const {
+  for (const SlotPtr& s : slots_) {
+    if (s->config.name == name) return s;
+  }
+  return nullptr;
+}
+
+ModelHandle ModelRegistry::lease(const SlotPtr& slot) const {
+  slot->touch();
+  ModelHandle held = slot->served;
+  ServedModel* model = held.get();
+  // The lease keeps the model (through `held`) and marks when it was last used.
+  return ModelHandle(model, [slot, held = std::move(held)](ServedModel*) mutable {
+    slot->touch();
+    held.reset();
+  });
+}
+
+ModelHandle ModelRegistry::acquire(const std::string& name, LoadWait* waited) {
+  const ServingState serving = state_.load();
+  if (serving == ServingState::kLoading || serving == ServingState::kFailed) return nullptr;
+  const auto start = Clock::now();
+  const auto deadline = start + options_.load_timeout;
+  std::unique_lock lock(models_mutex_);
+  for (bool waited_here = false;; waited_here = true) {
+    const SlotPtr slot = slot_named(name);
+    if (!slot) {
+      for (const auto& m : retiring_) {
+        if (m->name() == name) return m;
+      }
+      return nullptr;
+    }
+    if (slot->state == ModelState::kLoaded) {
+      if (waited && waited_here) waited->seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      return lease(slot);
+    }
+    require_serving();  // reads only the state
+    if (slot->state == ModelState::kLoading) {
+      if (slots_changed_.wait_until(lock, deadline) == std::cv_status::timeout && slot->state == ModelState::kLoading) {
+        throw ApiError(503, "server_error", "the model '" + name + "' is still loading after " +
+                                                std::to_string(options_.load_timeout.count() / 1000) + " s (server.model_load_timeout_s)");
+      }
+      continue;
+    }
+    load_on_demand(slot, lock, deadline);
+  }
+}
+
+void ModelRegistry::load_on_demand(const SlotPtr& slot, std::unique_lock<std::mutex>& lock, Clock::time_point deadline) {
+  const uint64_t budget = options_.memory_budget_bytes;
+  EvictionPlan plan;
+  for (;;) {
+    std::vector<ResidentModel> resident;
+    for (const SlotPtr& s : slots_) {
+      if (s->state != ModelState::kSleeping) resident.push_back({s->config.name, s->footprint, s->idle(), s->last_use()});
+    }
+    for (const ModelHandle& m : retiring_) resident.push_back({m->name(), m->footprint_bytes, false, {}});
+    plan = plan_eviction(budget, slot->footprint, resident);
+    if (plan.fits) break;
+    require_serving();
+    const std::string name = slot->config.name;
+    if (!plan.fits_when_idle) {
+      throw ApiError(503, "server_error", "the model '" + name + "' needs about " + mib(slot->footprint) +
+                                              ", more than server.memory_budget_mb (" + mib(budget) + ")");
+    }
+    if (Clock::now() >= deadline) {
+      throw ApiError(503, "server_error", "the model '" + name + "' cannot be loaded: the memory budget (" + mib(budget) +
+                                              ") is held by models serving requests");
+    }
+    // Requests end without a word to the registry: look again shortly.
+    slots_changed_.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(100)));
+    if (slot->state != ModelState::kSleeping || slot_named(name) != slot) return;  // another request took it on
+  }
+  std::vector<ModelHandle> victims;
+  for (const std::string& name : plan.unload) {
+    const SlotPtr s = slot_named(name);
+    victims.push_back(std::move(s->served));
+    s->served.reset();
+    s->state = ModelState::kSleeping;
+  }
+  slot->state = ModelState::kLoading;
+  lock.unlock();
+  unload(std::move(victims), "memory_budget");
+  ModelHandle loaded;
+  std::string error;
+  try {
+    loaded = load_slot(*slot, nullptr);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  lock.lock();
+  slots_changed_.notify_all();
+  if (!loaded) {
+    slot->state = ModelState::kSleeping;
+    throw ApiError(503, "server_error", "the model '" + slot->config.name + "' failed to load: " + error);
+  }
+  slot->footprint = loaded->footprint_bytes;
+  slot->served = std::move(loaded);
+  slot->state = ModelState::kLoaded;
+}
+
+void ModelRegistry::unload(std::vector<ModelHandle> models, const std::string& reason) {
+  if (models.empty()) return;
+  for (const ModelHandle& m : models) {
+    spdlog::info("model {} unloaded ({}): {} freed", m->name(), reason, mib(m->footprint_bytes));
+    m->loop->drain(std::chrono::milliseconds(0), "model '" + m->name() + "' was unloaded (" + reason + ")");
+    m->metrics->clear_gauges();
+    lifecycle_.unloaded(m->name(), reason);
+  }
+  models.clear();
+  return_freed_memory();
+}
+
+void ModelRegistry::sweep_idle() {
+  if (state_.load() != ServingState::kReady) return;
+  std::vector<ModelHandle> idle;
+  {
+    std::lock_guard lock(models_mutex_);
+    const auto now = Clock::now();
+    for (const SlotPtr& s : slots_) {
+      const double keep_alive = s->config.keep_alive_s;
+      if (keep_alive < 0.0 || !s->idle() || std::chrono::duration<double>(now - s->last_use()).count() < keep_alive) continue;
+      idle.push_back(std::move(s->served));
+      s->served.reset();
+      s->state = ModelState::kSleeping;
+    }
+  }
+  unload(std::move(idle), "idle");
 }
 
 std::string ReloadReport::describe() const {
@@ -123,47 +291,60 @@ ReloadReport ModelRegistry::reload(const std::vector<ModelConfig>& wanted, std::
   std::lock_guard reload_lock(reload_mutex_);
   if (state_.load() != ServingState::kReady) throw Error("reload: the server is " + state_name() + ", not ready");
   if (parallel_) throw Error("reload: models served by parallel ranks cannot be reloaded; restart the group");
-  const std::vector<ModelHandle> current = models();
-  const auto current_named = [&current](const std::string& name) -> ModelHandle {
-    for (const auto& m : current) {
-      if (m->name() == name) return m;
-    }
-    return nullptr;
-  };
+  std::vector<SlotPtr> current;
+  {
+    std::lock_guard lock(models_mutex_);
+    current = slots_;
+  }
   ReloadReport report;
   // Everything new or changed loads before anything is switched: a failure
   // leaves the served list as it was.
-  std::vector<ModelHandle> next;
+  std::vector<SlotPtr> next;
   for (size_t i = 0; i < wanted.size(); ++i) {
-    const ModelHandle same = current_named(wanted[i].name);
-    if (same && same->config == wanted[i]) {
-      next.push_back(same);
+    const auto same = std::find_if(current.begin(), current.end(), [&](const SlotPtr& s) { return s->config.name == wanted[i].name; });
+    if (same != current.end() && (*same)->config == wanted[i]) {
+      next.push_back(*same);
       report.kept.push_back(wanted[i].name);
       continue;
     }
-    (same ? report.replaced : report.added).push_back(wanted[i].name);
-    try {
-      next.push_back(load_one(wanted[i], i, *metrics_, nullptr, on_fault_));
-    } catch (const std::exception& e) {
-      throw Error(std::string("reload: ") + e.what());
+    (same != current.end() ? report.replaced : report.added).push_back(wanted[i].name);
+    SlotPtr slot = make_slot(wanted[i], i);
+    if (wanted[i].load == "startup") {
+      try {
+        slot->served = load_slot(*slot, nullptr);
+      } catch (const std::exception& e) {
+        throw Error(std::string("reload: ") + e.what());
+      }
+      slot->footprint = slot->served->footprint_bytes;
+      slot->state = ModelState::kLoaded;
     }
+    next.push_back(std::move(slot));
   }
   std::vector<ModelHandle> retired;
-  for (const auto& m : current) {
-    if (std::find(next.begin(), next.end(), m) != next.end()) continue;
-    retired.push_back(m);
-    if (std::find(report.replaced.begin(), report.replaced.end(), m->name()) == report.replaced.end()) {
-      report.removed.push_back(m->name());
-    }
-  }
   {
     std::lock_guard lock(models_mutex_);
     // A drain that began while the new models loaded wins: they are dropped.
     if (state_.load() != ServingState::kReady) throw Error("reload: the server began to " + state_name() + " meanwhile");
-    models_ = std::move(next);
+    for (const SlotPtr& s : slots_) {
+      if (std::find(next.begin(), next.end(), s) != next.end()) continue;
+      if (std::find(report.replaced.begin(), report.replaced.end(), s->config.name) == report.replaced.end()) {
+        report.removed.push_back(s->config.name);
+      }
+      if (!s->served) continue;  // asleep (or loading: its request keeps that copy)
+      retired.push_back(std::move(s->served));
+      s->served.reset();
+      s->state = ModelState::kSleeping;
+    }
+    slots_ = next;
     retiring_.insert(retiring_.end(), retired.begin(), retired.end());
+    slots_changed_.notify_all();
   }
   publish_health();
+  retire(retired, report, drain_timeout);
+  return report;
+}
+
+void ModelRegistry::retire(const std::vector<ModelHandle>& retired, const ReloadReport& report, std::chrono::milliseconds drain_timeout) {
   std::vector<std::thread> drains;
   for (const auto& m : retired) {
     drains.emplace_back([&m, drain_timeout] { m->loop->drain(drain_timeout, "model '" + m->name() + "' was unloaded by a config reload"); });
@@ -173,12 +354,15 @@ ReloadReport ModelRegistry::reload(const std::vector<ModelConfig>& wanted, std::
     std::lock_guard lock(models_mutex_);
     std::erase_if(retiring_, [&](const ModelHandle& m) { return std::find(retired.begin(), retired.end(), m) != retired.end(); });
   }
-  // A removed model's gauges would otherwise keep their last values (a
-  // replaced one shares them with its successor).
   for (const auto& m : retired) {
-    if (std::find(report.removed.begin(), report.removed.end(), m->name()) != report.removed.end()) m->metrics->clear_gauges();
+    // A removed model's gauges would otherwise keep their last values (a
+    // replaced one shares them with its successor).
+    const bool removed = std::find(report.removed.begin(), report.removed.end(), m->name()) != report.removed.end();
+    if (removed) m->metrics->clear_gauges();
+    const ModelHandle successor = removed ? nullptr : find(m->name());
+    lifecycle_.unloaded(m->name(), "reload", successor ? successor->footprint_bytes : 0);
   }
-  return report;
+  return_freed_memory();
 }
 
 void ModelRegistry::set_health_listener(std::function<void(bool)> listener) {
@@ -197,17 +381,34 @@ void ModelRegistry::publish_health() {
 ModelHandle ModelRegistry::find(const std::string& name) const {
   if (state_.load() == ServingState::kLoading || state_.load() == ServingState::kFailed) return nullptr;
   std::lock_guard lock(models_mutex_);
-  for (const auto* list : {&models_, &retiring_}) {
-    for (const auto& m : *list) {
-      if (m->name() == name) return m;
-    }
+  if (const SlotPtr slot = slot_named(name); slot && slot->served) return slot->served;
+  for (const auto& m : retiring_) {
+    if (m->name() == name) return m;
   }
   return nullptr;
 }
 
 std::vector<ModelHandle> ModelRegistry::models() const {
   std::lock_guard lock(models_mutex_);
-  return models_;
+  std::vector<ModelHandle> out;
+  for (const SlotPtr& s : slots_) {
+    if (s->served) out.push_back(s->served);
+  }
+  return out;
+}
+
+std::vector<ModelStatus> ModelRegistry::statuses() const {
+  std::lock_guard lock(models_mutex_);
+  std::vector<ModelStatus> out;
+  for (const SlotPtr& s : slots_) out.push_back({s->config.name, s->state, s->served});
+  return out;
+}
+
+std::vector<std::string> ModelRegistry::names() const {
+  std::lock_guard lock(models_mutex_);
+  std::vector<std::string> out;
+  for (const SlotPtr& s : slots_) out.push_back(s->config.name);
+  return out;
 }
 
 bool ModelRegistry::healthy() const {
@@ -239,6 +440,7 @@ void ModelRegistry::drain(std::chrono::milliseconds timeout) {
   {
     std::lock_guard lock(models_mutex_);
     all.insert(all.end(), retiring_.begin(), retiring_.end());
+    slots_changed_.notify_all();  // requests waiting for a load hear of it
   }
   std::vector<std::thread> drains;
   for (const auto& m : all) drains.emplace_back([&m, timeout] { m->loop->drain(timeout); });

@@ -32,6 +32,7 @@ struct ServedModel {
   // The model's tokenizer, owned by the model `loop` runs; set at load.
   const Tokenizer* text_tokenizer = nullptr;
   int hidden_size = 0;  // the width of its embeddings
+  uint64_t footprint_bytes = 0;  // counted against server.memory_budget_mb (model_loader.h)
 
   const std::string& name() const { return config.name; }
   const Tokenizer& tokenizer() const { return *text_tokenizer; }

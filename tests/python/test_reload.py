@@ -13,6 +13,7 @@ import openai
 import pytest
 
 from daemon import Daemon
+from streaming import stream_once
 
 
 def config(smollm2, entries):
@@ -54,22 +55,6 @@ def daemon(tessera_bin, smollm2):
     d = Daemon(tessera_bin, [], config(smollm2, [("a", 24), ("b", 24), ("k", 24)]))
     yield d
     assert d.stop() == 0, d.log_text()
-
-
-def stream_once(client, model):
-    """One streamed completion: ("complete", text) or ("error", what), exactly one."""
-    try:
-        text, finish = "", None
-        for chunk in client.completions.create(model=model, prompt="Once upon a time", max_tokens=24, temperature=0,
-                                               stream=True, extra_body={"ignore_eos": True}):
-            if chunk.choices:
-                text += chunk.choices[0].text
-                finish = chunk.choices[0].finish_reason or finish
-        return ("complete", text) if finish == "length" else ("cut", text)
-    except openai.APIStatusError as e:
-        return ("error", e.status_code)
-    except openai.APIError as e:
-        return ("error", str(e))
 
 
 def test_models_come_and_go_under_streaming_load(daemon, smollm2):

@@ -106,7 +106,9 @@ def test_health_watch_streams_the_status_and_unknown_services_are_named(channel)
 def test_list_models_and_tokenize(pb, channel, daemon):
     gen_pb2, gen_grpc = pb
     stub = gen_grpc.GenerationStub(channel)
-    assert [m.id for m in stub.ListModels(gen_pb2.ListModelsRequest()).models] == ["smollm2"]
+    models = stub.ListModels(gen_pb2.ListModelsRequest()).models
+    assert [(m.id, m.state) for m in models] == [("smollm2", "loaded")]
+    assert models[0].max_model_len > 0
     tokens = stub.Tokenize(gen_pb2.TokenizeRequest(model="smollm2", prompt="Hello world")).tokens
     _, http = daemon.post("/tokenize", {"model": "smollm2", "prompt": "Hello world"})
     assert list(tokens) == http["tokens"]

@@ -60,7 +60,7 @@ TEST(Config, ErrorsNameTheLineTheKeyAndWhatIsAllowed) {
   EXPECT_EQ(error_of("models:\n  - name: a\n    path: x\n    colour: red\n"),
             "test.yaml:4: unknown key 'colour' in models[0] (allowed: name, path, device, dtype, threads, kv_cache, scheduler, "
             "max_model_len, chat_template, parse_special_in_messages, speculative, quantization, structured_output, "
-            "sampling_defaults, reasoning_parser, embeddings)");
+            "sampling_defaults, reasoning_parser, embeddings, load, keep_alive_s)");
   EXPECT_EQ(error_of("server:\n  http_port: 70000\nmodels: [{name: a, path: x}]\n"),
             "test.yaml:2: server.http_port: 70000 is outside 1 to 65535");
   EXPECT_EQ(error_of("server:\n  http_port: eighty\nmodels: [{name: a, path: x}]\n"),
@@ -210,6 +210,32 @@ TEST(Config, AllowedOriginsAreOriginsOrAStar) {
     const std::string error = error_of(std::string("server: {allowed_origins: [") + bad + "]}\nmodels: [{name: a, path: x}]\n");
     EXPECT_NE(error.find("server.allowed_origins"), std::string::npos) << bad << ": " << error;
   }
+}
+
+TEST(Config, OnDemandModelsAndTheMemoryBudget) {
+  const Config c = parse_config("server: {memory_budget_mb: 2048, model_load_timeout_s: 20}\n"
+                                "models:\n"
+                                "  - {name: a, path: x}\n"
+                                "  - {name: b, path: x, load: on_demand}\n"
+                                "  - {name: c, path: x, load: on_demand, keep_alive_s: 5}\n"
+                                "  - {name: d, path: x, keep_alive_s: 60}\n"
+                                "  - {name: e, path: x, load: on_demand, keep_alive_s: -1}\n", "t.yaml");
+  EXPECT_EQ(c.server.memory_budget_mb, 2048);
+  EXPECT_DOUBLE_EQ(c.server.model_load_timeout_s, 20.0);
+  EXPECT_EQ(c.models[0].load, "startup");
+  EXPECT_LT(c.models[0].keep_alive_s, 0.0);  // a startup model stays unless told otherwise
+  EXPECT_EQ(c.models[1].load, "on_demand");
+  EXPECT_DOUBLE_EQ(c.models[1].keep_alive_s, kOnDemandKeepAliveS);
+  EXPECT_DOUBLE_EQ(c.models[2].keep_alive_s, 5.0);
+  EXPECT_DOUBLE_EQ(c.models[3].keep_alive_s, 60.0);
+  EXPECT_LT(c.models[4].keep_alive_s, 0.0);
+  EXPECT_EQ(parse_config("models: [{name: a, path: x}]\n", "t").server.memory_budget_mb, 0);
+  EXPECT_NE(error_of("models: [{name: a, path: x, load: lazy}]\n").find("models[0].load: 'lazy' is not one of startup, on_demand"),
+            std::string::npos);
+  EXPECT_NE(error_of("server: {memory_budget_mb: -1}\nmodels: [{name: a, path: x}]\n").find("server.memory_budget_mb"),
+            std::string::npos);
+  EXPECT_NE(error_of("parallel: {tensor: 2}\nmodels: [{name: a, path: x, load: on_demand}]\n").find("parallel ranks"),
+            std::string::npos);
 }
 
 TEST(Config, ParallelSection) {
