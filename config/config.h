@@ -59,6 +59,11 @@ struct ServerConfig {
   // model_load_timeout_s.
   int64_t memory_budget_mb = 0;
   double model_load_timeout_s = 300.0;
+  // The artifact cache (engine/io/artifact_cache.h): weights quantized at
+  // load are kept here between starts; empty: off. At most cache_max_mib,
+  // the least recently used entries deleted first (0: no limit).
+  std::string cache_dir;
+  int64_t cache_max_mib = 10240;
   // Where backend plugins are loaded from; empty: beside the binary
   // (kernels/backend_plugins.h). TESSERA_BACKEND_DIR, when set, wins.
   std::string backend_dir;

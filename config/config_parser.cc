@@ -125,7 +125,7 @@ class Parser {
                              "max_connections_per_client", "reserved_health_connections", "header_timeout_s",
                              "body_timeout_s", "idle_timeout_s", "write_timeout_s", "grpc_max_concurrent_streams",
                              "api_keys", "admin_key", "tls", "backend_dir", "allowed_origins", "response_store",
-                             "memory_budget_mb", "model_load_timeout_s"});
+                             "memory_budget_mb", "model_load_timeout_s", "cache_dir", "cache_max_mib"});
     text(n, "host", "server", &s->host);
     text(n, "backend_dir", "server", &s->backend_dir);
     integer(n, "http_port", "server", 1, 65535, &s->http_port);
@@ -167,6 +167,8 @@ class Parser {
     number(n, "drain_timeout_s", "server", 0.0, 86400.0, &s->drain_timeout_s);
     integer(n, "memory_budget_mb", "server", 0, int64_t(1) << 30, &s->memory_budget_mb);
     number(n, "model_load_timeout_s", "server", 0.1, 86400.0, &s->model_load_timeout_s);
+    text(n, "cache_dir", "server", &s->cache_dir);
+    integer(n, "cache_max_mib", "server", 0, int64_t(1) << 30, &s->cache_max_mib);
     if (s->http_port == s->grpc_port) fail(n, "server: http_port and grpc_port must differ");
   }
 

@@ -5,7 +5,9 @@
 #include <set>
 
 #include "engine/core/error.h"
+#include "engine/io/content_hash.h"
 #include "quant/dequantize.h"
+#include "quant/int_matrix_codec.h"
 #include "quant/published_formats.h"
 
 namespace tessera {
@@ -16,6 +18,9 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
 }
+
+// The artifact cache's kind for linears quantized at load.
+constexpr const char* kIntMatrixArtifact = "int-matrix";
 
 // Which of a scheme's configurations a linear takes.
 enum class LinearRole : uint8_t { kLayer, kValue, kHead };
@@ -238,12 +243,48 @@ class Binder {
   QuantizedLinear quantize_now(const std::string& name, const SourceTensor& t, int64_t rows, int64_t cols,
                                const quant::IntQuantConfig& config) {
     try {
+      const std::string key = quantization_.cache ? int_matrix_key(t, rows, cols, config) : "";
+      if (!key.empty() && cached_int_matrix(key, rows, cols)) {
+        ++out_.cached_linears;
+        return out_.quantized.back().view(name);
+      }
       const std::vector<float> values = tensor_as_f32(name, t);
       out_.quantized.push_back(quant::quantize_rtn(name, values.data(), rows, cols, config));
+      ++out_.quantized_linears;
+      if (!key.empty()) quantization_.cache->store(kIntMatrixArtifact, key, quant::encode_int_matrix(out_.quantized.back()));
     } catch (const Error& e) {
       throw Error(source_.name() + ": " + e.what());
     }
     return out_.quantized.back().view(name);
+  }
+
+  // The content key of a linear quantized at load: its stored bytes and
+  // format, its shape, every quantization setting and the host ISA.
+  std::string int_matrix_key(const SourceTensor& t, int64_t rows, int64_t cols, const quant::IntQuantConfig& config) const {
+    return ContentHash()
+        .add(kIntMatrixArtifact)
+        .add(dtype_name(t.dtype))
+        .add_number(rows)
+        .add_number(cols)
+        .add(t.data, size_t(t.n_bytes))
+        .add(quant::int_quant_config_bytes(config))
+        .add(quantization_.cache_isa)
+        .hex();
+  }
+
+  // Appends the cached matrix under `key` to out_.quantized; false when
+  // there is none (or it does not decode to this shape: made again).
+  bool cached_int_matrix(const std::string& key, int64_t rows, int64_t cols) {
+    const std::optional<std::string> bytes = quantization_.cache->load(kIntMatrixArtifact, key);
+    if (!bytes) return false;
+    try {
+      quant::IntMatrix m = quant::decode_int_matrix(*bytes);
+      if (m.rows != rows || m.cols != cols) return false;
+      out_.quantized.push_back(std::move(m));
+      return true;
+    } catch (const Error&) {
+      return false;
+    }
   }
 
   const float* converted(const std::string& name, const SourceTensor& t) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/io/artifact_cache.h"
 #include "kernels/backend.h"
 #include "models/architecture.h"
 #include "models/tensor_shard.h"
@@ -56,6 +57,9 @@ struct DecoderWeights {
   std::deque<quant::IntMatrix> quantized;           // linears quantized as they loaded, or unpacked
   std::deque<std::vector<int32_t>> input_orders;    // GPTQ act-order: each unpacked linear's input order
   std::vector<std::shared_ptr<const void>> resident;  // device placements of the tensors above
+  // Linears quantized at load: read from the artifact cache, or made now.
+  int cached_linears = 0;
+  int quantized_linears = 0;
 };
 
 // How the linear weights are quantized: as the checkpoint stores them
@@ -65,6 +69,11 @@ struct DecoderWeights {
 struct LinearQuantization {
   std::optional<quant::SchemeChoice> stored;
   std::optional<quant::SchemeChoice> at_load;
+  // Linears quantized at load are read from here when an earlier start
+  // stored them (keyed by their source bytes, settings and `cache_isa`),
+  // and stored after they are made.
+  const ArtifactCache* cache = nullptr;
+  std::string cache_isa;
 };
 
 // Throws tessera::Error naming the tensor, its shape and the expected shape,

@@ -34,7 +34,8 @@ void Model::load_gguf(Backend& backend, const ModelLoadOptions& options) {
   std::vector<std::string> consumed;
   if (!spec_.rope.freq_factors.empty()) consumed.push_back("rope_freqs.weight");
   quantization_ = options.quantize;
-  weights_ = bind_weights(spec_, arch.gguf_names, source, backend, consumed, {std::nullopt, options.quantize}, options.tensor_rank);
+  weights_ = bind_weights(spec_, arch.gguf_names, source, backend, consumed,
+                          {std::nullopt, options.quantize, options.cache.get(), options.cache_isa}, options.tensor_rank);
   rank_spec_ = tessera::rank_spec(spec_, weights_->shard);
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*gguf_));
   chat_template_ = gguf_->get_string("tokenizer.chat_template").value_or("");
@@ -56,7 +57,8 @@ void Model::load_hf(Backend& backend, const ModelLoadOptions& options) {
   spec_.validate(path_);
   const HfTensorSource source(*hf_);
   if (!spec_.tied_embeddings && !source.find(arch.hf_names.output)) spec_.tied_embeddings = true;
-  LinearQuantization quantization{quant::read_quantization_config(hf_->config(), path_ + "/config.json"), options.quantize};
+  LinearQuantization quantization{quant::read_quantization_config(hf_->config(), path_ + "/config.json"), options.quantize,
+                                  options.cache.get(), options.cache_isa};
   if (quantization.stored && quantization.at_load) {
     throw Error(path_ + ": the checkpoint is already quantized (" + quantization.stored->name + "); drop the quantization option");
   }

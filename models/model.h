@@ -7,6 +7,7 @@
 
 #include "kernels/backend.h"
 #include "models/decoder_spec.h"
+#include "engine/io/artifact_cache.h"
 #include "models/decoder_weights.h"
 #include "models/gguf/gguf_file.h"
 #include "models/hf/hf_model_dir.h"
@@ -23,6 +24,10 @@ struct ModelLoadOptions {
   std::optional<quant::SchemeChoice> quantize;
   // Load only this rank's part of the weights.
   TensorRank tensor_rank;
+  // Where weights quantized at load are kept between starts (null: none),
+  // and the host ISA their keys name.
+  std::shared_ptr<const ArtifactCache> cache;
+  std::string cache_isa;
 };
 
 class Model {

@@ -9,7 +9,7 @@ repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo_root"
 build_dir=${FUZZ_BUILD_DIR:-build-fuzz}
 seconds=${FUZZ_SECONDS:-600}
-targets=${FUZZ_TARGETS:-"gguf_fuzz safetensors_fuzz tokenizer_fuzz hf_tokenizer_fuzz chat_template_fuzz request_fuzz step_plan_fuzz quantization_config_fuzz grammar_compile_fuzz grammar_matcher_fuzz chat_values_fuzz json_schema_fuzz"}
+targets=${FUZZ_TARGETS:-"gguf_fuzz safetensors_fuzz tokenizer_fuzz hf_tokenizer_fuzz chat_template_fuzz request_fuzz step_plan_fuzz quantization_config_fuzz grammar_compile_fuzz grammar_matcher_fuzz chat_values_fuzz json_schema_fuzz artifact_fuzz"}
 
 # -O1 with line tables: what the sanitizers need for exact reports, at
 # about half the compile time of -O2 -g.

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   runners["worker"] = tessera::cli::add_worker_command(app);
   runners["trace-collectives"] = tessera::cli::add_trace_collectives_command(app);
   runners["backends"] = tessera::cli::add_backends_command(app);
+  runners["cache"] = tessera::cli::add_cache_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -21,5 +21,6 @@ Runner add_serve_command(CLI::App& app);
 Runner add_worker_command(CLI::App& app);
 Runner add_trace_collectives_command(CLI::App& app);
 Runner add_backends_command(CLI::App& app);
+Runner add_cache_command(CLI::App& app);
 
 }  // namespace tessera::cli

@@ -26,6 +26,7 @@
 #include "server/http_api.h"
 #include "server/parallel/parallel_serving.h"
 #include "server/serving/config_reload.h"
+#include "server/serving/runner_setup.h"
 
 namespace tessera::cli {
 namespace {
@@ -161,6 +162,13 @@ GrpcOptions grpc_options_of(const ServerConfig& server, const TlsPem& tls) {
   return g;
 }
 
+// The artifact cache the config names, or none.
+std::shared_ptr<const ArtifactCache> artifact_cache_of(const ServerConfig& server) {
+  if (server.cache_dir.empty()) return nullptr;
+  spdlog::info("artifact cache: {} (at most {} MiB)", expand_home(server.cache_dir), server.cache_max_mib);
+  return std::make_shared<ArtifactCache>(expand_home(server.cache_dir), uint64_t(server.cache_max_mib) << 20);
+}
+
 int wait_for_signal(const sigset_t& set) {
   int sig = 0;
   while (sigwait(&set, &sig) != 0) {
@@ -194,7 +202,8 @@ int run_serve(const ServeOptions& o) {
   ParallelServing parallel(config);
   auto metrics = std::make_shared<prometheus::Registry>();
   ModelRegistry registry(metrics, {.memory_budget_bytes = uint64_t(config.server.memory_budget_mb) << 20,
-                                   .load_timeout = std::chrono::milliseconds(int64_t(config.server.model_load_timeout_s * 1000))});
+                                   .load_timeout = std::chrono::milliseconds(int64_t(config.server.model_load_timeout_s * 1000)),
+                                   .cache = artifact_cache_of(config.server)});
   ApiLimits limits;
   limits.max_n = config.server.max_n;
   limits.max_stop_strings = config.server.max_stop_strings;

@@ -61,9 +61,9 @@ uint64_t checkpoint_bytes(const std::string& path) {
 }
 
 uint64_t estimated_footprint_bytes(const ModelConfig& c) {
-  const uint64_t weights = checkpoint_bytes(c.path);
+  const uint64_t weights = checkpoint_bytes(expand_home(c.path));
   uint64_t total = weights + uint64_t(double(weights) * quantized_fraction(c.quantization.scheme));
-  if (c.scheduler.speculative.uses_draft_model()) total += checkpoint_bytes(c.scheduler.speculative.draft_model);
+  if (c.scheduler.speculative.uses_draft_model()) total += checkpoint_bytes(expand_home(c.scheduler.speculative.draft_model));
   total += c.kv_cache.memory_fraction > 0.0 ? uint64_t(c.kv_cache.memory_fraction * double(physical_memory_bytes()))
                                             : uint64_t(c.kv_cache.budget_mb) << 20;
   return total + kActivationAllowanceBytes;
@@ -77,13 +77,14 @@ uint64_t process_resident_bytes() {
 }
 
 std::shared_ptr<ServedModel> load_served_model(const ModelConfig& c, size_t index, prometheus::Registry& metrics,
-                                               ParallelRanks* ranks, const ModelLoop::FaultListener& on_fault) {
+                                               ParallelRanks* ranks, const ModelLoop::FaultListener& on_fault,
+                                               std::shared_ptr<const ArtifactCache> cache) {
   // Weights run in their stored types (quantised GGUF blocks, f16/bf16/f32
   // safetensors); converting them at load is not offered.
   if (c.dtype != "auto") throw Error("model '" + c.name + "': dtype '" + c.dtype + "' is not supported; use auto (the file's own types)");
   const auto t0 = std::chrono::steady_clock::now();
   const uint64_t resident_before = process_resident_bytes();
-  std::unique_ptr<ModelRunner> runner = load_runner(c, index, ranks);
+  std::unique_ptr<ModelRunner> runner = load_runner(c, index, ranks, std::move(cache));
   auto m = std::make_shared<ServedModel>();
   m->config = c;
   const int context = runner->model().spec().max_context;
@@ -119,6 +120,10 @@ std::shared_ptr<ServedModel> load_served_model(const ModelConfig& c, size_t inde
   m->created = std::time(nullptr);
   m->fingerprint = model_fingerprint(c, template_source);
   m->metrics = std::make_unique<ModelMetrics>(metrics, c.name);
+  if (const DecoderWeights& w = m->loop->runner().model().weights(); w.cached_linears + w.quantized_linears > 0) {
+    spdlog::info("model {}: {} linears quantized at load, {} read from the artifact cache", c.name, w.quantized_linears,
+                 w.cached_linears);
+  }
   const uint64_t resident_after = process_resident_bytes();
   m->footprint_bytes = std::max(estimated_footprint_bytes(c), resident_after > resident_before ? resident_after - resident_before : 0);
   spdlog::info("model {} loaded from {} on {} in {:.2f} s (max_model_len {}, {} KV pages of {}, chat template: {}, {} MiB counted)",

@@ -15,8 +15,10 @@ namespace tessera {
 // fault. Throws tessera::Error naming the model. Its footprint_bytes is the
 // larger of the estimate below and the growth of the process's resident
 // memory while it loaded (so loads are best made one at a time).
+// With `cache`, weights quantized at load come from (and go to) it.
 std::shared_ptr<ServedModel> load_served_model(const ModelConfig& config, size_t index, prometheus::Registry& metrics,
-                                               ParallelRanks* ranks, const ModelLoop::FaultListener& on_fault);
+                                               ParallelRanks* ranks, const ModelLoop::FaultListener& on_fault,
+                                               std::shared_ptr<const ArtifactCache> cache = nullptr);
 
 // What a model will hold, known before it loads: its checkpoint files (a
 // copy more of the quantized part when it is quantized at load, since the

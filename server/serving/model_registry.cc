@@ -91,7 +91,7 @@ ModelHandle ModelRegistry::load_slot(const Slot& slot, ParallelRanks* ranks) {
   std::lock_guard load_lock(load_mutex_);
   const auto t0 = Clock::now();
   try {
-    ModelHandle m = load_served_model(slot.config, slot.index, *metrics_, ranks, on_fault_);
+    ModelHandle m = load_served_model(slot.config, slot.index, *metrics_, ranks, on_fault_, options_.cache);
     lifecycle_.loaded(slot.config.name, std::chrono::duration<double>(Clock::now() - t0).count(), m->footprint_bytes);
     return m;
   } catch (...) {

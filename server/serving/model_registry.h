@@ -54,6 +54,7 @@ struct LoadWait {
 struct RegistryOptions {
   uint64_t memory_budget_bytes = 0;  // 0: no limit
   std::chrono::milliseconds load_timeout{300000};
+  std::shared_ptr<const ArtifactCache> cache;  // for weights quantized at load; null: none
 };
 
 class ModelRegistry {

@@ -4,6 +4,7 @@
 
 #include "engine/core/error.h"
 #include "kernels/backend_registry.h"
+#include "kernels/cpu/runtime/isa.h"
 #include "quant/schemes.h"
 
 namespace tessera {
@@ -29,17 +30,21 @@ std::shared_ptr<Backend> backend_of(const ModelConfig& c) {
   }
 }
 
-// "~/x" under $HOME.
+}  // namespace
+
 std::string expand_home(const std::string& path) {
   if (path.rfind("~/", 0) != 0) return path;
   const char* home = std::getenv("HOME");
   return std::string(home ? home : "") + path.substr(1);
 }
 
-}  // namespace
-
-std::unique_ptr<ModelRunner> load_runner(const ModelConfig& c, size_t index, ParallelRanks* ranks) {
+std::unique_ptr<ModelRunner> load_runner(const ModelConfig& c, size_t index, ParallelRanks* ranks,
+                                         std::shared_ptr<const ArtifactCache> cache) {
   RunnerConfig rc = runner_config_of(c);
+  if (cache) {
+    rc.load.cache = std::move(cache);
+    rc.load.cache_isa = cpu::detect_isa().best_level();
+  }
   std::shared_ptr<Backend> backend = backend_of(c);
   Communicator* comm = nullptr;
   if (ranks) {
