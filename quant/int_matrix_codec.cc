@@ -45,6 +45,7 @@ class Reader {
  private:
   void take(void* out, uint64_t n) {
     if (n > bytes_.size() - at_) throw Error("cached int matrix: ends early");
+    if (n == 0) return;  // an empty array's data() may be null
     std::memcpy(out, bytes_.data() + at_, n);
     at_ += n;
   }
@@ -81,7 +82,10 @@ IntMatrix decode_int_matrix(const std::string& bytes) {
   m.rows = r.get<int64_t>();
   m.cols = r.get<int64_t>();
   const bool int4 = m.scheme.storage == DType::kInt4;
-  if ((!int4 && m.scheme.storage != DType::kI8) || m.rows <= 0 || m.cols <= 0 || m.scheme.group_size <= 0 || (int4 && m.cols % 2)) {
+  // No real matrix has a side of 2^31; bounding them keeps the arithmetic below in range.
+  constexpr int64_t kMaxSide = int64_t(1) << 31;
+  if ((!int4 && m.scheme.storage != DType::kI8) || m.rows <= 0 || m.cols <= 0 || m.rows > kMaxSide || m.cols > kMaxSide ||
+      m.scheme.group_size <= 0 || (int4 && m.cols % 2)) {
     throw Error("cached int matrix: not an int8 or int4 matrix of a valid shape");
   }
   const std::optional<uint64_t> cells = checked_mul(uint64_t(m.rows), uint64_t(m.cols));

@@ -1,5 +1,8 @@
 // tessera: the inference server and its tools, one binary with subcommands.
 #include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <cstdio>
 #include <exception>
 #include <map>
@@ -10,6 +13,8 @@
 
 int main(int argc, char** argv) {
   tessera::cli::install_fatal_signal_handlers();
+  // Logs go to stderr: stdout carries each command's output (JSON, text, ids).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("tessera"));
   CLI::App app{"Tessera: LLM inference server"};
   app.require_subcommand(1);
   std::map<std::string, tessera::cli::Runner> runners;

@@ -1,25 +1,18 @@
 #include "kernels/xpu/kernel_program.h"
 
-#include <unistd.h>
-
-#include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/io/artifact_cache.h"
+#include "engine/io/content_hash.h"
 #include "kernels/xpu/program_source.h"
 
 namespace tessera::xpu {
 namespace {
 
-uint64_t fnv1a(std::string_view text) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (unsigned char c : text) hash = (hash ^ c) * 0x100000001b3ull;
-  return hash;
-}
+// The artifact cache's kind for built programs.
+constexpr const char* kProgramArtifact = "opencl-program";
 
 std::string build_options(const OpenclDevice& device) {
   // OpenCL C 1.2 is what every driver compiles. Division and square root
@@ -52,15 +45,19 @@ std::string kernel_cache_dir() {
 KernelProgram::KernelProgram(const OpenclDevice& device, cl_context context) {
   const std::string source = program_source(), options = build_options(device);
   const std::string dir = kernel_cache_dir();
-  char key[17];
-  std::snprintf(key, sizeof(key), "%016llx",
-                static_cast<unsigned long long>(fnv1a(device.platform_name + '\n' + device.name + '\n' + device.driver_version +
-                                                      '\n' + options + '\n' + source)));
-  const std::string path = dir.empty() ? std::string() : dir + "/" + key + ".bin";
-  loaded_from_cache_ = !path.empty() && load_cached(device, context, path, options);
+  const std::string key = ContentHash()
+                              .add(kProgramArtifact)
+                              .add(device.platform_name)
+                              .add(device.name)
+                              .add(device.driver_version)
+                              .add(options)
+                              .add(source)
+                              .hex();
+  const ArtifactCache cache(dir);
+  loaded_from_cache_ = !dir.empty() && load_cached(device, context, cache, key, options);
   if (!loaded_from_cache_) {
     build_from_source(device, context, source, options);
-    if (!path.empty()) store(path);
+    if (!dir.empty()) store(cache, key);
   }
   cl_uint count = 0;
   check(clCreateKernelsInProgram(program_.get(), 0, nullptr, &count), "list kernels");
@@ -76,14 +73,12 @@ KernelProgram::KernelProgram(const OpenclDevice& device, cl_context context) {
   }
 }
 
-bool KernelProgram::load_cached(const OpenclDevice& device, cl_context context, const std::string& path,
+bool KernelProgram::load_cached(const OpenclDevice& device, cl_context context, const ArtifactCache& cache, const std::string& key,
                                 const std::string& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  const std::vector<unsigned char> binary((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (binary.empty()) return false;
-  const unsigned char* data = binary.data();
-  const size_t size = binary.size();
+  const std::optional<std::string> binary = cache.load(kProgramArtifact, key);  // checked against its SHA-256
+  if (!binary || binary->empty()) return false;
+  const auto* data = reinterpret_cast<const unsigned char*>(binary->data());
+  const size_t size = binary->size();
   cl_int binary_status = CL_SUCCESS, status = CL_SUCCESS;
   cl_program program = clCreateProgramWithBinary(context, 1, &device.device, &size, &data, &binary_status, &status);
   if (status != CL_SUCCESS || binary_status != CL_SUCCESS) {
@@ -109,28 +104,14 @@ void KernelProgram::build_from_source(const OpenclDevice& device, cl_context con
   }
 }
 
-// Written beside its final name and renamed, so that a reader never sees
-// half a file; a cache that cannot be written only costs the next start.
-void KernelProgram::store(const std::string& path) const {
+// A cache that cannot be written only costs the next start.
+void KernelProgram::store(const ArtifactCache& cache, const std::string& key) const {
   size_t size = 0;
   if (clGetProgramInfo(program_.get(), CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr) != CL_SUCCESS || size == 0) return;
-  std::vector<unsigned char> binary(size);
-  unsigned char* data = binary.data();
+  std::string binary(size, '\0');
+  auto* data = reinterpret_cast<unsigned char*>(binary.data());
   if (clGetProgramInfo(program_.get(), CL_PROGRAM_BINARIES, sizeof(data), &data, nullptr) != CL_SUCCESS) return;
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  const std::string partial = path + "." + std::to_string(getpid()) + ".partial";
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    if (!out) return;
-    out.write(reinterpret_cast<const char*>(binary.data()), std::streamsize(binary.size()));
-    if (!out) {
-      std::filesystem::remove(partial, ec);
-      return;
-    }
-  }
-  std::filesystem::rename(partial, path, ec);
-  if (ec) std::filesystem::remove(partial, ec);
+  cache.store(kProgramArtifact, key, binary);
 }
 
 cl_kernel KernelProgram::kernel(std::string_view name) const {

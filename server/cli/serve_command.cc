@@ -165,6 +165,9 @@ GrpcOptions grpc_options_of(const ServerConfig& server, const TlsPem& tls) {
 // The artifact cache the config names, or none.
 std::shared_ptr<const ArtifactCache> artifact_cache_of(const ServerConfig& server) {
   if (server.cache_dir.empty()) return nullptr;
+  // Device programs built at run time (the XPU backend's) go there too,
+  // unless TESSERA_KERNEL_CACHE names a folder of their own.
+  setenv("TESSERA_KERNEL_CACHE", expand_home(server.cache_dir).c_str(), 0);
   spdlog::info("artifact cache: {} (at most {} MiB)", expand_home(server.cache_dir), server.cache_max_mib);
   return std::make_shared<ArtifactCache>(expand_home(server.cache_dir), uint64_t(server.cache_max_mib) << 20);
 }
@@ -198,12 +201,13 @@ int run_serve(const ServeOptions& o) {
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
 
   Config config = resolve_config(o);
+  std::shared_ptr<const ArtifactCache> cache = artifact_cache_of(config.server);  // before any backend builds a program
   log_backends(config.server.backend_dir);
   ParallelServing parallel(config);
   auto metrics = std::make_shared<prometheus::Registry>();
   ModelRegistry registry(metrics, {.memory_budget_bytes = uint64_t(config.server.memory_budget_mb) << 20,
                                    .load_timeout = std::chrono::milliseconds(int64_t(config.server.model_load_timeout_s * 1000)),
-                                   .cache = artifact_cache_of(config.server)});
+                                   .cache = std::move(cache)});
   ApiLimits limits;
   limits.max_n = config.server.max_n;
   limits.max_stop_strings = config.server.max_stop_strings;

@@ -125,9 +125,12 @@ def test_built_kernels_are_kept_on_disk_and_a_damaged_copy_is_rebuilt(tessera_bi
     cache = tmp_path / "kernels"
     env = dict(os.environ, TESSERA_KERNEL_CACHE=str(cache))
     assert "kernels from cache" not in xpu_description(tessera_bin, env)
-    [built] = list(cache.glob("*.bin"))
+    [built] = list((cache / "opencl-program").iterdir())  # an artifact cache entry (engine/io/artifact_cache.h)
     assert built.stat().st_size > 0
     assert "kernels from cache" in xpu_description(tessera_bin, env)
-    built.write_bytes(b"\x7fELF damaged")
+    assert run([tessera_bin, "cache", "verify", "--dir", cache], env=env).returncode == 0
+    damaged = bytearray(built.read_bytes())
+    damaged[-100] ^= 0xff
+    built.write_bytes(bytes(damaged))
     assert "kernels from cache" not in xpu_description(tessera_bin, env)
     assert "kernels from cache" in xpu_description(tessera_bin, env)
