@@ -2,7 +2,16 @@
 
 #include <algorithm>
 
+#include "engine/grammar/position_table_codec.h"
+#include "engine/io/content_hash.h"
+
 namespace tessera::grammar {
+namespace {
+
+// The artifact cache's kind for position tables.
+constexpr const char* kTableArtifact = "grammar-table";
+
+}  // namespace
 
 std::string reachable_form(const Grammar& grammar, uint32_t position, size_t max_bytes) {
   std::string form;
@@ -52,12 +61,35 @@ void front_code_context_tokens(const TokenVocabulary& vocab, PositionTable& tabl
   }
 }
 
+void TableStore::persist_to(std::shared_ptr<const ArtifactCache> cache, std::string vocab_digest, size_t vocab_size) {
+  std::lock_guard lock(mutex_);
+  cache_ = std::move(cache);
+  vocab_digest_ = std::move(vocab_digest);
+  vocab_size_ = vocab_size;
+}
+
+std::string TableStore::cache_key(const std::string& form) const {
+  return ContentHash().add(kTableArtifact).add(vocab_digest_).add(form).hex();
+}
+
 std::shared_ptr<const PositionTable> TableStore::find(const std::string& form) {
   std::lock_guard lock(mutex_);
   auto found = index_.find(form);
-  if (found == index_.end()) return nullptr;
-  entries_.splice(entries_.end(), entries_, found->second);
-  return found->second->second;
+  if (found != index_.end()) {
+    entries_.splice(entries_.end(), entries_, found->second);
+    return found->second->second;
+  }
+  if (!cache_) return nullptr;
+  const std::optional<std::string> bytes = cache_->load(kTableArtifact, cache_key(form));
+  if (!bytes) return nullptr;
+  try {
+    auto table = std::make_shared<const PositionTable>(decode_position_table(*bytes, vocab_size_));
+    remember(form, table);
+    ++loaded_from_cache_;
+    return table;
+  } catch (const GrammarError&) {
+    return nullptr;  // walked again and stored anew
+  }
 }
 
 size_t TableStore::size() const {
@@ -65,9 +97,19 @@ size_t TableStore::size() const {
   return entries_.size();
 }
 
+size_t TableStore::loaded_from_cache() const {
+  std::lock_guard lock(mutex_);
+  return loaded_from_cache_;
+}
+
 void TableStore::insert(const std::string& form, std::shared_ptr<const PositionTable> table) {
   std::lock_guard lock(mutex_);
   if (index_.count(form)) return;
+  if (cache_) cache_->store(kTableArtifact, cache_key(form), encode_position_table(*table));
+  remember(form, std::move(table));
+}
+
+void TableStore::remember(const std::string& form, std::shared_ptr<const PositionTable> table) {
   if (entries_.size() >= capacity_) {
     index_.erase(entries_.front().first);
     entries_.pop_front();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/grammar/grammar.h"
+#include "engine/io/artifact_cache.h"
 #include "engine/grammar/token_vocabulary.h"
 
 namespace tessera::grammar {
@@ -43,18 +44,31 @@ std::string reachable_form(const Grammar& grammar, uint32_t position, size_t max
 
 // Tables by reachable form, least recently used dropped past `capacity`.
 // One vocabulary per store; safe to share between threads (request threads
-// compile grammars into the same store).
+// compile grammars into the same store). With persist_to(), tables also go
+// to an artifact cache and a form missing here is looked up there, so a
+// vocabulary's common tables are walked once across starts.
 class TableStore {
  public:
   explicit TableStore(size_t capacity = 4096) : capacity_(capacity) {}
+  // `vocab_digest` names the vocabulary (a content hash of its token
+  // texts); `vocab_size` bounds the ids a stored table may hold.
+  void persist_to(std::shared_ptr<const ArtifactCache> cache, std::string vocab_digest, size_t vocab_size);
   std::shared_ptr<const PositionTable> find(const std::string& form);
   void insert(const std::string& form, std::shared_ptr<const PositionTable> table);
   size_t size() const;
+  size_t loaded_from_cache() const;  // tables read back from the artifact cache
 
  private:
   using Entry = std::pair<std::string, std::shared_ptr<const PositionTable>>;
+  std::string cache_key(const std::string& form) const;  // mutex_ held
+  void remember(const std::string& form, std::shared_ptr<const PositionTable> table);  // mutex_ held
+
   mutable std::mutex mutex_;
   size_t capacity_;
+  std::shared_ptr<const ArtifactCache> cache_;
+  std::string vocab_digest_;
+  size_t vocab_size_ = 0;
+  size_t loaded_from_cache_ = 0;
   std::list<Entry> entries_;
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;
 };

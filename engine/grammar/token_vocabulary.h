@@ -41,6 +41,13 @@ class TokenMask {
   void clear() { std::fill(words_.begin(), words_.end(), 0); }
   size_t count() const;
   bool any() const;
+  // The bits, 64 tokens a word: for storing a mask and reading it back.
+  const std::vector<uint64_t>& words() const { return words_; }
+  static TokenMask from_words(std::vector<uint64_t> words) {
+    TokenMask m;
+    m.words_ = std::move(words);
+    return m;
+  }
 
  private:
   std::vector<uint64_t> words_;

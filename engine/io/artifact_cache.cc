@@ -142,8 +142,25 @@ void ArtifactCache::write_entry(const std::string& kind, const std::string& key,
 
 void ArtifactCache::store(const std::string& kind, const std::string& key, const std::string& payload) const {
   if (!is_kind(kind) || !is_hex_key(key)) throw Error("artifact cache: bad kind '" + kind + "' or key");
-  write_entry(kind, key, artifact_file(abi_, key, payload));
-  if (max_bytes_ > 0) prune(max_bytes_, false);
+  const std::string file = artifact_file(abi_, key, payload);
+  write_entry(kind, key, file);
+  if (max_bytes_ > 0) keep_under_limit(file.size());
+}
+
+void ArtifactCache::keep_under_limit(uint64_t added) const {
+  std::lock_guard lock(size_mutex_);
+  if (!approximate_bytes_) {
+    uint64_t total = 0;
+    for (const Entry& e : list()) total += e.bytes;
+    approximate_bytes_ = total;
+  } else {
+    *approximate_bytes_ += added;  // a replaced entry counts twice: errs toward scanning sooner
+  }
+  if (*approximate_bytes_ <= max_bytes_) return;
+  prune(max_bytes_, false);
+  uint64_t total = 0;
+  for (const Entry& e : list()) total += e.bytes;
+  approximate_bytes_ = total;
 }
 
 std::vector<ArtifactCache::Entry> ArtifactCache::list() const {
@@ -221,6 +238,7 @@ ArtifactCache::Transfer ArtifactCache::import_from(const fs::path& archive) cons
   std::ifstream in(archive, std::ios::binary);
   if (!in) throw Error(archive.string() + ": cannot open");
   Transfer t;
+  uint64_t imported_bytes = 0;
   read_tar(in, archive.string(), kMaxEntryBytes, [&](const std::string& name, std::string&& file) {
     const size_t slash = name.find('/');
     const std::string kind = name.substr(0, slash), key = slash == std::string::npos ? "" : name.substr(slash + 1);
@@ -231,10 +249,11 @@ ArtifactCache::Transfer ArtifactCache::import_from(const fs::path& archive) cons
       ++t.other_build;
     } else {
       write_entry(kind, key, file);
+      imported_bytes += file.size();
       ++t.copied;
     }
   });
-  if (max_bytes_ > 0) prune(max_bytes_, false);
+  if (max_bytes_ > 0) keep_under_limit(imported_bytes);
   return t;
 }
 

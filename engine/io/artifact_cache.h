@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -78,9 +79,15 @@ class ArtifactCache {
   std::filesystem::path entry_path(const std::string& kind, const std::string& key) const;
   void write_entry(const std::string& kind, const std::string& key, const std::string& file) const;
 
+  // Keeps the folder under max_bytes_ after `added` more bytes, scanning it
+  // only when a running count (seeded by one scan) says it may be over.
+  void keep_under_limit(uint64_t added) const;
+
   std::filesystem::path dir_;
   uint64_t max_bytes_;
   std::string abi_;
+  mutable std::mutex size_mutex_;
+  mutable std::optional<uint64_t> approximate_bytes_;  // guarded by size_mutex_
 };
 
 // An entry file holding `payload` under `key` for build `abi`.

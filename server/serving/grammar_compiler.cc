@@ -1,11 +1,13 @@
 #include "server/serving/grammar_compiler.h"
 
 #include <openssl/sha.h>
+#include <spdlog/spdlog.h>
 #include <time.h>
 
 #include <exception>
 
 #include "engine/grammar/gbnf_parser.h"
+#include "engine/io/content_hash.h"
 #include "server/serving/api_error.h"
 #include "server/serving/low_priority.h"
 
@@ -36,11 +38,22 @@ class SlotsTaken : public std::exception {};
 
 }  // namespace
 
-GrammarCompiler::GrammarCompiler(std::function<std::vector<std::string>()> vocabulary, const StructuredOutputConfig& config)
-    : vocabulary_source_(std::move(vocabulary)), config_(config) {}
+GrammarCompiler::GrammarCompiler(std::function<std::vector<std::string>()> vocabulary, const StructuredOutputConfig& config,
+                                 std::shared_ptr<const ArtifactCache> cache)
+    : vocabulary_source_(std::move(vocabulary)), config_(config), cache_(std::move(cache)) {}
 
 std::shared_ptr<const grammar::TokenVocabulary> GrammarCompiler::vocabulary() {
-  std::call_once(vocab_once_, [&] { vocab_ = std::make_shared<const grammar::TokenVocabulary>(vocabulary_source_()); });
+  std::call_once(vocab_once_, [&] {
+    std::vector<std::string> texts = vocabulary_source_();
+    if (cache_) {
+      // The vocabulary's name in the cache: every token's bytes, in id order.
+      ContentHash digest;
+      digest.add_number(int64_t(texts.size()));
+      for (const std::string& t : texts) digest.add(t);
+      tables_->persist_to(cache_, digest.hex(), texts.size());
+    }
+    vocab_ = std::make_shared<const grammar::TokenVocabulary>(std::move(texts));
+  });
   return vocab_;
 }
 
@@ -69,10 +82,14 @@ GrammarCompiler::Outcome GrammarCompiler::build(std::string gbnf, double cpu_spe
   Outcome out;
   try {
     grammar::CompiledGrammar compiled(grammar::parse_gbnf(gbnf), vocabulary(), grammar::CompiledGrammarLimits{}, tables_);
+    const size_t from_cache = tables_->loaded_from_cache();
     compiled.initial();  // expands the root: a grammar nesting too deep fails here, not in the model loop
     compiled.build_all_tables([&] {
       if (thread_cpu_seconds() - start > config_.compile_budget_s) throw BudgetExceeded();
     });
+    if (const size_t read = tables_->loaded_from_cache() - from_cache; read > 0) {
+      spdlog::info("output grammar: {} position tables walked, {} read from the artifact cache", compiled.tables_built(), read);
+    }
     out.compiled = {std::move(gbnf), compiled.prepared()};
   } catch (const grammar::GrammarError& e) {
     out = {{}, 400, e.what()};

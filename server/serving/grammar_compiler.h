@@ -31,7 +31,11 @@ class GrammarCompiler {
 
   // `vocabulary` gives the model's token texts (grammar::tokenizer_texts),
   // called once, on the first compilation.
-  GrammarCompiler(std::function<std::vector<std::string>()> vocabulary, const StructuredOutputConfig& config);
+  // With `cache`, the vocabulary's position tables are also kept there
+  // across starts (grammar::TableStore::persist_to).
+  GrammarCompiler(std::function<std::vector<std::string>()> vocabulary, const StructuredOutputConfig& config,
+                  std::shared_ptr<const ArtifactCache> cache = nullptr);
+  size_t tables_from_cache() const { return tables_->loaded_from_cache(); }
 
   // The grammar `lower` writes for a constraint that `identity` names (any
   // text equal for equal constraints), with its tables. ApiError 400
@@ -63,6 +67,7 @@ class GrammarCompiler {
 
   std::function<std::vector<std::string>()> vocabulary_source_;
   StructuredOutputConfig config_;
+  std::shared_ptr<const ArtifactCache> cache_;
   std::once_flag vocab_once_;
   std::shared_ptr<const grammar::TokenVocabulary> vocab_;
   std::shared_ptr<grammar::TableStore> tables_ = std::make_shared<grammar::TableStore>();

@@ -84,7 +84,7 @@ std::shared_ptr<ServedModel> load_served_model(const ModelConfig& c, size_t inde
   if (c.dtype != "auto") throw Error("model '" + c.name + "': dtype '" + c.dtype + "' is not supported; use auto (the file's own types)");
   const auto t0 = std::chrono::steady_clock::now();
   const uint64_t resident_before = process_resident_bytes();
-  std::unique_ptr<ModelRunner> runner = load_runner(c, index, ranks, std::move(cache));
+  std::unique_ptr<ModelRunner> runner = load_runner(c, index, ranks, cache);
   auto m = std::make_shared<ServedModel>();
   m->config = c;
   const int context = runner->model().spec().max_context;
@@ -113,7 +113,7 @@ std::shared_ptr<ServedModel> load_served_model(const ModelConfig& c, size_t inde
   }
   m->grammars = std::make_unique<GrammarCompiler>(
       [model = &runner->model()] { return grammar::tokenizer_texts(model->tokenizer(), size_t(model->spec().vocab_size)); },
-      c.structured_output);
+      c.structured_output, cache);
   m->text_tokenizer = &runner->model().tokenizer();
   m->hidden_size = runner->model().spec().d_model;
   m->loop = std::make_unique<ModelLoop>(std::move(runner), limits, std::move(named), std::move(draft));

@@ -1,6 +1,7 @@
 // libFuzzer target: the artifact cache's inputs from other machines. Any
 // bytes read as an exported archive, as an entry file, or as a cached int
-// matrix either give their contents or a tessera::Error; nothing else.
+// matrix or grammar table either give their contents or a tessera::Error;
+// nothing else.
 #include <cstddef>
 #include <cstdint>
 #include <sstream>
@@ -8,6 +9,8 @@
 
 #include "engine/core/error.h"
 #include "engine/io/artifact_cache.h"
+#include "engine/grammar/grammar.h"
+#include "engine/grammar/position_table_codec.h"
 #include "engine/io/tar_archive.h"
 #include "quant/int_matrix_codec.h"
 
@@ -20,6 +23,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     (void)tessera::quant::decode_int_matrix(bytes);
+  } catch (const tessera::Error&) {
+  }
+  try {
+    (void)tessera::grammar::decode_position_table(bytes, 1000);
   } catch (const tessera::Error&) {
   }
   const tessera::ArtifactCache cache("/nonexistent", 0, std::string(64, 'a'));

@@ -111,3 +111,35 @@ def test_prune_keeps_the_limit(tessera_bin, smollm2, tmp_path):
     shutil.rmtree(store)
     missing = cache(tessera_bin, "ls")
     assert missing.returncode != 0 and "--dir" in missing.stderr + missing.stdout
+
+
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+          "required": ["name", "age"]}
+
+
+def structured_answer(d):
+    status, text, _ = d.request("POST", "/v1/completions", {
+        "model": "g", "prompt": "Ada is 36. As JSON:", "max_tokens": 24, "temperature": 0,
+        "response_format": {"type": "json_schema", "json_schema": {"name": "person", "schema": SCHEMA}}})
+    assert status == 200, text
+    return text[text.index('"choices"'):text.index('"usage"')]
+
+
+def test_grammar_tables_walked_once_are_read_back_on_the_next_start(tessera_bin, smollm2, tmp_path):
+    store = tmp_path / "cache"
+    text = f"server:\n  cache_dir: {store}\nmodels:\n  - name: g\n    path: {smollm2}\n    kv_cache: {{budget_mb: 16}}\n"
+    answers = []
+    for start_number in range(2):
+        d = Daemon(tessera_bin, [], text)
+        try:
+            answers.append(structured_answer(d))
+            read = re.search(r"output grammar: (\d+) position tables walked, (\d+) read from the artifact cache", d.log_text())
+            if start_number == 0:
+                assert read is None, d.log_text()
+                tables = list((store / "grammar-table").iterdir())
+                assert tables, "no grammar table was stored"
+            else:
+                assert read and int(read.group(2)) == len(tables), d.log_text()
+        finally:
+            assert d.stop() == 0, d.log_text()
+    assert answers[0] == answers[1]
