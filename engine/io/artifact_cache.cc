@@ -37,12 +37,15 @@ bool is_kind(const std::string& s) {
          std::all_of(s.begin(), s.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
 }
 
+// The size comes from the opened file, not the path: a writer may rename
+// another file over the path meanwhile.
 std::optional<std::string> read_file(const fs::path& path, uint64_t limit) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return std::nullopt;
-  std::error_code ec;
-  const uint64_t size = fs::file_size(path, ec);
-  if (ec || size > limit) return std::nullopt;
+  const std::streamoff end = in.tellg();
+  if (end < 0 || uint64_t(end) > limit) return std::nullopt;
+  const uint64_t size = uint64_t(end);
+  in.seekg(0);
   std::string bytes(size, '\0');
   if (!in.read(bytes.data(), std::streamsize(size))) return std::nullopt;
   return bytes;
