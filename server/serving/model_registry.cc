@@ -239,6 +239,11 @@ void ModelRegistry::load_on_demand(const SlotPtr& slot, std::unique_lock<std::mu
     slot->state = ModelState::kSleeping;
     throw ApiError(503, "server_error", "the model '" + slot->config.name + "' failed to load: " + error);
   }
+  if (state_.load() != ServingState::kReady) {
+    // The daemon's drain began during the load and did not reach this model:
+    // it refuses work like the others (it has none yet, so this is quick).
+    loaded->loop->drain(std::chrono::milliseconds(0), "the server is shutting down");
+  }
   slot->footprint = loaded->footprint_bytes;
   slot->served = std::move(loaded);
   slot->state = ModelState::kLoaded;
