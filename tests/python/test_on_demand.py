@@ -29,6 +29,19 @@ def estimate(path):
     return os.path.getsize(path) + KV_MB * MiB + 64 * MiB
 
 
+def two_and_a_half(tessera_bin, model):
+    """A budget that holds two copies of `model` and not three: 2.5 times
+    what one copy counts (the larger of the daemon's estimate and what this
+    machine's load measured, as the daemon counts it)."""
+    d = Daemon(tessera_bin, [], config(model, 0, [("probe", {})]))
+    try:
+        counted = metric(d, "tessera:model_memory_bytes", model_name="probe")
+    finally:
+        assert d.stop() == 0, d.log_text()
+    one = max(estimate(model), int(counted))
+    return 2 * one + one // 2
+
+
 def config(model, budget_mb, entries, timeout_s=120):
     text = f"server:\n  memory_budget_mb: {budget_mb}\n  model_load_timeout_s: {timeout_s}\nmodels:\n"
     for name, extra in entries:
@@ -87,7 +100,7 @@ def complete(d, model):
 
 
 def test_three_models_round_robin_in_a_budget_that_holds_two(tessera_bin, smollm2):
-    budget = 2 * estimate(smollm2) + estimate(smollm2) // 2
+    budget = two_and_a_half(tessera_bin, smollm2)
     d = Daemon(tessera_bin, [], config(smollm2, budget // MiB, [(n, {"load": "on_demand"}) for n in "abc"]))
     try:
         assert states(d) == {"a": "sleeping", "b": "sleeping", "c": "sleeping"}
@@ -126,7 +139,7 @@ def test_concurrent_streams_across_the_models_each_end_once(tessera_bin, smollm2
     """Six clients at once on three models, two of which fit: requests for
     the third wait for an idle model to unload (never one serving), and every
     stream ends complete."""
-    budget = 2 * estimate(smollm2) + estimate(smollm2) // 2
+    budget = two_and_a_half(tessera_bin, smollm2)
     d = Daemon(tessera_bin, [], config(smollm2, budget // MiB, [(n, {"load": "on_demand"}) for n in "abc"]))
     try:
         client = openai.OpenAI(base_url=d.base + "/v1", api_key="unused", max_retries=0, timeout=180)
