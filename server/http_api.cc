@@ -208,15 +208,13 @@ void HttpApi::route(HttpExchange& ex) {
 ModelHandle HttpApi::wake_model(const Json& body, LoadWait* waited) const {
   const auto model = body.is_object() ? body.find("model") : body.end();
   if (model != body.end() && !model->is_string()) return nullptr;  // the handler says what is wrong
-  const std::string name = model != body.end() ? model->get<std::string>() : "";
-  bool asleep = false;
-  {
-    // The statuses hold the loaded models: let them go before a load, which
-    // may unload one that no request holds.
-    const std::vector<ModelStatus> statuses = api_.registry.statuses();
-    for (const ModelStatus& m : statuses) asleep |= m.state != ModelState::kLoaded && (m.name == name || name.empty());
+  std::string name = model != body.end() ? model->get<std::string>() : "";
+  if (name.empty()) {
+    const std::vector<std::string> all = api_.registry.names();
+    if (all.size() != 1) return nullptr;  // the handler asks for a name
+    name = all.front();
   }
-  return asleep ? api_.model(name, waited) : nullptr;
+  return api_.registry.asleep(name) ? api_.model(name, waited) : nullptr;
 }
 
 void HttpApi::dispatch(const std::string& path, const Json& body, HttpExchange& ex) {

@@ -73,23 +73,34 @@ std::string TableStore::cache_key(const std::string& form) const {
 }
 
 std::shared_ptr<const PositionTable> TableStore::find(const std::string& form) {
-  std::lock_guard lock(mutex_);
-  auto found = index_.find(form);
-  if (found != index_.end()) {
-    entries_.splice(entries_.end(), entries_, found->second);
-    return found->second->second;
+  std::shared_ptr<const ArtifactCache> cache;
+  std::string key;
+  size_t vocab_size = 0;
+  {
+    std::lock_guard lock(mutex_);
+    auto found = index_.find(form);
+    if (found != index_.end()) {
+      entries_.splice(entries_.end(), entries_, found->second);
+      return found->second->second;
+    }
+    if (!cache_) return nullptr;
+    cache = cache_;
+    key = cache_key(form);
+    vocab_size = vocab_size_;
   }
-  if (!cache_) return nullptr;
-  const std::optional<std::string> bytes = cache_->load(kTableArtifact, cache_key(form));
+  // The file is read without the lock: other compilations go on meanwhile.
+  const std::optional<std::string> bytes = cache->load(kTableArtifact, key);
   if (!bytes) return nullptr;
+  std::shared_ptr<const PositionTable> table;
   try {
-    auto table = std::make_shared<const PositionTable>(decode_position_table(*bytes, vocab_size_));
-    remember(form, table);
-    ++loaded_from_cache_;
-    return table;
+    table = std::make_shared<const PositionTable>(decode_position_table(*bytes, vocab_size));
   } catch (const GrammarError&) {
     return nullptr;  // walked again and stored anew
   }
+  std::lock_guard lock(mutex_);
+  if (!index_.count(form)) remember(form, table);
+  ++loaded_from_cache_;
+  return table;
 }
 
 size_t TableStore::size() const {
@@ -103,10 +114,18 @@ size_t TableStore::loaded_from_cache() const {
 }
 
 void TableStore::insert(const std::string& form, std::shared_ptr<const PositionTable> table) {
-  std::lock_guard lock(mutex_);
-  if (index_.count(form)) return;
-  if (cache_) cache_->store(kTableArtifact, cache_key(form), encode_position_table(*table));
-  remember(form, std::move(table));
+  std::shared_ptr<const ArtifactCache> cache;
+  std::string key;
+  {
+    std::lock_guard lock(mutex_);
+    if (index_.count(form)) return;
+    remember(form, table);
+    if (!cache_) return;
+    cache = cache_;
+    key = cache_key(form);
+  }
+  // Written without the lock: other compilations go on meanwhile.
+  cache->store(kTableArtifact, key, encode_position_table(*table));
 }
 
 void TableStore::remember(const std::string& form, std::shared_ptr<const PositionTable> table) {

@@ -152,18 +152,16 @@ void ArtifactCache::store(const std::string& kind, const std::string& key, const
 
 void ArtifactCache::keep_under_limit(uint64_t added) const {
   std::lock_guard lock(size_mutex_);
-  if (!approximate_bytes_) {
+  const auto total_bytes = [this] {
     uint64_t total = 0;
     for (const Entry& e : list()) total += e.bytes;
-    approximate_bytes_ = total;
-  } else {
-    *approximate_bytes_ += added;  // a replaced entry counts twice: errs toward scanning sooner
-  }
+    return total;
+  };
+  // A replaced entry counts twice: errs toward scanning sooner.
+  approximate_bytes_ = approximate_bytes_ ? *approximate_bytes_ + added : total_bytes();
   if (*approximate_bytes_ <= max_bytes_) return;
   prune(max_bytes_, false);
-  uint64_t total = 0;
-  for (const Entry& e : list()) total += e.bytes;
-  approximate_bytes_ = total;
+  approximate_bytes_ = total_bytes();
 }
 
 std::vector<ArtifactCache::Entry> ArtifactCache::list() const {

@@ -58,7 +58,7 @@ bool safe_name(const std::string& name) {
   size_t start = 0;
   while (start <= name.size()) {
     const size_t slash = std::min(name.find('/', start), name.size());
-    if (name.compare(start, slash - start, "..") == 0 && slash - start == 2) return false;
+    if (name.compare(start, slash - start, "..") == 0) return false;
     start = slash + 1;
   }
   return true;

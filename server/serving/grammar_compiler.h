@@ -35,7 +35,6 @@ class GrammarCompiler {
   // across starts (grammar::TableStore::persist_to).
   GrammarCompiler(std::function<std::vector<std::string>()> vocabulary, const StructuredOutputConfig& config,
                   std::shared_ptr<const ArtifactCache> cache = nullptr);
-  size_t tables_from_cache() const { return tables_->loaded_from_cache(); }
 
   // The grammar `lower` writes for a constraint that `identity` names (any
   // text equal for equal constraints), with its tables. ApiError 400

@@ -54,6 +54,11 @@ struct ModelRegistry::Slot {
   Clock::time_point last_use() const { return Clock::time_point(Clock::duration(last_used.load())); }
   // Held by nothing but the slot: no request, no reader.
   bool idle() const { return state == ModelState::kLoaded && served.use_count() == 1; }
+  // The loaded model, taken out; the slot sleeps.
+  ModelHandle take_out() {
+    state = ModelState::kSleeping;
+    return std::move(served);
+  }
 };
 
 ModelRegistry::ModelRegistry(std::shared_ptr<prometheus::Registry> metrics, RegistryOptions options)
@@ -218,10 +223,7 @@ void ModelRegistry::load_on_demand(const SlotPtr& slot, std::unique_lock<std::mu
   }
   std::vector<ModelHandle> victims;
   for (const std::string& name : plan.unload) {
-    const SlotPtr s = slot_named(name);
-    victims.push_back(std::move(s->served));
-    s->served.reset();
-    s->state = ModelState::kSleeping;
+    victims.push_back(slot_named(name)->take_out());
   }
   slot->state = ModelState::kLoading;
   lock.unlock();
@@ -270,9 +272,7 @@ void ModelRegistry::sweep_idle() {
     for (const SlotPtr& s : slots_) {
       const double keep_alive = s->config.keep_alive_s;
       if (keep_alive < 0.0 || !s->idle() || std::chrono::duration<double>(now - s->last_use()).count() < keep_alive) continue;
-      idle.push_back(std::move(s->served));
-      s->served.reset();
-      s->state = ModelState::kSleeping;
+      idle.push_back(s->take_out());
     }
   }
   unload(std::move(idle), "idle");
@@ -336,9 +336,7 @@ ReloadReport ModelRegistry::reload(const std::vector<ModelConfig>& wanted, std::
         report.removed.push_back(s->config.name);
       }
       if (!s->served) continue;  // asleep (or loading: its request keeps that copy)
-      retired.push_back(std::move(s->served));
-      s->served.reset();
-      s->state = ModelState::kSleeping;
+      retired.push_back(s->take_out());
     }
     slots_ = next;
     retiring_.insert(retiring_.end(), retired.begin(), retired.end());
@@ -407,6 +405,12 @@ std::vector<ModelStatus> ModelRegistry::statuses() const {
   std::vector<ModelStatus> out;
   for (const SlotPtr& s : slots_) out.push_back({s->config.name, s->state, s->served});
   return out;
+}
+
+bool ModelRegistry::asleep(const std::string& name) const {
+  std::lock_guard lock(models_mutex_);
+  const SlotPtr slot = slot_named(name);
+  return slot && slot->state != ModelState::kLoaded;
 }
 
 std::vector<std::string> ModelRegistry::names() const {

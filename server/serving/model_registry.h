@@ -85,6 +85,8 @@ class ModelRegistry {
   // Every configured model, in the config's order.
   std::vector<ModelStatus> statuses() const;
   std::vector<std::string> names() const;
+  // A configured model of that name that is not loaded now.
+  bool asleep(const std::string& name) const;
 
   // Serves `models` from now on (names unique): startup models new by name
   // are loaded, those whose entry changed are loaded anew, and both are
