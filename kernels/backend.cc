@@ -22,6 +22,7 @@ std::string_view op_name(Op op) {
     case Op::kScale: return "scale";
     case Op::kSoftcap: return "softcap";
     case Op::kGatherRows: return "gather_rows";
+    case Op::kScatterAddRows: return "scatter_add_rows";
   }
   return "unknown";
 }

@@ -32,6 +32,7 @@ enum class Op : uint8_t {
   kScale,
   kSoftcap,
   kGatherRows,
+  kScatterAddRows,
 };
 
 std::string_view op_name(Op op);
@@ -81,6 +82,7 @@ struct KernelTable {
   void (*scale)(const ScaleArgs&, Stream&) = nullptr;
   void (*softcap)(const SoftcapArgs&, Stream&) = nullptr;
   void (*gather_rows)(const GatherRowsArgs&, Stream&) = nullptr;
+  void (*scatter_add_rows)(const ScatterAddRowsArgs&, Stream&) = nullptr;
 };
 
 struct MemoryInfo {

@@ -136,4 +136,15 @@ struct GatherRowsArgs {
   float* out;             // (n_rows, width)
 };
 
+// x[rows[r]] += scales[r] * y[r]: an expert's outputs, weighted, into its
+// tokens' rows. The rows of one call are distinct.
+struct ScatterAddRowsArgs {
+  float* x;               // (n_tokens, width)
+  int64_t width;
+  const int32_t* rows;    // (n_rows)
+  const float* scales;    // (n_rows)
+  int64_t n_rows;
+  const float* y;         // (n_rows, width)
+};
+
 }  // namespace tessera

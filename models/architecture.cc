@@ -48,6 +48,12 @@ std::string layer_name(const std::string& pattern, int layer) {
   return pattern.substr(0, at) + std::to_string(layer) + pattern.substr(at + 2);
 }
 
+std::string expert_name(const std::string& pattern, int expert) {
+  const size_t at = pattern.find("{x}");
+  if (at == std::string::npos) return pattern;
+  return pattern.substr(0, at) + std::to_string(expert) + pattern.substr(at + 3);
+}
+
 WeightNames standard_gguf_names() {
   WeightNames n;
   n.token_embedding = "token_embd.weight";
@@ -73,6 +79,11 @@ WeightNames standard_gguf_names() {
   n.gate_bias = "blk.{}.ffn_gate.bias";
   n.up_bias = "blk.{}.ffn_up.bias";
   n.down_bias = "blk.{}.ffn_down.bias";
+  // MoE layers (read only when the spec has experts): the experts stacked.
+  n.router = "blk.{}.ffn_gate_inp.weight";
+  n.expert_gate = "blk.{}.ffn_gate_exps.weight";
+  n.expert_up = "blk.{}.ffn_up_exps.weight";
+  n.expert_down = "blk.{}.ffn_down_exps.weight";
   return n;
 }
 
@@ -115,6 +126,13 @@ float optional_hf_number(const nlohmann::json& config, const char* key) {
   return config.contains(key) && config[key].is_number() ? config[key].get<float>() : 0.0f;
 }
 
+int required_hf_count(const nlohmann::json& config, const char* key) {
+  if (!config.contains(key) || !config[key].is_number_integer()) throw Error(std::string("config.json: '") + key + "' missing or not an integer");
+  const int64_t v = config[key].get<int64_t>();
+  if (v <= 0 || v > INT32_MAX) throw Error(std::string("config.json: '") + key + "' out of range");
+  return int(v);
+}
+
 void fill_common_gguf(const gguf::File& file, const std::string& arch, DecoderSpec* spec) {
   auto required = [&](const std::string& key) -> int {
     const auto v = file.get_uint(arch + "." + key);
@@ -147,13 +165,23 @@ void fill_common_gguf(const gguf::File& file, const std::string& arch, DecoderSp
   spec->sliding_window.assign(size_t(std::max(spec->n_layers, 0)), 0);
 }
 
-void fill_common_hf(const nlohmann::json& config, DecoderSpec* spec) {
-  auto required = [&](const char* key) -> int {
-    if (!config.contains(key) || !config[key].is_number_integer()) throw Error(std::string("config.json: '") + key + "' missing or not an integer");
-    const int64_t v = config[key].get<int64_t>();
-    if (v <= 0 || v > INT32_MAX) throw Error(std::string("config.json: '") + key + "' out of range");
-    return int(v);
+void fill_gguf_experts(const gguf::File& file, const std::string& arch, DecoderSpec* spec) {
+  auto count = [&](const std::string& key) -> int {
+    const auto v = file.get_uint(arch + "." + key);
+    if (!v) throw Error(file.name() + ": key '" + arch + "." + key + "': missing");
+    if (*v > 4096) throw Error(file.name() + ": key '" + arch + "." + key + "': " + std::to_string(*v) + " is out of range");
+    return int(*v);
   };
+  spec->moe.n_experts = count("expert_count");
+  spec->moe.top_k = count("expert_used_count");
+  if (const auto width = file.get_uint(arch + ".expert_feed_forward_length")) {
+    if (*width == 0 || *width > uint64_t(INT32_MAX)) throw Error(file.name() + ": key '" + arch + ".expert_feed_forward_length': out of range");
+    spec->ffn_dim = int(*width);
+  }
+}
+
+void fill_common_hf(const nlohmann::json& config, DecoderSpec* spec) {
+  auto required = [&](const char* key) { return required_hf_count(config, key); };
   auto optional = [&](const char* key, int fallback) {
     return config.contains(key) && config[key].is_number_integer() ? int(config[key].get<int64_t>()) : fallback;
   };
@@ -174,9 +202,13 @@ void fill_common_hf(const nlohmann::json& config, DecoderSpec* spec) {
   if (!(partial > 0.0 && partial <= 1.0)) throw Error("config.json: 'partial_rotary_factor' must be in (0, 1]");
   spec->rope.pairing = RotaryPairing::kHalves;
   spec->rope.recipe = RopeRecipe::kTransformers;
-  spec->rope.base = config.value("rope_theta", 10000.0f);
+  // transformers 5 writes rope_theta and the scaling together as rope_parameters.
+  const nlohmann::json parameters = config.value("rope_parameters", nlohmann::json());
+  const nlohmann::json scaling = config.value("rope_scaling", nlohmann::json());
+  const nlohmann::json& theta_from = config.contains("rope_theta") || !parameters.is_object() ? config : parameters;
+  spec->rope.base = theta_from.value("rope_theta", 10000.0f);
   spec->rope.dim = int(double(spec->head_dim) * partial);
-  spec->rope.inv_freq = transformers_inv_freq(spec->rope.base, spec->rope.dim, config.value("rope_scaling", nlohmann::json()));
+  spec->rope.inv_freq = transformers_inv_freq(spec->rope.base, spec->rope.dim, scaling.is_object() ? scaling : parameters);
   spec->sliding_window.assign(size_t(spec->n_layers), 0);
 }
 
@@ -228,6 +260,7 @@ void refuse_unless(bool holds, const DecoderSpec& spec, const char* what) {
 
 nlohmann::json common_hf_config(const DecoderSpec& spec, const char* model_type, const char* class_name) {
   refuse_unless(spec.activation == FfnActivation::kSwiGlu, spec, "a GeGLU feed-forward");
+  refuse_unless(spec.moe.n_experts == 0, spec, "experts");
   refuse_unless(spec.rope.freq_factors.empty(), spec, "per-pair rotary frequency factors");
   refuse_unless(spec.norm_weight_offset == 0.0f && spec.embedding_scale == 1.0f && spec.attention_scale == 0.0f, spec,
                 "scaled norms, embeddings or attention");

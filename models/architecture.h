@@ -24,6 +24,10 @@ struct WeightNames {
   std::string qkv;  // Q, K and V rows in one matrix (split at load), instead of q, k and v
   std::string ffn_norm, gate, up, down, gate_bias, up_bias, down_bias, post_ffn_norm;
   std::string gate_up;  // gate rows then up rows in one matrix, instead of gate and up
+  // Mixture of experts: the router, (n_experts, d_model), and each expert's
+  // gate, up and down. A name with "{x}" is one expert's matrix ("{x}" the
+  // expert); one without is every expert's, (n_experts, rows, cols).
+  std::string router, expert_gate, expert_up, expert_down;
   // Tensors a checkpoint may carry that the computation derives itself
   // (transformers' old rotary inv_freq buffers).
   std::vector<std::string> derived;
@@ -49,15 +53,22 @@ const Architecture& find_architecture_for_hf(std::string_view model_type);
 
 // The layer's name: "{}" replaced by the layer index.
 std::string layer_name(const std::string& pattern, int layer);
+// An expert's name: "{x}" replaced by the expert index.
+std::string expert_name(const std::string& pattern, int expert);
 
-// Shared by the architecture files.
+// Shared by the architecture files. llama.cpp's names, MoE layers' included.
 WeightNames standard_gguf_names();
 WeightNames llama_hf_names();
 // Llama's names plus Gemma's norms after attention and around the FFN.
 WeightNames gemma_hf_names();
 // A number of config.json, 0 when absent or null (the softcaps).
 float optional_hf_number(const nlohmann::json& config, const char* key);
+// A positive integer of config.json; throws tessera::Error naming `key`.
+int required_hf_count(const nlohmann::json& config, const char* key);
 void fill_common_gguf(const gguf::File& file, const std::string& arch, DecoderSpec* spec);
+// The experts of a GGUF MoE model: ARCH.expert_count, expert_used_count and,
+// where the file has it, expert_feed_forward_length as the FFN width.
+void fill_gguf_experts(const gguf::File& file, const std::string& arch, DecoderSpec* spec);
 // Reads what every Hugging Face decoder config shares, honouring
 // attention_bias, mlp_bias, partial_rotary_factor and rope_scaling.
 void fill_common_hf(const nlohmann::json& config, DecoderSpec* spec);

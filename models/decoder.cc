@@ -6,23 +6,9 @@
 #include "engine/core/error.h"
 #include "engine/core/op_profile.h"
 #include "kernels/rope_angles.h"
+#include "models/decoder_timing.h"
 
 namespace tessera {
-
-// Runs one step of the pass. With a profile, the stream is drained around
-// the step so its wall time (and the weights it read) is charged to `name`.
-template <class Run>
-void Decoder::timed(const Pass& pass, const char* name, const Run& run, uint64_t weight_bytes) const {
-  if (!profile_) {
-    run();
-    return;
-  }
-  pass.stream.synchronize();
-  const auto t0 = ProfileClock::now();
-  run();
-  pass.stream.synchronize();
-  profile_->add(name, seconds_between(t0, ProfileClock::now()), weight_bytes);
-}
 
 void Decoder::linear(const Pass& pass, const char* name, const LinearArgs& args) const {
   uint64_t bytes = 0;
@@ -87,6 +73,16 @@ Decoder::Decoder(const DecoderSpec& spec, const DecoderWeights& weights, Backend
   local_inv_freq_ = place(spec.rope.local_inv_freq);
   freq_factors_ = place(spec.rope.freq_factors);
   if (backend.reads_rope_angle_table()) place_rope_tables(backend);
+  if (spec.moe.n_experts > 0) {
+    if (shard.sharded()) throw Error("decoder: mixture-of-experts models do not run tensor-parallel yet");
+    const size_t routed = t * size_t(spec.moe.top_k);
+    experts_ = std::make_unique<Experts>();
+    experts_->scores = DeviceBuffer(backend, t * size_t(spec.moe.n_experts) * sizeof(float));
+    experts_->rows = DeviceBuffer(backend, routed * sizeof(int32_t));
+    experts_->weights = DeviceBuffer(backend, routed * sizeof(float));
+    experts_->input = DeviceBuffer(backend, t * d * sizeof(float));
+    experts_->output = DeviceBuffer(backend, t * d * sizeof(float));
+  }
 }
 
 // Positions whose angles an accelerator reads from a table; later ones are
@@ -214,15 +210,19 @@ void Decoder::ffn_block(const Pass& pass, int layer, int n) {
   const float offset = spec_.norm_weight_offset, eps = spec_.norm_eps;
   timed(pass, "ffn_norm", [&] { pass.ops.rms_norm({x, lw.ffn_norm, offset, eps, n, spec_.d_model, h}, pass.stream); });
   observe(pass, "ffn_norm", layer, h, n, spec_.d_model);
-  const LinearOutput gate_up[] = {{lw.gate.get(), gate}, {lw.up.get(), up}};
-  linear(pass, "gate_up", {h, n, gate_up, 2});
-  observe(pass, "ffn_gate", layer, gate, n, spec_.ffn_dim);
-  observe(pass, "ffn_up", layer, up, n, spec_.ffn_dim);
-  timed(pass, "activation", [&] {
-    pass.ops.gated_activation({gated_activation_op(spec_.activation), gate, up, int64_t(n) * spec_.ffn_dim, gate}, pass.stream);
-  });
-  observe(pass, "ffn_act", layer, gate, n, spec_.ffn_dim);
-  project_out(pass, "down", *lw.down, gate, n, ffn_gather_, proj);
+  if (experts_) {
+    experts_block(pass, layer, n, h, proj);
+  } else {
+    const LinearOutput gate_up[] = {{lw.gate.get(), gate}, {lw.up.get(), up}};
+    linear(pass, "gate_up", {h, n, gate_up, 2});
+    observe(pass, "ffn_gate", layer, gate, n, spec_.ffn_dim);
+    observe(pass, "ffn_up", layer, up, n, spec_.ffn_dim);
+    timed(pass, "activation", [&] {
+      pass.ops.gated_activation({gated_activation_op(spec_.activation), gate, up, int64_t(n) * spec_.ffn_dim, gate}, pass.stream);
+    });
+    observe(pass, "ffn_act", layer, gate, n, spec_.ffn_dim);
+    project_out(pass, "down", *lw.down, gate, n, ffn_gather_, proj);
+  }
   observe(pass, "ffn_out", layer, proj, n, spec_.d_model);
   if (spec_.post_ffn_norm) {
     timed(pass, "post_norm", [&] { pass.ops.rms_norm({proj, lw.post_ffn_norm, offset, eps, n, spec_.d_model, proj}, pass.stream); });

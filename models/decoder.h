@@ -13,6 +13,7 @@
 #include "models/decoder_spec.h"
 #include "models/decoder_weights.h"
 #include "models/kv_ring.h"
+#include "models/moe_routing.h"
 
 namespace tessera {
 
@@ -76,7 +77,8 @@ class Decoder {
   const DecoderCapacity& capacity() const { return capacity_; }
   // Whether a pass may be recorded and replayed: not while an observer or a
   // profile needs the host between its steps.
-  bool recordable() const { return !observer_ && !profile_ && !comm_ && !ring_; }
+  // Not an MoE model's: its routing reads the router's scores on the host.
+  bool recordable() const { return !observer_ && !profile_ && !comm_ && !ring_ && !experts_; }
 
   // Queues the pass on `stream`; writes (batch.n_logit_rows, vocab) logits
   // to device memory at `logits`, and (batch.n_hidden_rows, d_model) hidden
@@ -112,6 +114,9 @@ class Decoder {
 
   void attention_block(const Pass& pass, int layer, const ForwardBatch& batch, const KvLayout& layout, const KvLayer& kv);
   void ffn_block(const Pass& pass, int layer, int n_tokens);
+  // The mixture-of-experts FFN (models/decoder_experts.cc): `proj` (n, d_model)
+  // from the normed `h` (n, d_model).
+  void experts_block(const Pass& pass, int layer, int n_tokens, const float* h, float* proj);
   void output_head(const Pass& pass, const ForwardBatch& batch, float* logits);
   void final_hidden(const Pass& pass, const ForwardBatch& batch, float* hidden);
   // Where each output row of a gather of `split` comes from, for the token
@@ -162,6 +167,17 @@ class Decoder {
   DeviceBuffer rank_logits_;      // (rows, vocab / world): this rank's share
   DeviceBuffer gathered_logits_;  // (world, rows, vocab / world)
   Gather heads_gather_, ffn_gather_, model_gather_, vocab_gather_;
+  // An MoE model's routing buffers, each sized for capacity.max_tokens.
+  struct Experts {
+    DeviceBuffer scores;        // (tokens, n_experts): the router's output
+    std::vector<float> host_scores;
+    ExpertRoutes routes;
+    DeviceBuffer rows;          // (tokens * top_k) i32: routes.rows
+    DeviceBuffer weights;       // (tokens * top_k): routes.weights
+    DeviceBuffer input;         // (tokens, d_model): one expert's tokens' rows of h
+    DeviceBuffer output;        // (tokens, d_model): that expert's output
+  };
+  std::unique_ptr<Experts> experts_;
 };
 
 }  // namespace tessera

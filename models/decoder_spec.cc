@@ -32,6 +32,12 @@ void DecoderSpec::validate(const std::string& source) const {
   require(norm_eps > 0.0f, "norm epsilon must be positive");
   require(int(sliding_window.size()) == n_layers, "per-layer sliding window list has the wrong length");
   for (int w : sliding_window) require(w >= 0, "negative sliding window");
+  require(moe.n_experts >= 0 && moe.n_experts <= 4096, "expert count " + std::to_string(moe.n_experts) + " out of range");
+  if (moe.n_experts > 0) {
+    require(moe.top_k > 0 && moe.top_k <= moe.n_experts, "experts used per token (" + std::to_string(moe.top_k) +
+                                                              ") must be between 1 and the expert count (" +
+                                                              std::to_string(moe.n_experts) + ")");
+  }
 }
 
 }  // namespace tessera

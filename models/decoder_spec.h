@@ -40,6 +40,16 @@ struct RopeSpec {
   std::vector<float> local_inv_freq;  // kTransformers: those of sliding-window layers with local_base
 };
 
+// A mixture-of-experts FFN on every layer: a router scores the experts for
+// each token, the top_k best run (each an FFN of ffn_dim channels with the
+// spec's activation), and their outputs are summed with the router's
+// softmax weights. n_experts == 0: a dense FFN.
+struct MoeSpec {
+  int n_experts = 0;
+  int top_k = 0;
+  bool normalize_weights = false;  // the chosen experts' weights are rescaled to sum to 1
+};
+
 struct DecoderSpec {
   std::string architecture;
   int n_layers = 0;
@@ -47,7 +57,7 @@ struct DecoderSpec {
   int n_heads = 0;
   int n_kv_heads = 0;
   int head_dim = 0;
-  int ffn_dim = 0;
+  int ffn_dim = 0;                    // an MoE layer's: each expert's
   int vocab_size = 0;
   int max_context = 0;
   float norm_eps = 1e-5f;
@@ -67,6 +77,7 @@ struct DecoderSpec {
   float attn_softcap = 0.0f;          // 0: none
   float final_logit_softcap = 0.0f;   // 0: none
   std::vector<int> sliding_window;    // per layer; 0 = full attention
+  MoeSpec moe;
 
   // Throws tessera::Error naming `source` when a field is missing or inconsistent.
   void validate(const std::string& source) const;

@@ -22,8 +22,9 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 // The artifact cache's kind for linears quantized at load.
 constexpr const char* kIntMatrixArtifact = "int-matrix";
 
-// Which of a scheme's configurations a linear takes.
-enum class LinearRole : uint8_t { kLayer, kValue, kHead };
+// Which of a scheme's configurations a linear takes. A router is never
+// quantized at load: its scores pick the experts.
+enum class LinearRole : uint8_t { kLayer, kValue, kHead, kRouter };
 
 // Layer `layer` of `n_layers` (a16w4's last one has finer groups); v keeps
 // value's activation policy.
@@ -84,8 +85,24 @@ class Binder {
         return *stored;
       }
     }
-    const SourceTensor t = require(name, {rows, cols});
-    if (quantization_.at_load) {
+    return linear_of(name, require(name, {rows, cols}), rows, cols, role);
+  }
+
+  // Expert `expert` of `pattern`: its own (rows, cols) matrix where the name
+  // has "{x}", else its part of one (n_experts, rows, cols) tensor.
+  QuantizedLinear expert_linear(const std::string& pattern, int expert, int n_experts, int64_t rows, int64_t cols) {
+    if (pattern.find("{x}") != std::string::npos) return linear(expert_name(pattern, expert), rows, cols);
+    const SourceTensor all = require(pattern, {n_experts, rows, cols});
+    const uint64_t bytes = all.n_bytes / uint64_t(n_experts);
+    const SourceTensor one{all.dtype, static_cast<const uint8_t*>(all.data) + bytes * uint64_t(expert), {rows, cols}, bytes};
+    return linear_of(pattern + "[expert " + std::to_string(expert) + "]", one, rows, cols, LinearRole::kLayer);
+  }
+
+  // A floating-point or GGUF-block matrix as a linear weight: quantized now
+  // when asked, in place where the backend multiplies its format, else
+  // converted to f32 once.
+  QuantizedLinear linear_of(const std::string& name, const SourceTensor& t, int64_t rows, int64_t cols, LinearRole role) {
+    if (quantization_.at_load && role != LinearRole::kRouter) {
       const quant::SchemeChoice& s = *quantization_.at_load;
       return quantize_now(name, t, rows, cols, config_for(s, role, layer_, n_layers_));
     }
@@ -344,11 +361,30 @@ void bind_attention(const DecoderSpec& spec, const WeightNames& names, const Ten
   if (spec.post_attention_norm) layer.post_attn_norm = b.device_vector(name(names.post_attn_norm), d, true);
 }
 
+// A mixture-of-experts layer: the router whole on every rank, and each
+// expert split as a dense FFN is (this rank's FFN channels of every expert).
+void bind_experts(const DecoderSpec& spec, const WeightNames& names, const TensorShard& shard, int l, Binder& b,
+                  LayerWeights& layer) {
+  const int64_t d = spec.d_model, f = spec.ffn_dim, n = spec.moe.n_experts;
+  const int64_t first = shard.sharded() ? shard.first(shard.ffn) : 0, count = shard.sharded() ? shard.count(shard.ffn) : f;
+  if (names.router.empty()) throw Error(b.source_name() + ": " + spec.architecture + " has no mixture-of-experts form");
+  layer.router = b.rows_of(b.linear(layer_name(names.router, l), n, d, LinearRole::kRouter), 0, n, "", false);
+  layer.experts.resize(size_t(n));
+  for (int e = 0; e < int(n); ++e) {
+    ExpertWeights& x = layer.experts[size_t(e)];
+    x.gate = b.rows_of(b.expert_linear(layer_name(names.expert_gate, l), e, int(n), f, d), first, count, "", false);
+    x.up = b.rows_of(b.expert_linear(layer_name(names.expert_up, l), e, int(n), f, d), first, count, "", false);
+    x.down = output_projection(b, shard, b.expert_linear(layer_name(names.expert_down, l), e, int(n), d, f), first, count, "", false);
+  }
+}
+
 void bind_ffn(const DecoderSpec& spec, const WeightNames& names, const TensorShard& shard, int l, Binder& b, LayerWeights& layer) {
   const int64_t d = spec.d_model, f = spec.ffn_dim;
   const int64_t first = shard.sharded() ? shard.first(shard.ffn) : 0, count = shard.sharded() ? shard.count(shard.ffn) : f;
   auto name = [l](const std::string& pattern) { return pattern.empty() ? pattern : layer_name(pattern, l); };
-  if (!names.gate_up.empty()) {
+  if (spec.moe.n_experts > 0) {
+    bind_experts(spec, names, shard, l, b, layer);
+  } else if (!names.gate_up.empty()) {
     const std::string fused = name(names.gate_up);
     const QuantizedLinear gate_up = b.linear(fused, 2 * f, d);
     layer.gate = b.rows_of(gate_up.row_slice(fused + "[gate]", 0, f), first, count, "", false);
@@ -357,7 +393,9 @@ void bind_ffn(const DecoderSpec& spec, const WeightNames& names, const TensorSha
     layer.gate = b.rows_of(b.linear(name(names.gate), f, d), first, count, name(names.gate_bias), spec.mlp_bias);
     layer.up = b.rows_of(b.linear(name(names.up), f, d), first, count, name(names.up_bias), spec.mlp_bias);
   }
-  layer.down = output_projection(b, shard, b.linear(name(names.down), d, f), first, count, name(names.down_bias), spec.mlp_bias);
+  if (spec.moe.n_experts == 0) {
+    layer.down = output_projection(b, shard, b.linear(name(names.down), d, f), first, count, name(names.down_bias), spec.mlp_bias);
+  }
   layer.ffn_norm = b.device_vector(name(names.ffn_norm), d, true);
   if (spec.post_ffn_norm) layer.post_ffn_norm = b.device_vector(name(names.post_ffn_norm), d, true);
 }
@@ -413,7 +451,10 @@ int ffn_alignment(const DecoderSpec& spec, const WeightNames& names, const Tenso
     if (*q) join((*q)->layers.group_size), join((*q)->final_layer.group_size);
   }
   for (int l = 0; l < spec.n_layers; ++l) {
-    if (const auto t = source.find(layer_name(names.down, l))) join(int(dtype_info(t->dtype).block_elems));
+    for (const std::string* down : {&names.down, &names.expert_down}) {
+      if (down->empty()) continue;
+      if (const auto t = source.find(expert_name(layer_name(*down, l), 0))) join(int(dtype_info(t->dtype).block_elems));
+    }
   }
   return align;
 }

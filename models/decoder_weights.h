@@ -27,11 +27,18 @@ struct EmbeddingTable {
   int64_t first_id = 0, rows = 0, cols = 0;
 };
 
+// One expert of a mixture-of-experts layer: an FFN of its own.
+struct ExpertWeights {
+  std::unique_ptr<PreparedLinear> gate, up, down;  // gate, up: (ffn_dim, d_model); down: (d_model, ffn_dim)
+};
+
 // Device pointers; biases are part of their linear weights.
 struct LayerWeights {
   // Under tensor parallelism each holds this rank's part (models/tensor_shard.h).
   std::unique_ptr<PreparedLinear> q, k, v, o;  // q: (n_heads * head_dim, d_model) …
-  std::unique_ptr<PreparedLinear> gate, up, down;
+  std::unique_ptr<PreparedLinear> gate, up, down;  // null in an MoE layer
+  std::unique_ptr<PreparedLinear> router;          // MoE: (n_experts, d_model), kept in floating point
+  std::vector<ExpertWeights> experts;              // MoE: (n_experts)
   const float* attn_norm = nullptr;       // (d_model)
   const float* ffn_norm = nullptr;        // (d_model)
   const float* q_norm = nullptr;          // (head_dim), qk_norm only

@@ -1,24 +1,30 @@
 #!/usr/bin/env python3
 """Writes tests/data/hf-tiny/<name>/: tiny random-weight models made and saved
 by Hugging Face transformers (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2,
-Gemma 3, with the config variants they allow: biases, tied or untied
-embeddings, rope bases 1e4 to 1e6, rope scaling, partial rotary, softcaps,
-sliding windows), with the logits transformers computes for token sequences
-of up to 512 tokens (expected.json + .f32 files).
+Gemma 3, Qwen3-MoE, Mixtral, with the config variants they allow: biases,
+tied or untied embeddings, rope bases 1e4 to 1e6, rope scaling, partial
+rotary, softcaps, sliding windows), with the logits transformers computes for
+token sequences of up to 512 tokens (expected.json + .f32 files, which also
+record the library versions).
 
 Needs torch and transformers (>= 4.50 for Gemma 3):
-  /tmp/hfvenv/bin/python scripts/gen_hf_tiny_models.py
+  /tmp/hfvenv/bin/python scripts/gen_hf_tiny_models.py [NAME ...]
+(NAME: the models to write, default all; each model's weights come from its
+own seed, so writing one leaves the others as they are.)
 """
 import json
 import pathlib
 import shutil
+import sys
+import zlib
 
 import numpy as np
 import torch
 import transformers
 from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig,
-                          LlamaForCausalLM, MistralConfig, MistralForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen2Config,
-                          Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+                          LlamaForCausalLM, MistralConfig, MistralForCausalLM, MixtralConfig, MixtralForCausalLM,
+                          Phi3Config, Phi3ForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
+                          Qwen3MoeConfig, Qwen3MoeForCausalLM)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "data" / "hf-tiny"
@@ -61,14 +67,26 @@ def models():
                                                    query_pre_attn_scalar=24, attn_logit_softcapping=5.0,
                                                    final_logit_softcapping=3.0, tie_word_embeddings=True,
                                                    hidden_activation="gelu_pytorch_tanh"))
+    # Eight experts of 32 channels, two per token, their weights renormalised.
+    yield "qwen3moe", Qwen3MoeForCausalLM(Qwen3MoeConfig(**COMMON, rope_theta=1000000.0, num_experts=8,
+                                                         num_experts_per_tok=2, moe_intermediate_size=32,
+                                                         norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[],
+                                                         use_sliding_window=False, sliding_window=None,
+                                                         tie_word_embeddings=False))
+    yield "mixtral", MixtralForCausalLM(MixtralConfig(**COMMON, rope_theta=1000000.0, num_local_experts=4,
+                                                      num_experts_per_tok=2, sliding_window=None,
+                                                      tie_word_embeddings=False))
 
 
 def main():
-    torch.manual_seed(1234)
+    names = sys.argv[1:]
     rng = np.random.default_rng(99)
     sequences = [rng.integers(3, VOCAB, size=n).tolist() for n in LENGTHS]
     for name, model in models():
+        if names and name not in names:
+            continue
         model.eval()
+        torch.manual_seed(zlib.crc32(name.encode()))
         with torch.no_grad():
             for p in model.parameters():
                 p.normal_(0.0, 0.1)

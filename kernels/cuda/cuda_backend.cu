@@ -109,6 +109,7 @@ KernelTable make_table() {
   t.scale = on_stream<ScaleArgs, launch_scale>;
   t.softcap = on_stream<SoftcapArgs, launch_softcap>;
   t.gather_rows = on_stream<GatherRowsArgs, launch_gather_rows>;
+  t.scatter_add_rows = on_stream<ScatterAddRowsArgs, launch_scatter_add_rows>;
   return t;
 }
 

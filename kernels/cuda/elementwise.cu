@@ -167,6 +167,16 @@ __global__ void gather_rows_kernel(const float* x, int64_t width, const int32_t*
   out[i] = x[int64_t(rows[r]) * width + c];
 }
 
+// Rounded as the CPU's x + s * y, unfused.
+__global__ void scatter_add_rows_kernel(float* x, int64_t width, const int32_t* rows, const float* scales, int64_t n_rows,
+                                        const float* y) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n_rows * width) return;
+  const int64_t r = i / width, c = i % width;
+  float* out = x + int64_t(rows[r]) * width + c;
+  *out = __fadd_rn(*out, __fmul_rn(scales[r], y[i]));
+}
+
 template <typename Element>
 __global__ void kv_write_kernel(Element* k_pages, Element* v_pages, int64_t row, const int64_t* slots, int64_t n_tokens,
                                 const float* k, const float* v) {
@@ -241,6 +251,13 @@ void launch_gather_rows(const GatherRowsArgs& a, cudaStream_t stream) {
   if (n <= 0) return;
   gather_rows_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a.x, a.width, a.rows, a.n_rows, a.out);
   check(cudaGetLastError(), "gather rows launch");
+}
+
+void launch_scatter_add_rows(const ScatterAddRowsArgs& a, cudaStream_t stream) {
+  const int64_t n = a.n_rows * a.width;
+  if (n <= 0) return;
+  scatter_add_rows_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a.x, a.width, a.rows, a.scales, a.n_rows, a.y);
+  check(cudaGetLastError(), "scatter add rows launch");
 }
 
 void launch_kv_write(const KvWriteArgs& a, cudaStream_t stream) {

@@ -15,6 +15,7 @@ void launch_add(const AddArgs& args, cudaStream_t stream);
 void launch_scale(const ScaleArgs& args, cudaStream_t stream);
 void launch_softcap(const SoftcapArgs& args, cudaStream_t stream);
 void launch_gather_rows(const GatherRowsArgs& args, cudaStream_t stream);
+void launch_scatter_add_rows(const ScatterAddRowsArgs& args, cudaStream_t stream);
 // f32 and f16 caches.
 void launch_kv_write(const KvWriteArgs& args, cudaStream_t stream);
 

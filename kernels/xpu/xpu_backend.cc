@@ -78,6 +78,7 @@ KernelTable make_table() {
   t.scale = on_stream<ScaleArgs, run_scale>;
   t.softcap = on_stream<SoftcapArgs, run_softcap>;
   t.gather_rows = on_stream<GatherRowsArgs, run_gather_rows>;
+  t.scatter_add_rows = on_stream<ScatterAddRowsArgs, run_scatter_add_rows>;
   return t;
 }
 

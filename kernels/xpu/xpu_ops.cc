@@ -192,4 +192,9 @@ void run_gather_rows(const LaunchContext& cx, const GatherRowsArgs& a, const Que
   if (n > 0) launch(cx, q.queue, "gather_rows", linear_range(n), a.x, a.width, a.rows, a.n_rows, a.out);
 }
 
+void run_scatter_add_rows(const LaunchContext& cx, const ScatterAddRowsArgs& a, const QueueState& q) {
+  const int64_t n = a.n_rows * a.width;
+  if (n > 0) launch(cx, q.queue, "scatter_add_rows", linear_range(n), a.x, a.width, a.rows, a.scales, a.n_rows, a.y);
+}
+
 }  // namespace tessera::xpu

@@ -59,5 +59,6 @@ void run_add(const LaunchContext& cx, const AddArgs& a, const QueueState& q);
 void run_scale(const LaunchContext& cx, const ScaleArgs& a, const QueueState& q);
 void run_softcap(const LaunchContext& cx, const SoftcapArgs& a, const QueueState& q);
 void run_gather_rows(const LaunchContext& cx, const GatherRowsArgs& a, const QueueState& q);
+void run_scatter_add_rows(const LaunchContext& cx, const ScatterAddRowsArgs& a, const QueueState& q);
 
 }  // namespace tessera::xpu

@@ -3,9 +3,15 @@
 #include <algorithm>
 
 #include "models/architecture.h"
+#include "models/gguf/gguf_file.h"
 
 namespace tessera {
 namespace {
+
+void qwen3_from_gguf(const gguf::File& file, DecoderSpec* spec) {
+  fill_common_gguf(file, "qwen3", spec);
+  spec->qk_norm = true;
+}
 
 void qwen3_from_hf(const nlohmann::json& config, DecoderSpec* spec) {
   fill_common_hf(config, spec);
@@ -19,6 +25,6 @@ void qwen3_from_hf(const nlohmann::json& config, DecoderSpec* spec) {
 
 }  // namespace
 
-Architecture qwen3_architecture() { return {"", {"qwen3"}, nullptr, qwen3_from_hf, {}, llama_hf_names()}; }
+Architecture qwen3_architecture() { return {"qwen3", {"qwen3"}, qwen3_from_gguf, qwen3_from_hf, standard_gguf_names(), llama_hf_names()}; }
 
 }  // namespace tessera

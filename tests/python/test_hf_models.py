@@ -14,7 +14,7 @@ import pytest
 from conftest import DATA, run
 
 ARCHS = ["llama", "llama3", "llama-bias", "mistral", "qwen2", "qwen3", "qwen3-bias", "phi3", "phi3-partial", "gemma2",
-         "gemma3"]
+         "gemma3", "qwen3moe", "mixtral"]
 
 
 @pytest.mark.parametrize("arch", ARCHS)

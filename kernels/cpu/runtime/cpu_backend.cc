@@ -117,7 +117,8 @@ bool CpuBackend::supports(Op op, DType dtype) const {
     case Op::kAdd:
     case Op::kScale:
     case Op::kSoftcap:
-    case Op::kGatherRows: return dtype == DType::kF32;
+    case Op::kGatherRows:
+    case Op::kScatterAddRows: return dtype == DType::kF32;
   }
   return false;
 }

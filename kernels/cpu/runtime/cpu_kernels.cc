@@ -109,6 +109,15 @@ void gather_rows_op(const GatherRowsArgs& a, Stream&) {
   }
 }
 
+void scatter_add_rows_op(const ScatterAddRowsArgs& a, Stream&) {
+  for (int64_t r = 0; r < a.n_rows; ++r) {
+    float* x = a.x + int64_t(a.rows[r]) * a.width;
+    const float* y = a.y + r * a.width;
+    const float s = a.scales[r];
+    for (int64_t c = 0; c < a.width; ++c) x[c] += s * y[c];
+  }
+}
+
 KernelTable make_table() {
   KernelTable t;
   t.dequantize = dequantize_op;
@@ -124,6 +133,7 @@ KernelTable make_table() {
   t.scale = scale_op;
   t.softcap = softcap_op;
   t.gather_rows = gather_rows_op;
+  t.scatter_add_rows = scatter_add_rows_op;
   return t;
 }
 

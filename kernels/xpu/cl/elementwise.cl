@@ -148,6 +148,15 @@ __kernel void gather_rows(__global const float* x, long width, __global const in
   out[i] = x[(long)rows[r] * width + c];
 }
 
+__kernel void scatter_add_rows(__global float* x, long width, __global const int* rows, __global const float* scales,
+                               long n_rows, __global const float* y) {
+  const long i = get_global_id(0);
+  if (i >= n_rows * width) return;
+  const long r = i / width, c = i % width;
+  const float term = scales[r] * y[i];
+  x[(long)rows[r] * width + c] += term;
+}
+
 // One work-item per element of the tokens' rows; f16 pages hold half bits.
 __kernel void kv_write(__global uchar* k_pages, __global uchar* v_pages, int f16, long row, __global const long* slots,
                        long n_tokens, __global const float* k, __global const float* v) {
