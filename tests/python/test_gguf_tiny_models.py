@@ -5,6 +5,7 @@ and their greedy continuations against llama.cpp's
 (scripts/gen_gguf_tiny_goldens.py), and, where the file states everything
 transformers computes with, every position's logits against transformers'."""
 import json
+import struct
 
 import numpy as np
 import pytest
@@ -62,3 +63,32 @@ def test_every_position_matches_transformers(tessera_bin, tmp_path, name):
         ours = np.fromfile(out, dtype=np.float32).reshape(len(case["ids"]), -1)
         ref = np.fromfile(hf / case["logits"], dtype=np.float32).reshape(len(case["ids"]), -1)
         assert np.abs(ours - ref).max() < 1e-4, f"{name}: max |diff| {np.abs(ours - ref).max():.2e}"
+
+
+def with_u32(tmp_path, name, key, value):
+    """A copy of tiny model `name` whose u32 metadata `key` says `value`."""
+    data = bytearray((GGUF / f"{name}.gguf").read_bytes())
+    encoded = struct.pack("<Q", len(key)) + key.encode()
+    at = data.find(encoded)
+    assert at >= 0 and data.find(encoded, at + 1) < 0, key
+    type_at = at + len(encoded)
+    assert struct.unpack_from("<I", data, type_at)[0] == 4, "not a u32"  # GGUF value type 4: uint32
+    struct.pack_into("<I", data, type_at + 4, value)
+    path = tmp_path / f"{name}.gguf"
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("key,value,message", [
+    ("qwen3moe.expert_used_count", 9, "experts used per token (9) must be between 1 and the expert count (8)"),
+    ("qwen3moe.expert_used_count", 0, "experts used per token (0) must be between 1 and the expert count (8)"),
+    ("qwen3moe.expert_count", 6, "tensor 'blk.0.ffn_gate_inp.weight' has shape [8, 64], expected [6, 64]"),
+    ("qwen3moe.expert_count", 100000, "key 'qwen3moe.expert_count': 100000 is out of range"),
+    ("qwen3moe.expert_feed_forward_length", 48, "tensor 'blk.0.ffn_gate_exps.weight' has shape [8, 32, 64], expected [8, 48, 64]"),
+])
+def test_inconsistent_experts_are_refused_by_name(tessera_bin, tmp_path, key, value, message):
+    model = with_u32(tmp_path, "qwen3moe", key, value)
+    result = run([tessera_bin, "logits", "-m", model, "--token-ids", "5,6,7", "-o", tmp_path / "out.f32"])
+    assert result.returncode == 1
+    assert message.encode() in result.stderr, result.stderr
+    assert str(model).encode() in result.stderr

@@ -1,6 +1,7 @@
 // A sequence's greedy tokens do not depend on what it is batched with or on
 // how its prompt is cut into prefill chunks: every row of the batch is
-// computed the same way whatever the batch holds.
+// computed the same way whatever the batch holds. For a mixture-of-experts
+// model, also whichever other tokens share its experts in a step.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -22,18 +23,27 @@ struct Seq {
   bool registered = false;
 };
 
-class BatchInvariance : public ::testing::Test {
+struct SmolLM2 {
+  static std::string path() { return test::model_dir() + "/SmolLM2-135M-Instruct.Q4_1.gguf"; }
+};
+// Eight experts, two per token (tests/data/gguf-tiny).
+struct TinyQwen3Moe {
+  static std::string path() { return test::data_path("gguf-tiny/qwen3moe.gguf"); }
+};
+
+template <class Model>
+class BatchInvarianceOf : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string path = test::model_dir() + "/SmolLM2-135M-Instruct.Q4_1.gguf";
-    if (!std::filesystem::exists(path)) return;
+    if (!std::filesystem::exists(Model::path())) return;
     RunnerConfig config;
     config.kv_budget_bytes = 64ull << 20;
-    runner_ = new ModelRunner(std::make_shared<cpu::CpuBackend>(cpu::CpuBackendOptions{.threads = 2, .isa = std::nullopt}), path, config);
+    runner_ = new ModelRunner(std::make_shared<cpu::CpuBackend>(cpu::CpuBackendOptions{.threads = 2, .isa = std::nullopt}),
+                              Model::path(), config);
   }
   static void TearDownTestSuite() { delete runner_; }
   void SetUp() override {
-    if (!runner_) GTEST_SKIP() << "SmolLM2 not fetched (scripts/fetch-models.sh)";
+    if (!runner_) GTEST_SKIP() << Model::path() << " not fetched (scripts/fetch-models.sh)";
   }
 
   // Runs all sequences to `new_tokens` generated tokens; each step feeds every
@@ -84,12 +94,16 @@ class BatchInvariance : public ::testing::Test {
     return s;
   }
 
+  static void expect_alone_batched_and_chunked_agree();
+
   static ModelRunner* runner_;
 };
 
-ModelRunner* BatchInvariance::runner_ = nullptr;
+template <class Model>
+ModelRunner* BatchInvarianceOf<Model>::runner_ = nullptr;
 
-TEST_F(BatchInvariance, AloneBatchedAndChunkedGiveTheSameTokens) {
+template <class Model>
+void BatchInvarianceOf<Model>::expect_alone_batched_and_chunked_agree() {
   const std::string prompt = "Write a short story about a robot who learns to paint, in three sentences.";
   std::vector<Seq> alone{make(prompt)};
   run(alone, 1 << 20, 16);
@@ -112,6 +126,12 @@ TEST_F(BatchInvariance, AloneBatchedAndChunkedGiveTheSameTokens) {
   const Seq& ours = batch[3];
   EXPECT_EQ(std::vector<int32_t>(ours.tokens.begin() + long(ours.prompt_len), ours.tokens.end()), want) << "batched with 7 others";
 }
+
+using BatchInvariance = BatchInvarianceOf<SmolLM2>;
+using MoeBatchInvariance = BatchInvarianceOf<TinyQwen3Moe>;
+
+TEST_F(BatchInvariance, AloneBatchedAndChunkedGiveTheSameTokens) { expect_alone_batched_and_chunked_agree(); }
+TEST_F(MoeBatchInvariance, AloneBatchedAndChunkedGiveTheSameTokens) { expect_alone_batched_and_chunked_agree(); }
 
 }  // namespace
 }  // namespace tessera
