@@ -36,7 +36,13 @@ SHAPES = {
     "qwen2.5-0.5b": ("qwen2", "ggml-vocab-qwen2.gguf", 896, 24, 14, 2, 4864, 1e6, 1e-6, True, True),
     "llama-1b": ("llama", "ggml-vocab-llama-bpe.gguf", 2048, 16, 32, 8, 8192, 5e5, 1e-5, False, True),
     "llama-8b": ("llama", "ggml-vocab-llama-bpe.gguf", 4096, 32, 32, 8, 14336, 5e5, 1e-5, False, False),
+    # Mixture of experts (EXPERTS below): ~0.8B in all, ~0.35B read per token.
+    "qwen3moe-8x": ("qwen3moe", "ggml-vocab-qwen2.gguf", 1024, 16, 16, 8, 1536, 1e6, 1e-6, False, True),
 }
+# MoE shapes: (experts, experts per token); their feed-forward width is each expert's.
+EXPERTS = {"qwen3moe-8x": (8, 2)}
+# Architectures with RMSNorm on each query and key head.
+QK_NORM = {"qwen3", "qwen3moe"}
 FILE_TYPES = {"q4_0": 2, "q8_0": 7, "f16": 1, "q4_k_m": 15}
 
 # Where each f16 scale sits in a block, and its magnitude: weight = scale *
@@ -64,7 +70,7 @@ def tensor_type(file_type, name, layer, layers, row_length, tied):
     chosen = T.Q4_K
     if name == "output.weight" or (tied and name == "token_embd.weight"):
         chosen = T.Q6_K
-    elif (".attn_v." in name or ".ffn_down." in name) and use_more_bits(layer, layers):
+    elif (".attn_v." in name or ".ffn_down" in name) and use_more_bits(layer, layers):
         chosen = T.Q6_K
     if row_length % 256:  # K-quants need whole 256-wide blocks
         chosen = {T.Q4_K: T.Q5_0, T.Q6_K: T.Q8_0}[chosen]
@@ -91,16 +97,24 @@ def random_tensor(rng, qtype, rows, cols, gain=1.0):
     return data
 
 
-def layer_tensors(arch, hidden, heads, kv_heads, ffn, bias):
-    """(name suffix, rows, cols) of one block; rows are output features."""
+def layer_tensors(arch, hidden, heads, kv_heads, ffn, bias, experts=None):
+    """(name suffix, rows, cols, experts) of one block; rows are output
+    features; experts 0 for a plain matrix, else the stacked count."""
     head_dim = hidden // heads
-    out = [("attn_norm.weight", 1, hidden), ("attn_q.weight", hidden, hidden),
-           ("attn_k.weight", kv_heads * head_dim, hidden), ("attn_v.weight", kv_heads * head_dim, hidden),
-           ("attn_output.weight", hidden, hidden), ("ffn_norm.weight", 1, hidden),
-           ("ffn_gate.weight", ffn, hidden), ("ffn_up.weight", ffn, hidden), ("ffn_down.weight", hidden, ffn)]
+    out = [("attn_norm.weight", 1, hidden, 0), ("attn_q.weight", hidden, hidden, 0),
+           ("attn_k.weight", kv_heads * head_dim, hidden, 0), ("attn_v.weight", kv_heads * head_dim, hidden, 0),
+           ("attn_output.weight", hidden, hidden, 0), ("ffn_norm.weight", 1, hidden, 0)]
+    if experts:
+        n = experts[0]
+        out += [("ffn_gate_inp.weight", n, hidden, 0), ("ffn_gate_exps.weight", ffn, hidden, n),
+                ("ffn_up_exps.weight", ffn, hidden, n), ("ffn_down_exps.weight", hidden, ffn, n)]
+    else:
+        out += [("ffn_gate.weight", ffn, hidden, 0), ("ffn_up.weight", ffn, hidden, 0), ("ffn_down.weight", hidden, ffn, 0)]
+    if arch in QK_NORM:
+        out += [("attn_q_norm.weight", 1, head_dim, 0), ("attn_k_norm.weight", 1, head_dim, 0)]
     if bias:
-        out += [("attn_q.bias", 1, hidden), ("attn_k.bias", 1, kv_heads * head_dim),
-                ("attn_v.bias", 1, kv_heads * head_dim)]
+        out += [("attn_q.bias", 1, hidden, 0), ("attn_k.bias", 1, kv_heads * head_dim, 0),
+                ("attn_v.bias", 1, kv_heads * head_dim, 0)]
     return out
 
 
@@ -214,19 +228,25 @@ def write_model(shape, file_type, path, seed):
           kv_u32(f"{arch}.feed_forward_length", ffn), kv_u32(f"{arch}.attention.head_count", heads),
           kv_u32(f"{arch}.attention.head_count_kv", kv_heads), kv_f32(f"{arch}.rope.freq_base", rope_base),
           kv_f32(f"{arch}.attention.layer_norm_rms_epsilon", eps)] + tokenizer
+    experts = EXPERTS.get(shape)
+    if experts:
+        kv += [kv_u32(f"{arch}.expert_count", experts[0]), kv_u32(f"{arch}.expert_used_count", experts[1]),
+               kv_u32(f"{arch}.expert_feed_forward_length", ffn)]
 
-    plan = [("token_embd.weight", vocab, hidden, -1)]
+    plan = [("token_embd.weight", vocab, hidden, 0, -1)]
     for i in range(layers):
-        plan += [(f"blk.{i}.{name}", rows, cols, i) for name, rows, cols in layer_tensors(arch, hidden, heads, kv_heads, ffn, bias)]
-    plan.append(("output_norm.weight", 1, hidden, -1))
+        plan += [(f"blk.{i}.{name}", rows, cols, n, i)
+                 for name, rows, cols, n in layer_tensors(arch, hidden, heads, kv_heads, ffn, bias, experts)]
+    plan.append(("output_norm.weight", 1, hidden, 0, -1))
     if not tied:
-        plan.append(("output.weight", vocab, hidden, -1))
-    typed = [(name, rows, cols, T.F32 if rows == 1 else tensor_type(file_type, name, layer, layers, cols, tied))
-             for name, rows, cols, layer in plan]
+        plan.append(("output.weight", vocab, hidden, 0, -1))
+    # Norms and the router stay f32, as llama.cpp's converter keeps them.
+    typed = [(name, rows, cols, n, T.F32 if rows == 1 or "ffn_gate_inp" in name else
+              tensor_type(file_type, name, layer, layers, cols, tied)) for name, rows, cols, n, layer in plan]
 
     infos, offset = [], 0
-    for name, rows, cols, qtype in typed:
-        dims = [cols] if rows == 1 else [cols, rows]  # GGUF lists the fastest dimension first
+    for name, rows, cols, n, qtype in typed:
+        dims = [cols] if rows == 1 else [cols, rows] + ([n] if n else [])  # GGUF lists the fastest dimension first
         infos.append(pack_string(name) + struct.pack("<I", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims) +
                      struct.pack("<IQ", qtype[0], offset))
         offset += -(-tensor_bytes(dims, qtype[0]) // ALIGNMENT) * ALIGNMENT
@@ -234,9 +254,12 @@ def write_model(shape, file_type, path, seed):
     rng = np.random.default_rng(seed)
     with open(path, "wb") as f:
         f.write(head + bytes(-len(head) % ALIGNMENT))
-        for name, rows, cols, qtype in typed:
-            if name.endswith(".bias"):
-                data = (0.02 * rng.standard_normal(cols)).astype(np.float32).view(np.uint8)
+        for name, rows, cols, n, qtype in typed:
+            if name.endswith(".bias") or "ffn_gate_inp" in name:
+                # Router scores of a trained model's spread, so tokens use every expert.
+                data = (0.02 * rng.standard_normal(rows * cols)).astype(np.float32).view(np.uint8)
+            elif n:
+                data = np.concatenate([random_tensor(rng, qtype, rows, cols).reshape(-1) for _ in range(n)])
             else:
                 # A larger embedding keeps each token's identity in the
                 # residual stream through random layers.
