@@ -74,7 +74,6 @@ Decoder::Decoder(const DecoderSpec& spec, const DecoderWeights& weights, Backend
   freq_factors_ = place(spec.rope.freq_factors);
   if (backend.reads_rope_angle_table()) place_rope_tables(backend);
   if (spec.moe.n_experts > 0) {
-    if (shard.sharded()) throw Error("decoder: mixture-of-experts models do not run tensor-parallel yet");
     const size_t routed = t * size_t(spec.moe.top_k);
     experts_ = std::make_unique<Experts>();
     experts_->scores = DeviceBuffer(backend, t * size_t(spec.moe.n_experts) * sizeof(float));

@@ -5,6 +5,13 @@
 // step, and its output is added, weighted, into its tokens' rows. Experts
 // are added in expert order, each row computed by the same kernels whatever
 // the batch, so a token's result does not depend on the batch it ran in.
+//
+// Under tensor parallelism every rank holds the whole router and routes
+// alike (h is the same on every rank), and each expert is split as a dense
+// FFN is: its FFN channels across the ranks. The exact layout gathers each
+// expert's activations and outputs (as project_out does, planned for the
+// expert's tokens); the all-reduce layout adds every expert's partial sums
+// into proj and reduces proj once, as a dense layer's down projection.
 #include "models/decoder.h"
 #include "models/decoder_timing.h"
 
@@ -41,11 +48,21 @@ void Decoder::experts_block(const Pass& pass, int layer, int n, const float* h, 
     timed(pass, "activation", [&] {
       pass.ops.gated_activation({gated_activation_op(spec_.activation), gate, up, int64_t(count) * f, gate}, pass.stream);
     });
-    const LinearOutput down[] = {{expert.down.get(), output}};
-    linear(pass, "down", {gate, count, down, 1});
+    if (comm_ && w_.shard.exact()) {
+      for (Gather* g : {&ffn_gather_, &model_gather_}) plan_gather(pass, count, *g);
+      project_out(pass, "down", *expert.down, gate, count, ffn_gather_, output);
+    } else {
+      const LinearOutput down[] = {{expert.down.get(), output}};
+      linear(pass, "down", {gate, count, down, 1});
+    }
     timed(pass, "expert_add", [&] {
       pass.ops.scatter_add_rows({proj, d, rows, x.weights.data_as<float>() + first, count, output}, pass.stream);
     });
+  }
+  if (comm_ && w_.shard.exact()) {
+    for (Gather* g : {&ffn_gather_, &model_gather_}) plan_gather(pass, n, *g);  // back to the pass's tokens
+  } else if (comm_) {
+    timed(pass, "all_reduce", [&] { comm_->all_reduce_sum(proj, size_t(n) * size_t(d), pass.stream); });
   }
 }
 
