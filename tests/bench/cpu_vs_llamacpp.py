@@ -26,16 +26,24 @@ TEXT = (ROOT / "tests" / "data" / "perplexity" / "gpl-3.0.txt").read_text()
 
 def decode_bytes_per_token(path):
     """Weight bytes one decode step reads: every tensor but the embedding
-    table, which is read whole only when it is also the output matrix."""
+    table, which is read whole only when it is also the output matrix, and
+    of a mixture-of-experts layer's stacked experts the share one token uses."""
     reader = gguf.GGUFReader(path)
     names = {t.name for t in reader.tensors}
+    arch = str(reader.fields["general.architecture"].contents())
+
+    def number(key, fallback):
+        field = reader.fields.get(f"{arch}.{key}")
+        return int(field.contents()) if field else fallback
+
+    used_share = number("expert_used_count", 1) / number("expert_count", 1)
     total = 0
     for t in reader.tensors:
         if t.name == "token_embd.weight" and "output.weight" in names:
             continue
         if len(t.shape) >= 2:
-            total += int(t.n_bytes)
-    return total
+            total += int(t.n_bytes) * (used_share if "_exps." in t.name else 1)
+    return int(total)
 
 
 def prompt_of(binary, path, n_tokens):

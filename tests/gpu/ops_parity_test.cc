@@ -122,6 +122,27 @@ TEST_P(OpsParity, AddScaleSoftcapAndGatherRows) {
   EXPECT_EQ(gathered[1][0], outs[1][29 * width]);
 }
 
+// A mixture-of-experts layer adds each expert's weighted output into its
+// tokens' rows: rounded as the CPU's x + s * y, unfused.
+TEST_P(OpsParity, ScatterAddRowsBitIdentical) {
+  const int64_t n_tokens = 40, width = 96;
+  const auto x = normal_values(rng_, n_tokens * width), y = normal_values(rng_, 5 * width);
+  const std::vector<int32_t> rows{31, 2, 17, 0, 39};
+  const std::vector<float> scales{0.61f, 0.39f, 1.0f, 0.125f, 0.7071f};
+  std::vector<float> outs[2];
+  for (int b = 0; b < 2; ++b) {
+    Backend& be = b == 0 ? *cpu_ : *gpu_;
+    ASSERT_TRUE(be.supports(Op::kScatterAddRows, DType::kF32));
+    float* data = upload(be, x);
+    be.kernels().scatter_add_rows({data, width, upload(be, rows), upload(be, scales), int64_t(rows.size()), upload(be, y)},
+                                  be.default_stream());
+    outs[b] = download(be, data, x.size());
+  }
+  EXPECT_EQ(bit_differences(outs[1], outs[0]), 0u);
+  EXPECT_EQ(outs[0][31 * width], x[31 * width] + 0.61f * y[0]);
+  EXPECT_EQ(outs[0][1 * width], x[1 * width]);  // rows not listed stay as they were
+}
+
 class Embedding : public Parity {};
 
 TEST_P(Embedding, EveryTableFormatBitIdentical) {

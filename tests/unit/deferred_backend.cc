@@ -99,6 +99,7 @@ KernelTable make_table() {
   t.scale = deferred<ScaleArgs, &KernelTable::scale>;
   t.softcap = deferred<SoftcapArgs, &KernelTable::softcap>;
   t.gather_rows = deferred<GatherRowsArgs, &KernelTable::gather_rows>;
+  t.scatter_add_rows = deferred<ScatterAddRowsArgs, &KernelTable::scatter_add_rows>;
   return t;
 }
 
