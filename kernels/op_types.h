@@ -30,6 +30,14 @@ struct RopeParams {
   float freq_scale = 1.0f;              // kGgml: linear position scaling (1 / factor)
   const float* freq_factors = nullptr;  // kGgml: per-pair divisors (Llama 3 scaling), or null
   const float* inv_freq = nullptr;      // kFrequencyTable: (rotary_dim / 2) frequencies
+  // YaRN, kGgml: each pair's angle blends the scaled and the unscaled one by
+  // a ramp over pairs [corr_low, corr_high], times ext_factor (0: none),
+  // and the cosines and sines are scaled by attn_factor * (1 + 0.1 ln(1 /
+  // freq_scale)). kFrequencyTable: the table holds the blend; cosines and
+  // sines are scaled by attn_factor.
+  float ext_factor = 0.0f;
+  float corr_low = 0.0f, corr_high = 0.0f;
+  float attn_factor = 1.0f;
   // Optional, for backends whose sine and cosine round otherwise than the
   // CPU's: (table_positions, rotary_dim / 2) cosines, then as many sines,
   // of each position's angles as ops::rope_angles gives them. Positions
@@ -42,7 +50,15 @@ enum class GatedActivation : uint8_t {
   kSilu,           // SwiGLU: silu(gate) * up
   kGeluTanh,       // GeGLU with the tanh approximation, evaluated exactly
   kGeluTanhTable,  // the same through a table over f16 inputs, as llama.cpp evaluates it
+  // gpt-oss's clamped SwiGLU: g = min(gate, 7), u = clamp(up, -7, 7),
+  // g / (1 + exp(-1.702 g)) * (u + 1) (its constants, as llama.cpp and
+  // transformers fix them).
+  kSiluClampedOai,
 };
+
+// kSiluClampedOai's constants.
+constexpr float kOaiSwiGluAlpha = 1.702f;
+constexpr float kOaiSwiGluLimit = 7.0f;
 
 enum class MaskMod : uint8_t {
   kCausal,         // key position <= query position
@@ -71,6 +87,10 @@ struct AttentionParams {
   // earlier ranks (see QueryGroups in kernels/query_groups.h).
   int query_group = 0;
   int query_head_offset = 0;
+  // Attention sinks (gpt-oss): one learned logit per query head that every
+  // query's softmax includes with a zero value, so a query may attend to
+  // nothing. Null: none.
+  const float* sinks = nullptr;
 };
 
 // One layer's pages: `k` and `v` are [n_pages][page_size][n_kv_heads][head_dim].

@@ -1,5 +1,6 @@
 #include "kernels/rope_angles.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tessera::ops {
@@ -12,17 +13,27 @@ void rope_angles(const RopeParams& params, int32_t position, float* cos_out, flo
       const float angle = params.inv_freq[i] * float(position);
       cos_out[i] = std::cos(angle);
       sin_out[i] = std::sin(angle);
+      if (params.attn_factor != 1.0f) cos_out[i] *= params.attn_factor, sin_out[i] *= params.attn_factor;
     }
     return;
   }
   // ggml: angles advance by repeated multiplication.
   const float theta_scale = std::pow(params.freq_base, -2.0f / float(params.rotary_dim));
+  const bool yarn = params.ext_factor != 0.0f;
+  const float mscale = yarn ? params.attn_factor * (1.0f + 0.1f * std::log(1.0f / params.freq_scale)) : params.attn_factor;
   float theta = float(position);
   for (int i = 0; i < pairs; ++i) {
     const float ff = params.freq_factors ? params.freq_factors[i] : 1.0f;
-    const float angle = params.freq_scale * (theta / ff);
-    cos_out[i] = std::cos(angle);
-    sin_out[i] = std::sin(angle);
+    const float extrapolated = theta / ff, interpolated = params.freq_scale * extrapolated;
+    float angle = interpolated;
+    if (yarn) {
+      // The ramp is 1 below corr_low (pairs kept unscaled), 0 above corr_high.
+      const float y = (float(i) - params.corr_low) / std::max(0.001f, params.corr_high - params.corr_low);
+      const float mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * params.ext_factor;
+      angle = interpolated * (1.0f - mix) + extrapolated * mix;
+    }
+    cos_out[i] = std::cos(angle) * mscale;
+    sin_out[i] = std::sin(angle) * mscale;
     theta *= theta_scale;
   }
 }

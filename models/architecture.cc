@@ -1,5 +1,6 @@
 #include "models/architecture.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -84,6 +85,11 @@ WeightNames standard_gguf_names() {
   n.expert_gate = "blk.{}.ffn_gate_exps.weight";
   n.expert_up = "blk.{}.ffn_up_exps.weight";
   n.expert_down = "blk.{}.ffn_down_exps.weight";
+  n.router_bias = "blk.{}.ffn_gate_inp.bias";
+  n.expert_gate_bias = "blk.{}.ffn_gate_exps.bias";
+  n.expert_up_bias = "blk.{}.ffn_up_exps.bias";
+  n.expert_down_bias = "blk.{}.ffn_down_exps.bias";
+  n.sinks = "blk.{}.attn_sinks.weight";
   return n;
 }
 
@@ -133,6 +139,34 @@ int required_hf_count(const nlohmann::json& config, const char* key) {
   return int(v);
 }
 
+namespace {
+
+// YaRN as llama.cpp applies it: the blend over the pairs between the
+// corrected dimensions of beta_fast and beta_slow rotations in the original
+// context, and the magnitude factor it computes, in its float arithmetic.
+void fill_gguf_yarn(const gguf::File& file, const std::string& arch, DecoderSpec* spec) {
+  const std::string key = arch + ".rope.scaling.";
+  const auto context = file.get_uint(key + "original_context_length");
+  if (!context || *context == 0 || *context > uint64_t(INT32_MAX)) {
+    throw Error(file.name() + ": key '" + key + "original_context_length': missing or out of range for YaRN");
+  }
+  const float fast = float(file.get_float(key + "yarn_beta_fast").value_or(32.0));
+  const float slow = float(file.get_float(key + "yarn_beta_slow").value_or(1.0));
+  const float dims = float(spec->rope.dim), base = spec->rope.base, original = float(*context);
+  const auto corr_dim = [&](float rotations) { return dims * std::log(original / (rotations * 2.0f * float(M_PI))) / (2.0f * std::log(base)); };
+  spec->rope.ext_factor = 1.0f;
+  spec->rope.corr_low = std::max(0.0f, std::floor(corr_dim(fast)));
+  spec->rope.corr_high = std::min(dims - 1.0f, std::ceil(corr_dim(slow)));
+  // llama.cpp's attn_factor cancels the magnitude its rope applies, then
+  // scales by the file's own factor.
+  const float factor = 1.0f / spec->rope.freq_scale;
+  const float magnitude = factor <= 1.0f ? 1.0f : 0.1f * std::log(factor) + 1.0f;
+  spec->rope.attn_factor = magnitude * (1.0f / (1.0f + 0.1f * std::log(factor))) *
+                           float(file.get_float(key + "attn_factor").value_or(1.0));
+}
+
+}  // namespace
+
 void fill_common_gguf(const gguf::File& file, const std::string& arch, DecoderSpec* spec) {
   auto required = [&](const std::string& key) -> int {
     const auto v = file.get_uint(arch + "." + key);
@@ -157,11 +191,13 @@ void fill_common_gguf(const gguf::File& file, const std::string& arch, DecoderSp
   spec->rope.base = float(file.get_float(arch + ".rope.freq_base").value_or(10000.0));
   spec->rope.dim = optional("rope.dimension_count", spec->head_dim);
   spec->rope.recipe = RopeRecipe::kGgml;
-  if (file.get_string(arch + ".rope.scaling.type").value_or("none") == "linear") {
+  const std::string scaling = file.get_string(arch + ".rope.scaling.type").value_or("none");
+  if (scaling == "linear" || scaling == "yarn") {
     const double factor = file.get_float(arch + ".rope.scaling.factor").value_or(1.0);
     if (!(factor > 0.0)) throw Error(file.name() + ": key '" + arch + ".rope.scaling.factor': must be positive");
-    spec->rope.freq_scale = float(1.0 / factor);
+    spec->rope.freq_scale = 1.0f / float(factor);  // in float, as llama.cpp
   }
+  if (scaling == "yarn") fill_gguf_yarn(file, arch, spec);
   spec->sliding_window.assign(size_t(std::max(spec->n_layers, 0)), 0);
 }
 
@@ -209,6 +245,7 @@ void fill_common_hf(const nlohmann::json& config, DecoderSpec* spec) {
   spec->rope.base = theta_from.value("rope_theta", 10000.0f);
   spec->rope.dim = int(double(spec->head_dim) * partial);
   spec->rope.inv_freq = transformers_inv_freq(spec->rope.base, spec->rope.dim, scaling.is_object() ? scaling : parameters);
+  spec->rope.attn_factor = transformers_rope_attention_factor(scaling.is_object() ? scaling : parameters);
   spec->sliding_window.assign(size_t(spec->n_layers), 0);
 }
 
@@ -216,7 +253,7 @@ namespace {
 
 // transformers' activation names and the gated activation each gives.
 bool activation_matches(const std::string& name, FfnActivation activation) {
-  if (name == "silu" || name == "swish") return activation == FfnActivation::kSwiGlu;
+  if (name == "silu" || name == "swish") return activation == FfnActivation::kSwiGlu || activation == FfnActivation::kSwiGluClampedOai;
   if (name == "gelu_pytorch_tanh" || name == "gelu_tanh") return activation == FfnActivation::kGeGluTanh;
   return false;
 }

@@ -21,6 +21,7 @@ class File;
 struct WeightNames {
   std::string token_embedding, output_norm, output;
   std::string attn_norm, q, k, v, o, q_bias, k_bias, v_bias, o_bias, q_norm, k_norm, post_attn_norm;
+  std::string sinks;  // (n_heads): attention sinks
   std::string qkv;  // Q, K and V rows in one matrix (split at load), instead of q, k and v
   std::string ffn_norm, gate, up, down, gate_bias, up_bias, down_bias, post_ffn_norm;
   std::string gate_up;  // gate rows then up rows in one matrix, instead of gate and up
@@ -28,6 +29,14 @@ struct WeightNames {
   // gate, up and down. A name with "{x}" is one expert's matrix ("{x}" the
   // expert); one without is every expert's, (n_experts, rows, cols).
   std::string router, expert_gate, expert_up, expert_down;
+  // Their biases (MoeSpec::biases): the router's (n_experts), each expert's
+  // ("{x}") or every expert's stacked, (n_experts, rows).
+  std::string router_bias, expert_gate_bias, expert_up_bias, expert_down_bias;
+  // gpt-oss's Hugging Face form: expert_gate and expert_up name one
+  // (n_experts, d_model, 2 * ffn) tensor, input-major, gate and up channels
+  // interleaved (and its bias, (n_experts, 2 * ffn), likewise); expert_down
+  // is (n_experts, ffn, d_model).
+  bool experts_input_major = false;
   // Tensors a checkpoint may carry that the computation derives itself
   // (transformers' old rotary inv_freq buffers).
   std::vector<std::string> derived;

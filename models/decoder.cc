@@ -121,11 +121,15 @@ ops::RopeParams Decoder::rope_recipe(bool local, const float* inv_freq, const fl
   ops::RopeParams p;
   p.style = r.pairing == RotaryPairing::kAdjacent ? ops::RopeStyle::kInterleaved : ops::RopeStyle::kHalves;
   p.rotary_dim = r.dim;
+  p.attn_factor = r.attn_factor;
   if (r.recipe == RopeRecipe::kTransformers) {
     p.numerics = ops::RopeNumerics::kFrequencyTable;
     p.inv_freq = local ? local_inv_freq : inv_freq;
     return p;
   }
+  p.ext_factor = r.ext_factor;
+  p.corr_low = r.corr_low;
+  p.corr_high = r.corr_high;
   p.numerics = ops::RopeNumerics::kGgml;
   p.freq_base = local ? r.local_base : r.base;
   p.freq_scale = local ? 1.0f : r.freq_scale;  // scaling applies to the global layers only
@@ -181,6 +185,7 @@ void Decoder::attention_block(const Pass& pass, int layer, const ForwardBatch& b
   params.scale_queries = spec_.scale_queries;
   params.mask = window > 0 ? ops::MaskMod::kSlidingWindow : ops::MaskMod::kCausal;
   params.window = window;
+  params.sinks = lw.sinks;
   if (spec_.attn_softcap > 0.0f) {
     params.score = ops::ScoreMod::kSoftcap;
     params.softcap = spec_.attn_softcap;

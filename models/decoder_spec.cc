@@ -9,6 +9,7 @@ ops::GatedActivation gated_activation_op(FfnActivation a) {
     case FfnActivation::kSwiGlu: return ops::GatedActivation::kSilu;
     case FfnActivation::kGeGluTanh: return ops::GatedActivation::kGeluTanh;
     case FfnActivation::kGeGluTanhTable: return ops::GatedActivation::kGeluTanhTable;
+    case FfnActivation::kSwiGluClampedOai: return ops::GatedActivation::kSiluClampedOai;
   }
   return ops::GatedActivation::kSilu;
 }

@@ -26,6 +26,7 @@ enum class FfnActivation : uint8_t {
   kSwiGlu,          // silu(gate) * up
   kGeGluTanh,       // gelu_tanh(gate) * up, evaluated exactly
   kGeGluTanhTable,  // the same through llama.cpp's f16 table
+  kSwiGluClampedOai,  // gpt-oss's clamped SwiGLU (ops::GatedActivation::kSiluClampedOai)
 };
 
 struct RopeSpec {
@@ -38,6 +39,11 @@ struct RopeSpec {
   std::vector<float> freq_factors;    // kGgml: per rotary pair, divides the frequency (Llama 3 scaling); empty: none
   std::vector<float> inv_freq;        // kTransformers: (dim / 2) frequencies of full-attention layers
   std::vector<float> local_inv_freq;  // kTransformers: those of sliding-window layers with local_base
+  // YaRN (ops::RopeParams): kGgml blends by ext_factor over pairs
+  // [corr_low, corr_high]; both recipes scale cosines and sines by attn_factor.
+  float ext_factor = 0.0f;
+  float corr_low = 0.0f, corr_high = 0.0f;
+  float attn_factor = 1.0f;
 };
 
 // A mixture-of-experts FFN on every layer: a router scores the experts for
@@ -48,6 +54,7 @@ struct MoeSpec {
   int n_experts = 0;
   int top_k = 0;
   bool normalize_weights = false;  // the chosen experts' weights are rescaled to sum to 1
+  bool biases = false;             // the router and every expert's projections carry biases
 };
 
 struct DecoderSpec {
@@ -76,6 +83,7 @@ struct DecoderSpec {
   bool scale_queries = false;         // scale queries before q·k (Gemma's GGUF graph), not the scores
   float attn_softcap = 0.0f;          // 0: none
   float final_logit_softcap = 0.0f;   // 0: none
+  bool attention_sinks = false;       // a learned logit per head in each softmax (ops::AttentionParams::sinks)
   std::vector<int> sliding_window;    // per layer; 0 = full attention
   MoeSpec moe;
 

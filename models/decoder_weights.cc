@@ -1,6 +1,7 @@
 #include "models/decoder_weights.h"
 
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -114,8 +115,13 @@ class Binder {
   // their part of the bias.
   std::unique_ptr<PreparedLinear> rows_of(const QuantizedLinear& full, int64_t first, int64_t count, const std::string& bias_name,
                                           bool with_bias) {
+    return rows_with_bias(full, first, count, with_bias ? host_vector(bias_name, full.rows, true) : nullptr);
+  }
+
+  // The same with the whole bias (full.rows) given, or null.
+  std::unique_ptr<PreparedLinear> rows_with_bias(const QuantizedLinear& full, int64_t first, int64_t count, const float* bias) {
     QuantizedLinear w = count == full.rows ? full : full.row_slice(full.name + "[rows " + std::to_string(first) + "+]", first, count);
-    if (with_bias) w.bias = host_vector(bias_name, full.rows, true) + first;
+    if (bias) w.bias = bias + first;
     return backend_.prepare_linear(w);
   }
 
@@ -123,12 +129,54 @@ class Binder {
   // out of the checkpoint; the bias goes to one rank only.
   std::unique_ptr<PreparedLinear> columns_of(const QuantizedLinear& full, int64_t first, int64_t count, const std::string& bias_name,
                                              bool with_bias, bool adds_bias) {
+    return columns_with_bias(full, first, count, with_bias ? host_vector(bias_name, full.rows, true) : nullptr, adds_bias);
+  }
+
+  // The same with the bias (full.rows) given, or null.
+  std::unique_ptr<PreparedLinear> columns_with_bias(const QuantizedLinear& full, int64_t first, int64_t count, const float* bias,
+                                                    bool adds_bias) {
     QuantizedLinear w = count == full.cols ? full : column_copy(full, first, count);
-    if (with_bias) {
-      const float* bias = host_vector(bias_name, full.rows, true);
-      w.bias = adds_bias ? bias : nullptr;
-    }
+    if (bias) w.bias = adds_bias ? bias : nullptr;
     return backend_.prepare_linear(w);
+  }
+
+  // Expert `expert` of an input-major (n_experts, cols, rows * step) tensor:
+  // the (rows, cols) matrix of its output channels offset, offset + step, …,
+  // transposed once into f32 (WeightNames::experts_input_major).
+  QuantizedLinear input_major_expert(const std::string& name, int expert, int n_experts, int64_t rows, int64_t cols, int step,
+                                     int offset) {
+    const SourceTensor all = require(name, {n_experts, cols, rows * step});
+    const float* values = all.dtype == DType::kF32 ? static_cast<const float*>(all.data) : converted_once(name, all);
+    const float* mine = values + size_t(expert) * size_t(cols) * size_t(rows * step);
+    std::vector<uint8_t>& buf = out_.converted.emplace_back(size_t(rows * cols) * sizeof(float));
+    float* out = reinterpret_cast<float*>(buf.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = mine[c * rows * step + r * step + offset];
+    }
+    const SourceTensor one{DType::kF32, out, {rows, cols}, uint64_t(buf.size())};
+    return linear_of(name + "[expert " + std::to_string(expert) + ", " + std::to_string(offset) + " of " + std::to_string(step) + "]",
+                     one, rows, cols, LinearRole::kLayer);
+  }
+
+  // Entries offset, offset + step, … of expert `expert`'s row of an
+  // (n_experts, rows * step) bias.
+  const float* strided_expert_bias(const std::string& name, int expert, int n_experts, int64_t rows, int step, int offset) {
+    const SourceTensor all = require(name, {n_experts, rows * step});
+    const float* values = all.dtype == DType::kF32 ? static_cast<const float*>(all.data) : converted_once(name, all);
+    if (step == 1) return values + size_t(expert) * size_t(rows);
+    std::vector<uint8_t>& buf = out_.converted.emplace_back(size_t(rows) * sizeof(float));
+    float* out = reinterpret_cast<float*>(buf.data());
+    for (int64_t r = 0; r < rows; ++r) out[r] = values[size_t(expert) * size_t(rows * step) + size_t(r * step + offset)];
+    return out;
+  }
+
+  // Expert `expert`'s bias of `rows`: its own vector where the name has
+  // "{x}", else its row of one (n_experts, rows) tensor.
+  const float* expert_bias(const std::string& pattern, int expert, int n_experts, int64_t rows) {
+    if (pattern.find("{x}") != std::string::npos) return host_vector(expert_name(pattern, expert), rows, true);
+    const SourceTensor all = require(pattern, {n_experts, rows});
+    const float* values = all.dtype == DType::kF32 ? static_cast<const float*>(all.data) : converted_once(pattern, all);
+    return values + size_t(expert) * size_t(rows);
   }
 
   const void* place(const void* host, size_t bytes) {
@@ -304,6 +352,13 @@ class Binder {
     }
   }
 
+  // converted(), made once for a tensor read several times.
+  const float* converted_once(const std::string& name, const SourceTensor& t) {
+    auto [at, fresh] = converted_by_name_.try_emplace(name, nullptr);
+    if (fresh) at->second = converted(name, t);
+    return at->second;
+  }
+
   const float* converted(const std::string& name, const SourceTensor& t) {
     if (!can_dequantize(t.dtype)) {
       throw Error(source_.name() + ": tensor '" + name + "': format " + std::string(dtype_name(t.dtype)) + " is not supported");
@@ -320,18 +375,24 @@ class Binder {
   DecoderWeights& out_;
   const LinearQuantization& quantization_;
   std::set<std::string> used_;
+  std::map<std::string, const float*> converted_by_name_;
   int layer_ = 0, n_layers_ = 0;  // set_layer; before it (the head) no layer is the last
 };
 
 // O or down: this rank's output rows (exact layout), or its input columns
 // [first, first + count) (all-reduce layout).
 std::unique_ptr<PreparedLinear> output_projection(Binder& b, const TensorShard& shard, const QuantizedLinear& full, int64_t first,
-                                                  int64_t count, const std::string& bias_name, bool with_bias) {
+                                                  int64_t count, const float* bias) {
   if (!shard.sharded() || shard.exact()) {
     const int64_t rows = shard.sharded() ? shard.count(shard.model) : full.rows;
-    return b.rows_of(full, shard.sharded() ? shard.first(shard.model) : 0, rows, bias_name, with_bias);
+    return b.rows_with_bias(full, shard.sharded() ? shard.first(shard.model) : 0, rows, bias);
   }
-  return b.columns_of(full, first, count, bias_name, with_bias, shard.adds_row_parallel_bias());
+  return b.columns_with_bias(full, first, count, bias, shard.adds_row_parallel_bias());
+}
+
+std::unique_ptr<PreparedLinear> output_projection(Binder& b, const TensorShard& shard, const QuantizedLinear& full, int64_t first,
+                                                  int64_t count, const std::string& bias_name, bool with_bias) {
+  return output_projection(b, shard, full, first, count, with_bias ? b.host_vector(bias_name, full.rows, true) : nullptr);
 }
 
 void bind_attention(const DecoderSpec& spec, const WeightNames& names, const TensorShard& shard, int l, Binder& b,
@@ -359,6 +420,11 @@ void bind_attention(const DecoderSpec& spec, const WeightNames& names, const Ten
   }
   layer.attn_norm = b.device_vector(name(names.attn_norm), d, true);
   if (spec.post_attention_norm) layer.post_attn_norm = b.device_vector(name(names.post_attn_norm), d, true);
+  if (spec.attention_sinks) {
+    // This rank's query heads' sinks.
+    const float* all = b.host_vector(name(names.sinks), spec.n_heads, true);
+    layer.sinks = static_cast<const float*>(b.place(all + q_first / hd, size_t(q_count / hd) * sizeof(float)));
+  }
 }
 
 // A mixture-of-experts layer: the router whole on every rank, and each
@@ -368,13 +434,32 @@ void bind_experts(const DecoderSpec& spec, const WeightNames& names, const Tenso
   const int64_t d = spec.d_model, f = spec.ffn_dim, n = spec.moe.n_experts;
   const int64_t first = shard.sharded() ? shard.first(shard.ffn) : 0, count = shard.sharded() ? shard.count(shard.ffn) : f;
   if (names.router.empty()) throw Error(b.source_name() + ": " + spec.architecture + " has no mixture-of-experts form");
-  layer.router = b.rows_of(b.linear(layer_name(names.router, l), n, d, LinearRole::kRouter), 0, n, "", false);
+  const bool biases = spec.moe.biases;
+  layer.router = b.rows_of(b.linear(layer_name(names.router, l), n, d, LinearRole::kRouter), 0, n, layer_name(names.router_bias, l),
+                           biases);
   layer.experts.resize(size_t(n));
-  for (int e = 0; e < int(n); ++e) {
+  auto bias = [&](const std::string& pattern, int e, int64_t rows) {
+    return biases ? b.expert_bias(layer_name(pattern, l), e, int(n), rows) : nullptr;
+  };
+  for (int e = 0; e < int(n) && names.experts_input_major; ++e) {
     ExpertWeights& x = layer.experts[size_t(e)];
-    x.gate = b.rows_of(b.expert_linear(layer_name(names.expert_gate, l), e, int(n), f, d), first, count, "", false);
-    x.up = b.rows_of(b.expert_linear(layer_name(names.expert_up, l), e, int(n), f, d), first, count, "", false);
-    x.down = output_projection(b, shard, b.expert_linear(layer_name(names.expert_down, l), e, int(n), d, f), first, count, "", false);
+    const std::string gate_up = layer_name(names.expert_gate, l), gate_up_bias = layer_name(names.expert_gate_bias, l);
+    auto strided_bias = [&](const std::string& name, int64_t rows, int step, int offset) {
+      return biases ? b.strided_expert_bias(name, e, int(n), rows, step, offset) : nullptr;
+    };
+    x.gate = b.rows_with_bias(b.input_major_expert(gate_up, e, int(n), f, d, 2, 0), first, count, strided_bias(gate_up_bias, f, 2, 0));
+    x.up = b.rows_with_bias(b.input_major_expert(gate_up, e, int(n), f, d, 2, 1), first, count, strided_bias(gate_up_bias, f, 2, 1));
+    x.down = output_projection(b, shard, b.input_major_expert(layer_name(names.expert_down, l), e, int(n), d, f, 1, 0), first, count,
+                               strided_bias(layer_name(names.expert_down_bias, l), d, 1, 0));
+  }
+  for (int e = 0; e < int(n) && !names.experts_input_major; ++e) {
+    ExpertWeights& x = layer.experts[size_t(e)];
+    x.gate = b.rows_with_bias(b.expert_linear(layer_name(names.expert_gate, l), e, int(n), f, d), first, count,
+                              bias(names.expert_gate_bias, e, f));
+    x.up = b.rows_with_bias(b.expert_linear(layer_name(names.expert_up, l), e, int(n), f, d), first, count,
+                            bias(names.expert_up_bias, e, f));
+    x.down = output_projection(b, shard, b.expert_linear(layer_name(names.expert_down, l), e, int(n), d, f), first, count,
+                               bias(names.expert_down_bias, e, d));
   }
 }
 

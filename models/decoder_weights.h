@@ -45,6 +45,7 @@ struct LayerWeights {
   const float* k_norm = nullptr;
   const float* post_attn_norm = nullptr;  // (d_model)
   const float* post_ffn_norm = nullptr;
+  const float* sinks = nullptr;           // (this rank's query heads), attention_sinks only
 };
 
 // A rank of a tensor-parallel group; {0, 1}: the whole model.

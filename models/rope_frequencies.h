@@ -8,8 +8,12 @@
 namespace tessera {
 
 // inv_freq[i] = 1 / base^(2i / dim), then the config's rope_scaling applied
-// (none, "default", "linear" or "llama3"; other types are refused with
-// tessera::Error naming them).
+// (none, "default", "linear", "llama3" or "yarn"; other types are refused
+// with tessera::Error naming them).
 std::vector<float> transformers_inv_freq(float base, int dim, const nlohmann::json& rope_scaling);
+
+// The factor transformers multiplies cosines and sines by: YaRN's
+// attention_factor (given, or 0.1 ln(factor) + 1), else 1.
+float transformers_rope_attention_factor(const nlohmann::json& rope_scaling);
 
 }  // namespace tessera

@@ -21,7 +21,8 @@ import zlib
 import numpy as np
 import torch
 import transformers
-from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig,
+from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, GptOssConfig,
+                          GptOssForCausalLM, LlamaConfig,
                           LlamaForCausalLM, MistralConfig, MistralForCausalLM, MixtralConfig, MixtralForCausalLM,
                           Phi3Config, Phi3ForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
                           Qwen3MoeConfig, Qwen3MoeForCausalLM)
@@ -73,6 +74,14 @@ def models():
                                                          norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[],
                                                          use_sliding_window=False, sliding_window=None,
                                                          tie_word_embeddings=False))
+    # gpt-oss: attention sinks, windows on alternate layers, YaRN (a short
+    # original context so that it matters here), clamped SwiGLU experts with
+    # biases, router softmax over the chosen experts.
+    yarn = {"rope_type": "yarn", "rope_theta": 150000.0, "factor": 16.0, "beta_fast": 32.0, "beta_slow": 1.0,
+            "original_max_position_embeddings": 64, "truncate": False}
+    gpt_oss = {k: v for k, v in COMMON.items() if k not in ("bos_token_id", "eos_token_id")}
+    yield "gpt-oss", GptOssForCausalLM(GptOssConfig(**gpt_oss, num_local_experts=4, num_experts_per_tok=2,
+                                                    sliding_window=6, rope_parameters=yarn, tie_word_embeddings=False))
     yield "mixtral", MixtralForCausalLM(MixtralConfig(**COMMON, rope_theta=1000000.0, num_local_experts=4,
                                                       num_experts_per_tok=2, sliding_window=None,
                                                       tie_word_embeddings=False))

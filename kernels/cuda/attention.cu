@@ -43,6 +43,7 @@ struct KernelArgs {
   float query_scale, score_scale;
   float* out;      // (n_tokens, n_heads, head_dim)
   int group, head_offset;  // query head h reads KV head (h + head_offset) / group
+  const float* sinks;      // (n_heads) or null: ops::AttentionParams::sinks
 };
 
 template <typename Element>
@@ -195,6 +196,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(KernelArgs a, Mask 
     __syncthreads();
   }
   row_max = block_max(row_max, reduce_scratch);
+  if (a.sinks) row_max = fmaxf(row_max, a.sinks[head]);
 
   double sum = 0.0;  // thread 0's
   for (int tile = aligned; tile <= hi; tile += tile_n) {
@@ -210,6 +212,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(KernelArgs a, Mask 
     }
     __syncthreads();
   }
+  if (tid == 0 && a.sinks) sum += double(expf(__fsub_rn(a.sinks[head], row_max)));
   if (tid == 0) inverse_s = sum > 0.0 ? float(1.0 / sum) : 0.0f;
   __syncthreads();
   const float inverse = inverse_s;
@@ -311,7 +314,7 @@ void launch_attention(const AttentionArgs& args, cudaStream_t stream) {
     throw Error("attention: the KV pages must start on 16-byte boundaries");
   }
   KernelArgs k{plan.batch, args.q, args.n_heads, args.kv, p.scale_queries ? p.scale : 1.0f, p.scale_queries ? 1.0f : p.scale,
-               args.out, groups.group, groups.offset};
+               args.out, groups.group, groups.offset, p.sinks};
   const dim3 grid(unsigned(plan.n_tokens), unsigned(args.n_heads));
   if (args.kv.dtype == DType::kF16) launch_typed<__half>(k, p, grid, stream);
   else launch_typed<float>(k, p, grid, stream);

@@ -137,6 +137,12 @@ __global__ void gated_activation_kernel(ops::GatedActivation act, const float* g
   switch (act) {
     case ops::GatedActivation::kSilu: a = __fdiv_rn(g, __fadd_rn(1.0f, vector_expf(-g))); break;
     case ops::GatedActivation::kGeluTanh: a = gelu_tanh(g, false); break;
+    case ops::GatedActivation::kSiluClampedOai: {
+      const float x = fminf(g, ops::kOaiSwiGluLimit);
+      const float u = fminf(fmaxf(up[i], -ops::kOaiSwiGluLimit), ops::kOaiSwiGluLimit);
+      out[i] = __fmul_rn(__fdiv_rn(x, __fadd_rn(1.0f, expf(__fmul_rn(ops::kOaiSwiGluAlpha, -x)))), __fadd_rn(u, 1.0f));
+      return;
+    }
     default:
       // llama.cpp's table: input and result rounded to f16, the tails exact.
       a = g <= -10.0f ? 0.0f : g >= 10.0f ? g : __half2float(__float2half_rn(gelu_tanh(__half2float(__float2half_rn(g)), true)));

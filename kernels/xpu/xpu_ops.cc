@@ -167,7 +167,8 @@ void run_attention(const LaunchContext& cx, const AttentionArgs& a, const QueueS
   launch(cx, q.queue, "attention", groups_range(plan.n_tokens, a.n_heads, kAttentionThreads), b.n_seqs, b.query_start,
          b.positions, b.kv_len, b.page_indptr, b.page_indices, int(b.prefix_len != nullptr), b.prefix_len, a.q, a.n_heads, kv.k,
          kv.v, int(kv.dtype == DType::kF16), kv.page_size, kv.n_kv_heads, kv.head_dim, int(p.mask), p.window, int(p.score),
-         p.softcap, p.alibi_slopes, query_scale, score_scale, groups.group, groups.offset, a.out);
+         p.softcap, p.alibi_slopes, query_scale, score_scale, groups.group, groups.offset, int(p.sinks != nullptr), p.sinks,
+         a.out);
 }
 
 void run_gated_activation(const LaunchContext& cx, const GatedActivationArgs& a, const QueueState& q) {

@@ -1,4 +1,4 @@
-"""The GGUF forms of Qwen3, Phi-3, Gemma 2, Qwen3-MoE and Mixtral: tiny
+"""The GGUF forms of Qwen3, Phi-3, Gemma 2, Qwen3-MoE, Mixtral and gpt-oss: tiny
 models of tests/data/hf-tiny converted by llama.cpp's own converter
 (scripts/gen_gguf_tiny_models.py). Their largest logits after ten prompts
 and their greedy continuations against llama.cpp's
@@ -13,11 +13,14 @@ import pytest
 from conftest import DATA, run
 
 GGUF = DATA / "gguf-tiny"
-GOLDENS = ["qwen3", "phi3-partial", "gemma2", "qwen3moe", "mixtral"]
+GOLDENS = ["qwen3", "phi3-partial", "gemma2", "qwen3moe", "mixtral", "gpt-oss"]
 # Gemma 2's GGUF form holds no query_pre_attn_scalar (llama.cpp takes the
 # head width, where the tiny model says 24), so it is compared with
 # llama.cpp only. Phi-3's window is honoured as transformers does; llama.cpp
 # ignores it, so "phi3" (window 6) is compared with transformers only.
+# gpt-oss's GGUF form rounds YaRN's correction range to whole pairs, as
+# llama.cpp does, where transformers keeps it fractional (truncate: false):
+# compared with llama.cpp only.
 SAME_AS_TRANSFORMERS = ["qwen3", "phi3", "phi3-partial", "qwen3moe", "mixtral"]
 
 

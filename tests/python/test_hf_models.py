@@ -14,7 +14,7 @@ import pytest
 from conftest import DATA, run
 
 ARCHS = ["llama", "llama3", "llama-bias", "mistral", "qwen2", "qwen3", "qwen3-bias", "phi3", "phi3-partial", "gemma2",
-         "gemma3", "qwen3moe", "mixtral"]
+         "gemma3", "qwen3moe", "mixtral", "gpt-oss"]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -116,7 +116,8 @@ def test_biases_without_their_flag_are_refused(tessera_bin, tmp_path):
 
 @pytest.mark.parametrize("flag,value,message", [
     ("hidden_act", "gelu", b"'hidden_act': gelu is not supported"),
-    ("rope_scaling", {"rope_type": "yarn", "factor": 4.0}, b"rope_scaling type 'yarn' is not supported"),
+    ("rope_scaling", {"rope_type": "longrope", "factor": 4.0}, b"rope_scaling type 'longrope' is not supported"),
+    ("rope_scaling", {"rope_type": "yarn", "factor": 4.0}, b"rope_scaling (yarn) needs original_max_position_embeddings"),
     ("quantization_config", {"quant_method": "bitsandbytes"}, b"quantization_config.quant_method: 'bitsandbytes' checkpoints are not supported"),
     ("quantization_config", {"quant_method": "awq"}, b"quantization_config.bits: must be an integer"),
     ("partial_rotary_factor", 1.5, b"'partial_rotary_factor' must be in (0, 1]"),

@@ -157,8 +157,9 @@ struct PageKeys {
 
 // Turns the scores w[lo..hi] of one query into probabilities, as llama.cpp's
 // softmax does (its exponential; the sum over 16-lane groups aligned to key
-// 0, in double), rounded to f16 for an f16 cache. The score of key k is w[k - first].
-inline void normalise_row(float* w, int first, int lo, int hi, float row_max, bool f16) {
+// 0, in double), rounded to f16 for an f16 cache. The score of key k is
+// w[k - first]; `sink` (exp(sink logit - row_max), or 0) joins the sum last.
+inline void normalise_row(float* w, int first, int lo, int hi, float row_max, bool f16, float sink = 0.0f) {
   int first_scalar = lo;
 #if defined(__AVX2__) && defined(__FMA__)
   for (; first_scalar + 8 <= hi + 1; first_scalar += 8) {
@@ -183,6 +184,7 @@ inline void normalise_row(float* w, int first, int lo, int hi, float row_max, bo
     }
     sum += double(reduce_16_lanes(lanes));
   }
+  sum += double(sink);
   const float inv = sum > 0.0 ? float(1.0 / sum) : 0.0f;
   int k = lo;
 #if defined(__AVX2__) && defined(__F16C__)
@@ -411,7 +413,13 @@ void attend(const WorkItem& item, int head0, int head_count, const float* q, int
     const int t = item.token_begin + r / head_count;
     const int lo = std::max(span_first, mask.first(batch.positions[t]));
     const int hi = std::min(kv_len - 1, mask.last(batch.positions[t], prefix));
-    normalise_row(weights + size_t(r) * size_t(span), span_first, lo, hi, row_max[size_t(r)], f16);
+    float max = row_max[size_t(r)], sink = 0.0f;
+    if (params.sinks) {
+      const float logit = params.sinks[head0 + r % head_count];
+      max = std::max(max, logit);
+      sink = std::exp(logit - max);
+    }
+    normalise_row(weights + size_t(r) * size_t(span), span_first, lo, hi, max, f16, sink);
   }
   const LaneValues values(scratch_floats(scratch.values, LaneValues::floats(span_first, span_last, dim)), span_first, span_last, dim);
   for_each_page([&](int page, int page_first, int page_rows) {

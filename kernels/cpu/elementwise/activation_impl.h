@@ -2,6 +2,7 @@
 // The gated activation loop, compiled once per instruction set (see
 // activation.cc and activation_avx2.cc): the vector lanes perform the scalar
 // code's operations, so every build gives the same bits.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -92,6 +93,13 @@ inline void gated_activation_range(GatedActivation act, const float* gate, const
       for (; i < end; ++i) out[i] = gelu_from_table(table, gate[i]) * up[i];
       break;
     }
+    case GatedActivation::kSiluClampedOai:
+      for (; i < end; ++i) {
+        const float g = std::min(gate[i], ops::kOaiSwiGluLimit);
+        const float u = std::min(std::max(up[i], -ops::kOaiSwiGluLimit), ops::kOaiSwiGluLimit);
+        out[i] = g / (1.0f + std::exp(ops::kOaiSwiGluAlpha * (-g))) * (u + 1.0f);
+      }
+      break;
   }
 }
 

@@ -122,7 +122,8 @@ void attention(int n_seqs, __global const int* query_start, __global const int* 
                __global const int* prefix_len, __global const float* q, int n_heads, __global const uchar* keys,
                __global const uchar* values, int f16, int page_size, int n_kv_heads, int head_dim, int mask, int window,
                int score, float softcap, __global const float* slopes, float query_scale, float score_scale,
-               int query_group, int query_head_offset, __global float* out) {
+               int query_group, int query_head_offset, int has_sinks, __global const float* sinks,
+               __global float* out) {
   __local float q_s[ATT_MAX_DIM], p_s[ATT_THREADS], red[ATT_THREADS];
   __local float inverse_s;
   __local long value_rows[ATT_THREADS];  // pass 3: where each key of the tile keeps its values
@@ -146,6 +147,8 @@ void attention(int n_seqs, __global const int* query_start, __global const int* 
   float row_max = -INFINITY;
   for (int k = first + tid; k <= last; k += ATT_THREADS) row_max = fmax(row_max, attention_score(q_s, keys, pages, slopes, &a, k));
   row_max = work_group_max(row_max, red, tid);
+  // An attention sink joins the softmax with a zero value (ops::AttentionParams::sinks).
+  if (has_sinks) row_max = fmax(row_max, sinks[head]);
 
   wide_float sum = 0;  // work-item 0's
   const int aligned = first - first % ATT_LANES;
@@ -158,6 +161,7 @@ void attention(int n_seqs, __global const int* query_start, __global const int* 
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
+  if (tid == 0 && has_sinks) sum += (wide_float)exp(sinks[head] - row_max);
   if (tid == 0) inverse_s = sum > 0 ? (float)((wide_float)1 / sum) : 0.0f;
   barrier(CLK_LOCAL_MEM_FENCE);
   const float inverse = inverse_s;

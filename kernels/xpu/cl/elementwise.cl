@@ -114,6 +114,13 @@ __kernel void gated_activation(int act, __global const float* gate, __global con
   if (i >= n) return;
   const float g = gate[i];
   float a;
+  if (act == ACT_SILU_CLAMPED_OAI) {
+    // gpt-oss's clamped SwiGLU (ops::GatedActivation::kSiluClampedOai).
+    const float x = fmin(g, 7.0f), u = fmin(fmax(up[i], -7.0f), 7.0f);
+    const float e = exp(1.702f * (-x));
+    out[i] = x / (1.0f + e) * (u + 1.0f);
+    return;
+  }
   if (act == ACT_SILU) {
     a = g / (1.0f + vector_expf(-g));
   } else if (act == ACT_GELU_TANH) {
