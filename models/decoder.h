@@ -117,6 +117,10 @@ class Decoder {
   // The mixture-of-experts FFN (models/decoder_experts.cc): `proj` (n, d_model)
   // from the normed `h` (n, d_model).
   void experts_block(const Pass& pass, int layer, int n_tokens, const float* h, float* proj);
+  // Experts `group` (n_group of them, chosen by the same tokens): their
+  // outputs, weighted, added into those tokens' rows of proj.
+  static constexpr int kMaxSharedExperts = 4;  // 8 outputs share one input at most (kernels)
+  void expert_group(const Pass& pass, const LayerWeights& lw, const int* group, int n_group, const float* h, float* proj);
   void output_head(const Pass& pass, const ForwardBatch& batch, float* logits);
   void final_hidden(const Pass& pass, const ForwardBatch& batch, float* hidden);
   // Where each output row of a gather of `split` comes from, for the token

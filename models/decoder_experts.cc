@@ -15,13 +15,15 @@
 #include "models/decoder.h"
 #include "models/decoder_timing.h"
 
+#include <algorithm>
+
 namespace tessera {
 
 void Decoder::experts_block(const Pass& pass, int layer, int n, const float* h, float* proj) {
   const LayerWeights& lw = w_.layers[size_t(layer)];
   Experts& x = *experts_;
   const int n_experts = spec_.moe.n_experts;
-  const int64_t d = spec_.d_model, f = spec_.ffn_dim;
+  const int64_t d = spec_.d_model;
   float* scores = x.scores.data_as<float>();
   const LinearOutput router[] = {{lw.router.get(), scores}};
   linear(pass, "router", {h, n, router, 1});
@@ -36,33 +38,67 @@ void Decoder::experts_block(const Pass& pass, int layer, int n, const float* h, 
   pass.backend.copy_host_to_device(x.rows.data(), x.routes.rows.data(), routed * sizeof(int32_t), pass.stream);
   pass.backend.copy_host_to_device(x.weights.data(), x.routes.weights.data(), routed * sizeof(float), pass.stream);
   pass.backend.fill_zero(proj, size_t(n) * size_t(d) * sizeof(float), pass.stream);
-  float *input = x.input.data_as<float>(), *output = x.output.data_as<float>(), *gate = act_.gate, *up = act_.up;
-  for (int e = 0; e < n_experts; ++e) {
-    const int32_t first = x.routes.offsets[size_t(e)], count = x.routes.offsets[size_t(e) + 1] - first;
-    if (count == 0) continue;
-    const ExpertWeights& expert = lw.experts[size_t(e)];
-    const int32_t* rows = x.rows.data_as<int32_t>() + first;
-    timed(pass, "expert_gather", [&] { pass.ops.gather_rows({h, d, rows, count, input}, pass.stream); });
-    const LinearOutput gate_up[] = {{expert.gate.get(), gate}, {expert.up.get(), up}};
-    linear(pass, "gate_up", {input, count, gate_up, 2});
-    timed(pass, "activation", [&] {
-      pass.ops.gated_activation({gated_activation_op(spec_.activation), gate, up, int64_t(count) * f, gate}, pass.stream);
-    });
-    if (comm_ && w_.shard.exact()) {
-      for (Gather* g : {&ffn_gather_, &model_gather_}) plan_gather(pass, count, *g);
-      project_out(pass, "down", *expert.down, gate, count, ffn_gather_, output);
-    } else {
-      const LinearOutput down[] = {{expert.down.get(), output}};
-      linear(pass, "down", {gate, count, down, 1});
+  // Experts chosen by the same tokens (every expert of a lone decoding
+  // token) run their gate and up projections in one call, which gives the
+  // threads the work of all of them at once.
+  const std::vector<int32_t>& offsets = x.routes.offsets;
+  auto tokens_of = [&](int e) { return offsets[size_t(e) + 1] - offsets[size_t(e)]; };
+  auto same_tokens = [&](int a, int b) {
+    return tokens_of(a) == tokens_of(b) && std::equal(x.routes.rows.begin() + offsets[size_t(a)], x.routes.rows.begin() + offsets[size_t(a) + 1],
+                                                       x.routes.rows.begin() + offsets[size_t(b)]);
+  };
+  for (int e = 0; e < n_experts;) {
+    if (tokens_of(e) == 0) {
+      ++e;
+      continue;
     }
-    timed(pass, "expert_add", [&] {
-      pass.ops.scatter_add_rows({proj, d, rows, x.weights.data_as<float>() + first, count, output}, pass.stream);
-    });
+    int group[kMaxSharedExperts] = {e}, n_group = 1, next = e + 1;
+    for (; next < n_experts && n_group < kMaxSharedExperts && (n_group + 1) * tokens_of(e) <= capacity_.max_tokens; ++next) {
+      if (tokens_of(next) == 0) continue;
+      if (!same_tokens(e, next)) break;
+      group[n_group++] = next;
+    }
+    expert_group(pass, lw, group, n_group, h, proj);
+    e = next;
   }
   if (comm_ && w_.shard.exact()) {
     for (Gather* g : {&ffn_gather_, &model_gather_}) plan_gather(pass, n, *g);  // back to the pass's tokens
   } else if (comm_) {
     timed(pass, "all_reduce", [&] { comm_->all_reduce_sum(proj, size_t(n) * size_t(d), pass.stream); });
+  }
+}
+
+void Decoder::expert_group(const Pass& pass, const LayerWeights& lw, const int* group, int n_group, const float* h, float* proj) {
+  Experts& x = *experts_;
+  const int64_t d = spec_.d_model, f = spec_.ffn_dim;
+  const int32_t first = x.routes.offsets[size_t(group[0])], count = x.routes.offsets[size_t(group[0]) + 1] - first;
+  float *input = x.input.data_as<float>(), *output = x.output.data_as<float>();
+  const int32_t* rows = x.rows.data_as<int32_t>() + first;
+  timed(pass, "expert_gather", [&] { pass.ops.gather_rows({h, d, rows, count, input}, pass.stream); });
+  // Expert i of the group: gate and up at i * count rows of act_.gate and act_.up.
+  LinearOutput gate_up[2 * kMaxSharedExperts];
+  for (int i = 0; i < n_group; ++i) {
+    const ExpertWeights& expert = lw.experts[size_t(group[i])];
+    gate_up[2 * i] = {expert.gate.get(), act_.gate + int64_t(i) * count * f};
+    gate_up[2 * i + 1] = {expert.up.get(), act_.up + int64_t(i) * count * f};
+  }
+  linear(pass, "gate_up", {input, count, gate_up, 2 * n_group});
+  timed(pass, "activation", [&] {
+    const int64_t values = int64_t(n_group) * count * f;
+    pass.ops.gated_activation({gated_activation_op(spec_.activation), act_.gate, act_.up, values, act_.gate}, pass.stream);
+  });
+  for (int i = 0; i < n_group; ++i) {
+    const int e = group[i];
+    const float* gate = act_.gate + int64_t(i) * count * f;
+    if (comm_ && w_.shard.exact()) {
+      for (Gather* g : {&ffn_gather_, &model_gather_}) plan_gather(pass, count, *g);
+      project_out(pass, "down", *lw.experts[size_t(e)].down, gate, count, ffn_gather_, output);
+    } else {
+      const LinearOutput down[] = {{lw.experts[size_t(e)].down.get(), output}};
+      linear(pass, "down", {gate, count, down, 1});
+    }
+    const float* weights = x.weights.data_as<float>() + x.routes.offsets[size_t(e)];
+    timed(pass, "expert_add", [&] { pass.ops.scatter_add_rows({proj, d, rows, weights, count, output}, pass.stream); });
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include "engine/core/error.h"
 #include "engine/tensor/half.h"
+#include "quant/gguf_blocks.h"
 
 namespace tessera {
 namespace {
@@ -168,6 +169,15 @@ void block_q6_k(const uint8_t* b, float* y) {
   }
 }
 
+void block_mxfp4(const uint8_t* b, float* y) {
+  const float d = e8m0_half(b[0]);
+  const uint8_t* qs = b + 1;
+  for (int j = 0; j < kQK / 2; ++j) {
+    y[j] = float(kMxfp4Values[qs[j] & 0x0f]) * d;
+    y[j + kQK / 2] = float(kMxfp4Values[qs[j] >> 4]) * d;
+  }
+}
+
 using BlockFn = void (*)(const uint8_t*, float*);
 
 BlockFn block_fn(DType dtype) {
@@ -182,6 +192,7 @@ BlockFn block_fn(DType dtype) {
     case DType::kQ4_K: return block_q4_k;
     case DType::kQ5_K: return block_q5_k;
     case DType::kQ6_K: return block_q6_k;
+    case DType::kMXFP4: return block_mxfp4;
     default: return nullptr;
   }
 }

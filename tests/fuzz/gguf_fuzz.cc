@@ -1,10 +1,13 @@
-// libFuzzer target: the GGUF reader, and the tokenizer loader on whatever it
-// accepts, must turn any input into either a File or a tessera::Error.
+// libFuzzer target: the GGUF reader, and the tokenizer loader and the
+// architecture's reading of its keys (experts, rope scaling, windows) on
+// whatever it accepts, must turn any input into either a result or a
+// tessera::Error.
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
 #include "engine/core/error.h"
+#include "models/architecture.h"
 #include "models/gguf/gguf_file.h"
 #include "models/tokenizer/tokenizer.h"
 
@@ -15,6 +18,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (file.find("tokenizer.ggml.model")) {
       const tessera::Tokenizer tokenizer = tessera::Tokenizer::from_gguf(file);
       (void)tokenizer.encode("Hello world 123 \xe4\xbd\xa0\xe5\xa5\xbd");
+    }
+    if (const auto arch = file.get_string("general.architecture")) {
+      tessera::DecoderSpec spec;
+      tessera::find_architecture_for_gguf(*arch).spec_from_gguf(file, &spec);
+      spec.validate("fuzz");
     }
   } catch (const tessera::Error&) {
   }

@@ -13,7 +13,7 @@ import pytest
 from conftest import DATA, run
 
 GGUF = DATA / "gguf-tiny"
-GOLDENS = ["qwen3", "phi3-partial", "gemma2", "qwen3moe", "mixtral", "gpt-oss"]
+GOLDENS = ["qwen3", "phi3-partial", "gemma2", "qwen3moe", "mixtral", "gpt-oss", "gpt-oss-mxfp4"]
 # Gemma 2's GGUF form holds no query_pre_attn_scalar (llama.cpp takes the
 # head width, where the tiny model says 24), so it is compared with
 # llama.cpp only. Phi-3's window is honoured as transformers does; llama.cpp

@@ -63,7 +63,7 @@ TEST_P(DequantizeGolden, BackendKernelMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, DequantizeGolden,
                          ::testing::Values("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K",
-                                           "Q4_K", "Q5_K", "Q6_K"));
+                                           "Q4_K", "Q5_K", "Q6_K", "MXFP4"));
 
 TEST(Dequantize, RejectsPartialBlock) {
   std::vector<uint8_t> block(18);

@@ -82,6 +82,39 @@ TEST_P(VecDot, MatchesDequantizedReference) {
 
 INSTANTIATE_TEST_SUITE_P(WeightTypes, VecDot, ::testing::Values("F32", "F16", "Q4_0", "Q4_1", "Q5_0", "Q8_0", "Q4_K", "Q6_K"));
 
+// MXFP4 (gpt-oss experts) against Q8_0 activations: the integer block sums,
+// each scaled by half its E8M0 scale, as llama.cpp sums them. Scales are
+// kept to a trained model's range (the golden file's random ones overflow).
+TEST(VecDotMxfp4, MatchesDequantizedReference) {
+  const int64_t cols = 256;
+  std::vector<BlockMXFP4> w(static_cast<size_t>(cols / kQK));
+  uint32_t state = 12345;
+  auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  for (BlockMXFP4& b : w) {
+    b.e = uint8_t(118 + next() % 12);
+    for (uint8_t& q : b.qs) q = uint8_t(next() >> 24);
+  }
+  const VecDotKernel k = select_vec_dot(DType::kMXFP4, detect_isa());
+  ASSERT_NE(k.fn, nullptr);
+  ASSERT_EQ(k.activation_type, DType::kQ8_0);
+  const std::vector<float> x = test::normal_values(cols, 5);
+  std::vector<uint8_t> act(*dtype_bytes(DType::kQ8_0, uint64_t(cols)));
+  convert_activation_row(DType::kQ8_0, x.data(), act.data(), cols);
+  std::vector<float> wf(static_cast<size_t>(cols)), xf(static_cast<size_t>(cols));
+  dequantize_row(DType::kMXFP4, w.data(), wf.data(), cols);
+  dequantize_row(DType::kQ8_0, act.data(), xf.data(), cols);
+  double want = 0.0, magnitude = 0.0;
+  for (int64_t i = 0; i < cols; ++i) {
+    want += double(wf[size_t(i)]) * double(xf[size_t(i)]);
+    magnitude += std::fabs(double(wf[size_t(i)]) * double(xf[size_t(i)]));
+  }
+  EXPECT_GT(magnitude, 0.0);
+  EXPECT_NEAR(k.fn(cols, w.data(), act.data()), want, 1e-5 * magnitude);
+  // One value by hand: the second nibble table entry (1) times half of 2^0.
+  EXPECT_EQ(e8m0_half(127), 0.5f);
+  EXPECT_EQ(float(kMxfp4Values[7]) * e8m0_half(127), 6.0f);  // E2M1's largest magnitude
+}
+
 TEST(QuantizeRows, Q8_0RoundsHalfToEvenAndKeepsScale) {
   std::vector<float> x(32, 0.0f);
   x[0] = 127.0f;  // scale 1.0

@@ -83,6 +83,21 @@ float dot_q8_0(int64_t n, const void* w, const void* a) {
   return sum;
 }
 
+// llama.cpp's order: (activation scale * half the block's scale) * integer sum.
+float dot_mxfp4(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockMXFP4*>(w);
+  const auto* y = static_cast<const BlockQ8_0*>(a);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    int sumi = 0;
+    for (int j = 0; j < kQK / 2; ++j) {
+      sumi += kMxfp4Values[x[b].qs[j] & 0x0f] * y[b].qs[j] + kMxfp4Values[x[b].qs[j] >> 4] * y[b].qs[j + kQK / 2];
+    }
+    sum += (f16_to_f32(y[b].d) * e8m0_half(x[b].e)) * float(sumi);
+  }
+  return sum;
+}
+
 float dot_q4_k(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ4_K*>(w);
   const auto* y = static_cast<const BlockQ8_K*>(a);
@@ -128,7 +143,7 @@ std::optional<DType> activation_type_for(DType weight_type) {
     case DType::kF32: return DType::kF32;
     case DType::kF16: return DType::kF16;
     case DType::kBF16: return DType::kBF16;
-    case DType::kQ4_0: case DType::kQ5_0: case DType::kQ8_0: return DType::kQ8_0;
+    case DType::kQ4_0: case DType::kQ5_0: case DType::kQ8_0: case DType::kMXFP4: return DType::kQ8_0;
     case DType::kQ4_1: return DType::kQ8_1;
     case DType::kQ4_K: case DType::kQ6_K: return DType::kQ8_K;
     default: return std::nullopt;
@@ -138,7 +153,7 @@ std::optional<DType> activation_type_for(DType weight_type) {
 VecDotKernel scalar_vec_dot(DType weight_type) {
   return pick_vec_dot(weight_type, {{DType::kF32, dot_f32}, {DType::kF16, dot_half<f16_to_f32>}, {DType::kBF16, dot_half<bf16_to_f32>}, {DType::kQ4_0, dot_q4_0},
                                     {DType::kQ4_1, dot_q4_1}, {DType::kQ5_0, dot_q5_0}, {DType::kQ8_0, dot_q8_0},
-                                    {DType::kQ4_K, dot_q4_k}, {DType::kQ6_K, dot_q6_k}});
+                                    {DType::kQ4_K, dot_q4_k}, {DType::kQ6_K, dot_q6_k}, {DType::kMXFP4, dot_mxfp4}});
 }
 
 VecDotKernel pick_vec_dot(DType weight_type, std::initializer_list<std::pair<DType, VecDotFn>> kernels) {
