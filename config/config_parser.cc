@@ -243,7 +243,7 @@ class Parser {
     integer(n, "threads", path, 0, 1024, &m.threads);
     integer(n, "max_model_len", path, 0, 1 << 24, &m.max_model_len);
     boolean(n, "parse_special_in_messages", path, &m.parse_special_in_messages);
-    text(n, "reasoning_parser", path, &m.reasoning_parser, {"auto", "think", "none"});
+    text(n, "reasoning_parser", path, &m.reasoning_parser, {"auto", "think", "harmony", "none"});
     text(n, "load", path, &m.load, {"startup", "on_demand"});
     m.keep_alive_s = m.load == "on_demand" ? kOnDemandKeepAliveS : -1.0;
     number(n, "keep_alive_s", path, -1.0, 365.0 * 86400.0, &m.keep_alive_s);

@@ -34,6 +34,9 @@ TOKENS = {
     "mistralai-Mistral-Nemo-Instruct-2407": ("<s>", "</s>"),
     "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B": ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
     "microsoft-Phi-3.5-mini-instruct": ("<s>", "<|endoftext|>"),
+    # gpt-oss's harmony template, as llama.cpp's sdist ships it (models/templates/); it prints
+    # the current date, which the test compares as a pattern.
+    "openai-gpt-oss-120b": ("<|startoftext|>", "<|return|>"),
 }
 
 WEATHER_TOOL = {

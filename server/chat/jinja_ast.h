@@ -44,7 +44,7 @@ struct Node;
 using Body = std::vector<std::unique_ptr<Node>>;
 
 struct Node {
-  enum class Kind : uint8_t { kText, kOutput, kIf, kFor, kSet, kBreak, kContinue };
+  enum class Kind : uint8_t { kText, kOutput, kIf, kFor, kSet, kBreak, kContinue, kMacro };
 
   Kind kind = Kind::kText;
   int line = 1;
@@ -54,8 +54,9 @@ struct Node {
   std::vector<std::string> targets;              // kFor loop variables; kSet names
   std::string target_attribute;                  // kSet of `ns.attr`: targets[0] is ns
   ExprPtr filter;                                // kFor `if` clause
-  Body body;                                     // kFor
+  Body body;                                     // kFor, kMacro
   Body else_body;                                // kFor `else`
+  std::vector<std::pair<std::string, ExprPtr>> params;  // kMacro (name in targets[0]): names and defaults (or null)
 };
 
 }  // namespace tessera::jinja

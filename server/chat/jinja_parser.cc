@@ -510,6 +510,26 @@ class BlockParser {
       tag.expect_op("=");
       n->expr = tag.expression_or_tuple();
       tag.expect_end();
+    } else if (keyword == "macro") {
+      n->kind = Node::Kind::kMacro;
+      n->targets.push_back(tag.expect_name());
+      tag.expect_op("(");
+      while (!tag.is_op(")")) {
+        if (!n->params.empty()) tag.expect_op(",");
+        std::string param = tag.expect_name();
+        ExprPtr fallback;
+        if (tag.is_op("=")) {
+          tag.expect_op("=");
+          fallback = tag.expression();
+        }
+        n->params.emplace_back(std::move(param), std::move(fallback));
+      }
+      tag.expect_op(")");
+      tag.expect_end();
+      std::string stop;
+      n->body = block({"endmacro"}, &stop);
+      if (stop != "endmacro") fail(line, "'macro' without 'endmacro'");
+      tag_->expect_end();
     } else if (keyword == "break" || keyword == "continue") {
       n->kind = keyword == "break" ? Node::Kind::kBreak : Node::Kind::kContinue;
       tag.expect_end();

@@ -1,6 +1,7 @@
 // Template::parse and Template::render: walks the tree with jinja2's scoping
 // (each loop iteration is a scope of its own; `if` is not) and Python's
 // operator semantics.
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 #include <unordered_set>
@@ -57,10 +58,16 @@ class Renderer {
     out_ += s;
   }
 
+  // Inside a macro the caller's variables are hidden: its own scopes, then
+  // the template's top level.
   Value lookup(const std::string& name) const {
-    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
-      auto hit = it->find(name);
-      if (hit != it->end()) return hit->second;
+    for (size_t i = scopes_.size(); i-- > macro_base_;) {
+      auto hit = scopes_[i].find(name);
+      if (hit != scopes_[i].end()) return hit->second;
+    }
+    if (macro_base_ > 0) {
+      auto hit = scopes_[0].find(name);
+      if (hit != scopes_[0].end()) return hit->second;
     }
     return Value();
   }
@@ -87,8 +94,44 @@ class Renderer {
       case Node::Kind::kSet: exec_set(n); return Flow::kNormal;
       case Node::Kind::kBreak: return Flow::kBreak;
       case Node::Kind::kContinue: return Flow::kContinue;
+      case Node::Kind::kMacro:
+        scopes_.back()[n.targets[0]] = Value::function(n.targets[0], [this, &n](CallArgs& a) { return call_macro(n, a); });
+        return Flow::kNormal;
     }
     return Flow::kNormal;
+  }
+
+  // A macro's body rendered into a string of its own, its parameters bound
+  // from the call (positional, then by name, then their defaults). Recursion
+  // is bounded by the nesting limit, as every other construct.
+  Value call_macro(const Node& n, CallArgs& a) {
+    Depth d(this, n.line);
+    const std::string& name = n.targets[0];
+    if (a.positional.size() > n.params.size()) {
+      template_fail(n.line, "macro '" + name + "' takes not more than " + std::to_string(n.params.size()) + " arguments");
+    }
+    for (const auto& [key, value] : a.keyword) {
+      const bool known = std::any_of(n.params.begin(), n.params.end(), [&](const auto& p) { return p.first == key; });
+      if (!known) template_fail(n.line, "macro '" + name + "' takes no keyword argument '" + key + "'");
+    }
+    const size_t outer_base = macro_base_;
+    std::string outer_out = std::move(out_);
+    out_.clear();
+    scopes_.emplace_back();
+    macro_base_ = scopes_.size() - 1;
+    for (size_t i = 0; i < n.params.size(); ++i) {
+      const auto& [param, fallback] = n.params[i];
+      Value v = i < a.positional.size() ? a.positional[i] : a.get(size_t(-1), param);
+      if (v.is_undefined() && i >= a.positional.size() && fallback) v = eval(*fallback);
+      scopes_.back()[param] = v;
+    }
+    const Flow f = exec(n.body);
+    scopes_.pop_back();
+    macro_base_ = outer_base;
+    std::string rendered = std::move(out_);
+    out_ = std::move(outer_out);
+    if (f != Flow::kNormal) template_fail(n.line, "'break' or 'continue' outside a loop");
+    return Value::string(std::move(rendered));
   }
 
   void bind_targets(const std::vector<std::string>& targets, const Value& v, int line) {
@@ -412,6 +455,7 @@ class Renderer {
   const RenderLimits& limits_;
   std::vector<std::unordered_map<std::string, Value>> scopes_;
   std::string out_;
+  size_t macro_base_ = 0;  // inside a macro: its first scope (lookup skips the caller's)
   uint64_t steps_ = 0;
   int depth_ = 0;
 };

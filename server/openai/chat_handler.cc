@@ -8,6 +8,7 @@
 #include "server/openai/completion_logprobs.h"
 #include "server/serving/chat_prompt.h"
 #include "server/serving/generation_driver.h"
+#include "server/serving/harmony_channels.h"
 #include "server/serving/reasoning_parser.h"
 #include "server/serving/tool_calls.h"
 #include "server/serving/tool_request.h"
@@ -33,16 +34,17 @@ struct ChoiceState {
   ToolCallParser parser;        // when the request offers tools
   std::vector<ToolCall> calls;  // parsed from `text`; `text` then holds the rest
   std::optional<ReasoningParser> reasoning;  // for a thinking model
+  std::optional<HarmonyChannels> harmony;    // for gpt-oss
   std::string reasoning_text;
 };
 
 // The update's text split into the model's reasoning (returned) and its
 // answer (left in `text`), for a thinking model.
 std::string take_reasoning(ChoiceState& c, std::string& text, bool last) {
-  if (!c.reasoning) return "";
-  ReasoningSplit split = c.reasoning->feed(text);
+  if (!c.reasoning && !c.harmony) return "";
+  ReasoningSplit split = c.harmony ? c.harmony->feed(text) : c.reasoning->feed(text);
   if (last) {
-    ReasoningSplit rest = c.reasoning->finish();
+    ReasoningSplit rest = c.harmony ? c.harmony->finish() : c.reasoning->finish();
     split.reasoning += rest.reasoning;
     split.content += rest.content;
   }
@@ -105,7 +107,9 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
       chat_prompt_tokens(model, *messages, add_generation_prompt, kwargs, false, tool_request.tools);
   if (prompt.empty()) throw ApiError::invalid("the rendered conversation has no tokens", "messages");
   GenerationParams params = validate_generation(request, model, api.limits, model.max_model_len - int(prompt.size()));
-  params.render_special = params.render_special || tool_request.parse;
+  // Harmony's channel markers are special tokens the parser must see.
+  const bool harmony = model.reasoning == ReasoningFormat::kHarmony;
+  params.render_special = params.render_special || tool_request.parse || harmony;
   auto gens = start_generations(model, {prompt}, params);
 
   const std::string id = new_response_id("chatcmpl-");
@@ -116,6 +120,7 @@ void handle_chat_completions(const ApiContext& api, const Json& body, HttpExchan
   for (ChoiceState& c : choices) {
     c.parser = ToolCallParser(tool_request.names, tool_request.parallel);
     if (thinking) c.reasoning.emplace(opened);
+    if (harmony) c.harmony.emplace();
   }
   auto chunk = [&](Json choice_list) {
     Json c{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model_name},

@@ -23,7 +23,9 @@ bool blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::s
 
 ReasoningFormat reasoning_format_of(const std::string& configured, const std::string& template_source) {
   if (configured == "think") return ReasoningFormat::kThinkTags;
+  if (configured == "harmony") return ReasoningFormat::kHarmony;
   if (configured == "none") return ReasoningFormat::kNone;
+  if (template_source.find("<|channel|>") != std::string::npos) return ReasoningFormat::kHarmony;
   return template_source.find(kClose) != std::string::npos ? ReasoningFormat::kThinkTags : ReasoningFormat::kNone;
 }
 

@@ -9,11 +9,13 @@
 
 namespace tessera {
 
-// How a model's output carries reasoning.
-enum class ReasoningFormat { kNone, kThinkTags };
+// How a model's output carries reasoning: <think> tags, or gpt-oss's
+// harmony channels (server/serving/harmony_channels.h).
+enum class ReasoningFormat { kNone, kThinkTags, kHarmony };
 
-// From the model's configuration ("none", "think", "auto") and its chat
-// template: "auto" finds <think> tags in the template.
+// From the model's configuration ("none", "think", "harmony", "auto") and
+// its chat template: "auto" finds harmony's <|channel|> or <think> tags in
+// the template.
 ReasoningFormat reasoning_format_of(const std::string& configured, const std::string& template_source);
 
 struct ReasoningSplit {

@@ -78,7 +78,8 @@ TEST_P(OpsParity, RopeEveryStyleAndNumerics) {
 }
 
 TEST_P(OpsParity, GatedActivations) {
-  for (auto act : {ops::GatedActivation::kSilu, ops::GatedActivation::kGeluTanh, ops::GatedActivation::kGeluTanhTable}) {
+  for (auto act : {ops::GatedActivation::kSilu, ops::GatedActivation::kGeluTanh, ops::GatedActivation::kGeluTanhTable,
+                   ops::GatedActivation::kSiluClampedOai}) {
     const auto gate = normal_values(rng_, 4096, 4.0f), up = normal_values(rng_, 4096);
     std::vector<float> outs[2];
     for (int b = 0; b < 2; ++b) {
