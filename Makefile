@@ -78,7 +78,7 @@ test-avx2: build models
 	@if [ "$(ISA_FALLBACK_RUN)" = yes ]; then \
 	  (cd $(BUILD_DIR) && $(ISA_FALLBACK_ENV) TESSERA_MODEL_DIR="$(MODEL_DIR)" ctest --output-on-failure -j $(JOBS) $(UNIT_TEST_FILTER)) && \
 	  $(ISA_FALLBACK_ENV) TESSERA_BIN=$(abspath $(BUILD_DIR))/tessera TESSERA_MODEL_DIR="$(MODEL_DIR)" TESSERA_TEST_MODELS=$(TEST_MODELS) \
-	    $(VENV)/bin/python -m pytest -q tests/python/test_generation.py tests/python/test_hf_models.py; \
+	    $(VENV)/bin/python -m pytest -q tests/python/test_generation.py tests/python/test_hf_models.py tests/python/test_gguf_tiny_models.py; \
 	else echo "test-avx2: this CPU has no AVX-512 ($$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')): make test ran the AVX2 paths natively"; fi
 
 test-full:
