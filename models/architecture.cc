@@ -238,8 +238,11 @@ void fill_common_hf(const nlohmann::json& config, DecoderSpec* spec) {
   if (!(partial > 0.0 && partial <= 1.0)) throw Error("config.json: 'partial_rotary_factor' must be in (0, 1]");
   spec->rope.pairing = RotaryPairing::kHalves;
   spec->rope.recipe = RopeRecipe::kTransformers;
-  // transformers 5 writes rope_theta and the scaling together as rope_parameters.
-  const nlohmann::json parameters = config.value("rope_parameters", nlohmann::json());
+  // transformers 5 writes rope_theta and the scaling together as
+  // rope_parameters, per layer type where the types differ (the full
+  // attention layers' here).
+  nlohmann::json parameters = config.value("rope_parameters", nlohmann::json());
+  if (parameters.is_object() && parameters.contains("full_attention")) parameters = parameters["full_attention"];
   const nlohmann::json scaling = config.value("rope_scaling", nlohmann::json());
   const nlohmann::json& theta_from = config.contains("rope_theta") || !parameters.is_object() ? config : parameters;
   spec->rope.base = theta_from.value("rope_theta", 10000.0f);

@@ -110,7 +110,8 @@ class Renderer {
     if (a.positional.size() > n.params.size()) {
       template_fail(n.line, "macro '" + name + "' takes not more than " + std::to_string(n.params.size()) + " arguments");
     }
-    for (const auto& [key, value] : a.keyword) {
+    for (const auto& keyword : a.keyword) {
+      const std::string& key = keyword.first;  // not a structured binding: lambdas capture it
       const bool known = std::any_of(n.params.begin(), n.params.end(), [&](const auto& p) { return p.first == key; });
       if (!known) template_fail(n.line, "macro '" + name + "' takes no keyword argument '" + key + "'");
     }

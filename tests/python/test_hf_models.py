@@ -130,3 +130,23 @@ def test_unhonoured_config_flag_is_refused_by_name(tessera_bin, tmp_path, flag, 
     result = run([tessera_bin, "logits", "-m", model_dir, "--token-ids", "5,6,7", "-o", tmp_path / "l.f32"])
     assert result.returncode == 1
     assert message in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("form", ["flat", "per_layer_type"])
+def test_transformers_5_rope_parameters_give_the_same_logits(tessera_bin, tmp_path, form):
+    # transformers 5 writes rope_theta inside rope_parameters (per layer type
+    # for models whose layer types differ); the model computes the same.
+    model_dir = copy_model("qwen3", tmp_path)
+    config = json.loads((model_dir / "config.json").read_text())
+    parameters = {"rope_type": "default", "rope_theta": config.pop("rope_theta")}
+    config.pop("rope_scaling", None)
+    config["rope_parameters"] = parameters if form == "flat" else {"full_attention": parameters}
+    (model_dir / "config.json").write_text(json.dumps(config))
+    case = json.loads((model_dir / "expected.json").read_text())["cases"][1]
+    out = tmp_path / "logits.f32"
+    result = run([tessera_bin, "logits", "-m", model_dir, "--token-ids", ",".join(map(str, case["ids"])), "-o", out,
+                  "--kv-dtype", "f32", "-t", "2"])
+    assert result.returncode == 0, result.stderr
+    ours = np.fromfile(out, dtype=np.float32).reshape(len(case["ids"]), -1)
+    ref = np.fromfile(model_dir / case["logits"], dtype=np.float32).reshape(len(case["ids"]), -1)
+    assert np.abs(ours - ref).max() < 1e-4
