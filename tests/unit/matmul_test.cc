@@ -110,6 +110,8 @@ TEST(VecDotMxfp4, MatchesDequantizedReference) {
   }
   EXPECT_GT(magnitude, 0.0);
   EXPECT_NEAR(k.fn(cols, w.data(), act.data()), want, 1e-5 * magnitude);
+  // Every instruction set's kernel gives the scalar one's bits.
+  EXPECT_EQ(k.fn(cols, w.data(), act.data()), scalar_vec_dot(DType::kMXFP4).fn(cols, w.data(), act.data()));
   // One value by hand: the second nibble table entry (1) times half of 2^0.
   EXPECT_EQ(e8m0_half(127), 0.5f);
   EXPECT_EQ(float(kMxfp4Values[7]) * e8m0_half(127), 6.0f);  // E2M1's largest magnitude
