@@ -29,7 +29,11 @@ LinearWeight::LinearWeight(std::string name, DType dtype, const void* data, int6
   if (prompt_copy && kernel_.fn_row_group) {
     if (auto groups = RowGroups::repack(dtype, data, rows, cols)) row_groups_ = std::make_shared<const RowGroups>(std::move(*groups));
   }
-  if (dtype == DType::kF32) dense_ = std::make_shared<OnednnMatmul>(data, false, rows, cols);
+  // A small f32 matrix (an MoE router: experts x d_model) costs oneDNN's call
+  // overhead many times its arithmetic: the dot products serve every token
+  // count instead (by its shape alone, so a row's bits never depend on the batch).
+  constexpr int64_t kSmallF32Elements = int64_t(1) << 16;
+  if (dtype == DType::kF32 && rows * cols > kSmallF32Elements) dense_ = std::make_shared<OnednnMatmul>(data, false, rows, cols);
   // bf16: oneDNN's bf16 matmul where the CPU has bf16 products; elsewhere
   // prompts go to oneDNN on tiles widened to f32 and a few tokens to the
   // bf16 dot products, which read the weights as they are.
