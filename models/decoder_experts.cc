@@ -87,11 +87,14 @@ void Decoder::expert_group(const Pass& pass, const LayerWeights& lw, const int* 
     const int64_t values = int64_t(n_group) * count * f;
     pass.ops.gated_activation({gated_activation_op(spec_.activation), act_.gate, act_.up, values, act_.gate}, pass.stream);
   });
+  const bool exact_shards = comm_ && w_.shard.exact();
+  if (exact_shards) {
+    for (Gather* g : {&ffn_gather_, &model_gather_}) plan_gather(pass, count, *g);  // the group's tokens
+  }
   for (int i = 0; i < n_group; ++i) {
     const int e = group[i];
     const float* gate = act_.gate + int64_t(i) * count * f;
-    if (comm_ && w_.shard.exact()) {
-      for (Gather* g : {&ffn_gather_, &model_gather_}) plan_gather(pass, count, *g);
+    if (exact_shards) {
       project_out(pass, "down", *lw.experts[size_t(e)].down, gate, count, ffn_gather_, output);
     } else {
       const LinearOutput down[] = {{lw.experts[size_t(e)].down.get(), output}};

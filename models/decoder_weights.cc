@@ -174,9 +174,7 @@ class Binder {
   // "{x}", else its row of one (n_experts, rows) tensor.
   const float* expert_bias(const std::string& pattern, int expert, int n_experts, int64_t rows) {
     if (pattern.find("{x}") != std::string::npos) return host_vector(expert_name(pattern, expert), rows, true);
-    const SourceTensor all = require(pattern, {n_experts, rows});
-    const float* values = all.dtype == DType::kF32 ? static_cast<const float*>(all.data) : converted_once(pattern, all);
-    return values + size_t(expert) * size_t(rows);
+    return strided_expert_bias(pattern, expert, n_experts, rows, 1, 0);
   }
 
   const void* place(const void* host, size_t bytes) {

@@ -14,9 +14,11 @@ void choose(const float* scores, const MoeSpec& moe, std::vector<int32_t>& order
   float total = 0.0f;
   for (int e = 0; e < n; ++e) total += std::exp(scores[e] - top);
   std::iota(order.begin(), order.end(), 0);
-  // Higher score first; equal scores keep the lower expert first.
+  // Higher score first; equal scores keep the lower expert first. A NaN
+  // (a broken model) ranks below every number, keeping the order strict.
+  const auto rank = [&](int32_t e) { return std::isnan(scores[e]) ? -INFINITY : scores[e]; };
   std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
-    return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+    return rank(a) > rank(b) || (rank(a) == rank(b) && a < b);
   });
   float chosen_total = 0.0f;
   for (int i = 0; i < k; ++i) {
@@ -34,8 +36,12 @@ void choose(const float* scores, const MoeSpec& moe, std::vector<int32_t>& order
 void route_tokens(const float* scores, int n_tokens, const MoeSpec& moe, ExpertRoutes* routes) {
   const int n = moe.n_experts, k = moe.top_k;
   const size_t assignments = size_t(n_tokens) * size_t(k);
-  std::vector<int32_t> order(static_cast<size_t>(n)), chosen(assignments);
-  std::vector<float> weights(assignments);
+  std::vector<int32_t>& order = routes->order;
+  std::vector<int32_t>& chosen = routes->chosen;
+  std::vector<float>& weights = routes->chosen_weights;
+  order.resize(size_t(n));
+  chosen.resize(assignments);
+  weights.resize(assignments);
   for (int t = 0; t < n_tokens; ++t) {
     choose(scores + size_t(t) * size_t(n), moe, order, &chosen[size_t(t) * size_t(k)], &weights[size_t(t) * size_t(k)]);
   }
@@ -45,7 +51,8 @@ void route_tokens(const float* scores, int n_tokens, const MoeSpec& moe, ExpertR
   std::partial_sum(routes->offsets.begin(), routes->offsets.end(), routes->offsets.begin());
   routes->rows.resize(assignments);
   routes->weights.resize(assignments);
-  std::vector<int32_t> next(routes->offsets.begin(), routes->offsets.end() - 1);
+  std::vector<int32_t>& next = routes->next;
+  next.assign(routes->offsets.begin(), routes->offsets.end() - 1);
   for (size_t a = 0; a < assignments; ++a) {
     const int32_t at = next[size_t(chosen[a])]++;
     routes->rows[size_t(at)] = int32_t(a / size_t(k));

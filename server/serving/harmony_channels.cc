@@ -10,6 +10,11 @@ constexpr std::string_view kChannel = "<|channel|>";
 constexpr std::string_view kMessage = "<|message|>";
 constexpr std::string_view kStart = "<|start|>";
 constexpr std::string_view kEnds[] = {"<|end|>", "<|return|>", "<|call|>"};
+// The longest role or channel header held back while it may still resolve
+// ("<|start|>assistant", "commentary to=functions.x <|constrain|>json"):
+// past it the text is not harmony and flows on, so the parser never holds
+// and rescans a growing buffer.
+constexpr size_t kLongestHeader = 256;
 
 // Where a marker may begin in `text` that is not complete yet: the last "<|"
 // with no "|>" after it, or a lone trailing "<"; npos when there is none.
@@ -45,7 +50,8 @@ bool HarmonyChannels::step(ReasoningSplit& out) {
     }
     if (channel == std::string::npos) {
       const size_t keep = unresolved_marker(held_);
-      const bool header = held_.rfind(kStart, 0) == 0;  // "<|start|>assistant" then a channel, perhaps
+      // "<|start|>assistant", then a channel, perhaps.
+      const bool header = held_.rfind(kStart, 0) == 0 && held_.size() <= kLongestHeader;
       if (header) return false;
       out.content += held_.substr(0, std::min(keep, held_.size()));
       held_.erase(0, std::min(keep, held_.size()));
@@ -57,7 +63,13 @@ bool HarmonyChannels::step(ReasoningSplit& out) {
   }
   if (state_ == State::kHeader) {
     const size_t message = held_.find(kMessage);
-    if (message == std::string::npos) return false;
+    if (message == std::string::npos) {
+      if (held_.size() <= kLongestHeader) return false;
+      // Not a header after all: the rest is answer text.
+      out.content += kChannel;
+      state_ = State::kOutside;
+      return true;
+    }
     // "analysis", "final", or "commentary to=functions.x <|constrain|>json".
     const std::string_view header = std::string_view(held_).substr(0, message);
     state_ = header.substr(0, header.find_first_of(" <")) == "analysis" ? State::kAnalysis : State::kAnswer;

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import DATA, run
+from test_hf_models import max_diff_from_transformers
 
 GGUF = DATA / "gguf-tiny"
 GOLDENS = ["qwen3", "phi3-partial", "gemma2", "qwen3moe", "mixtral", "gpt-oss", "gpt-oss-mxfp4"]
@@ -59,13 +60,8 @@ def test_greedy_continuations_match_llama_cpp(tessera_bin, name):
 def test_every_position_matches_transformers(tessera_bin, tmp_path, name):
     hf = DATA / "hf-tiny" / name
     for case in json.loads((hf / "expected.json").read_text())["cases"]:
-        out = tmp_path / "logits.f32"
-        result = run([tessera_bin, "logits", "-m", GGUF / f"{name}.gguf", "--token-ids", ",".join(map(str, case["ids"])),
-                      "-o", out, "--kv-dtype", "f32", "-t", "2"])
-        assert result.returncode == 0, result.stderr
-        ours = np.fromfile(out, dtype=np.float32).reshape(len(case["ids"]), -1)
-        ref = np.fromfile(hf / case["logits"], dtype=np.float32).reshape(len(case["ids"]), -1)
-        assert np.abs(ours - ref).max() < 1e-4, f"{name}: max |diff| {np.abs(ours - ref).max():.2e}"
+        diff = max_diff_from_transformers(tessera_bin, tmp_path, GGUF / f"{name}.gguf", case, hf)
+        assert diff < 1e-4, f"{name}: max |diff| {diff:.2e}"
 
 
 def with_u32(tmp_path, name, key, value):

@@ -17,6 +17,19 @@ ARCHS = ["llama", "llama3", "llama-bias", "mistral", "qwen2", "qwen3", "qwen3-bi
          "gemma3", "qwen3moe", "mixtral", "gpt-oss"]
 
 
+def max_diff_from_transformers(tessera_bin, tmp_path, model, case, reference_dir):
+    """Largest |logit difference| at any position of `case` (an expected.json
+    case of `reference_dir`) between `model` and transformers."""
+    out = tmp_path / "logits.f32"
+    result = run([tessera_bin, "logits", "-m", model, "--token-ids", ",".join(map(str, case["ids"])), "-o", out,
+                  "--kv-dtype", "f32", "-t", "2"])
+    assert result.returncode == 0, result.stderr
+    ours = np.fromfile(out, dtype=np.float32).reshape(len(case["ids"]), -1)
+    ref = np.fromfile(reference_dir / case["logits"], dtype=np.float32).reshape(len(case["ids"]), -1)
+    assert ours.shape == ref.shape
+    return float(np.abs(ours - ref).max())
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 def test_logits_match_transformers(tessera_bin, tmp_path, arch):
     model_dir = DATA / "hf-tiny" / arch
@@ -24,14 +37,8 @@ def test_logits_match_transformers(tessera_bin, tmp_path, arch):
     assert len(expected["cases"]) >= 3
     assert max(len(case["ids"]) for case in expected["cases"]) >= 512
     for case in expected["cases"]:
-        out = tmp_path / "logits.f32"
-        result = run([tessera_bin, "logits", "-m", model_dir, "--token-ids", ",".join(map(str, case["ids"])), "-o", out,
-                      "--kv-dtype", "f32", "-t", "2"])
-        assert result.returncode == 0, result.stderr
-        ours = np.fromfile(out, dtype=np.float32).reshape(len(case["ids"]), -1)
-        ref = np.fromfile(model_dir / case["logits"], dtype=np.float32).reshape(len(case["ids"]), -1)
-        assert ours.shape == ref.shape
-        assert np.abs(ours - ref).max() < 1e-4, f"{arch}: max |diff| {np.abs(ours - ref).max():.2e}"
+        diff = max_diff_from_transformers(tessera_bin, tmp_path, model_dir, case, model_dir)
+        assert diff < 1e-4, f"{arch}: max |diff| {diff:.2e}"
 
 
 def test_inspect_reports_the_architecture(tessera_bin):
@@ -143,10 +150,4 @@ def test_transformers_5_rope_parameters_give_the_same_logits(tessera_bin, tmp_pa
     config["rope_parameters"] = parameters if form == "flat" else {"full_attention": parameters}
     (model_dir / "config.json").write_text(json.dumps(config))
     case = json.loads((model_dir / "expected.json").read_text())["cases"][1]
-    out = tmp_path / "logits.f32"
-    result = run([tessera_bin, "logits", "-m", model_dir, "--token-ids", ",".join(map(str, case["ids"])), "-o", out,
-                  "--kv-dtype", "f32", "-t", "2"])
-    assert result.returncode == 0, result.stderr
-    ours = np.fromfile(out, dtype=np.float32).reshape(len(case["ids"]), -1)
-    ref = np.fromfile(model_dir / case["logits"], dtype=np.float32).reshape(len(case["ids"]), -1)
-    assert np.abs(ours - ref).max() < 1e-4
+    assert max_diff_from_transformers(tessera_bin, tmp_path, model_dir, case, model_dir) < 1e-4

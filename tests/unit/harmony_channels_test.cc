@@ -67,6 +67,21 @@ TEST(HarmonyChannels, StreamsAsItComes) {
   EXPECT_EQ(next.content, "Done");
 }
 
+// Text that only looks like the start of a header is not held back past a
+// header's length: it streams, so nothing is rescanned as the output grows.
+TEST(HarmonyChannels, WhatNeverBecomesAHeaderStreams) {
+  for (const std::string opening : {"<|start|>assistant", "<|channel|>final"}) {
+    HarmonyChannels parser;
+    std::string streamed = parser.feed(opening).content;
+    for (int i = 0; i < 1000; ++i) streamed += parser.feed("word ").content;
+    EXPECT_GT(streamed.size(), 4000u) << opening;
+    streamed += parser.finish().content;
+    std::string whole = opening;
+    for (int i = 0; i < 1000; ++i) whole += "word ";
+    EXPECT_EQ(streamed, whole) << opening;
+  }
+}
+
 TEST(HarmonyChannels, TheTemplateChoosesIt) {
   EXPECT_EQ(reasoning_format_of("auto", "{{- '<|start|>assistant<|channel|>final<|message|>' }}"), ReasoningFormat::kHarmony);
   EXPECT_EQ(reasoning_format_of("harmony", ""), ReasoningFormat::kHarmony);
