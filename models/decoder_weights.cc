@@ -9,6 +9,7 @@
 #include "engine/io/content_hash.h"
 #include "quant/dequantize.h"
 #include "quant/int_matrix_codec.h"
+#include "quant/mxfp4_repack.h"
 #include "quant/published_formats.h"
 
 namespace tessera {
@@ -154,6 +155,31 @@ class Binder {
       for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = mine[c * rows * step + r * step + offset];
     }
     const SourceTensor one{DType::kF32, out, {rows, cols}, uint64_t(buf.size())};
+    return linear_of(name + "[expert " + std::to_string(expert) + ", " + std::to_string(offset) + " of " + std::to_string(step) + "]",
+                     one, rows, cols, LinearRole::kLayer);
+  }
+
+  // The same matrix from Hugging Face's MXFP4 form of `name`: NAME_blocks
+  // (n_experts, rows * step, cols / 32, 16) and NAME_scales, output-major,
+  // repacked into GGUF's MXFP4 blocks (quant/mxfp4_repack.h).
+  QuantizedLinear mxfp4_expert(const std::string& name, int expert, int n_experts, int64_t rows, int64_t cols, int step, int offset) {
+    if (cols % kQK != 0) {
+      throw Error(source_.name() + ": tensor '" + name + "_blocks': " + std::to_string(cols) + " inputs are not whole MXFP4 blocks");
+    }
+    const int64_t blocks = cols / kQK, all_rows = rows * step;
+    const SourceTensor packed = require(name + "_blocks", {n_experts, all_rows, blocks, kQK / 2});
+    const SourceTensor exponents = require(name + "_scales", {n_experts, all_rows, blocks});
+    for (const auto& [t, suffix] : {std::pair{&packed, "_blocks"}, {&exponents, "_scales"}}) {
+      if (t->dtype != DType::kU8) throw Error(source_.name() + ": tensor '" + name + suffix + "' must be U8 (MXFP4)");
+    }
+    std::vector<uint8_t>& buf = out_.converted.emplace_back(size_t(rows * blocks) * sizeof(BlockMXFP4));
+    auto* out = reinterpret_cast<BlockMXFP4*>(buf.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t from = int64_t(expert) * all_rows + r * step + offset;
+      quant::hf_mxfp4_row_to_blocks(static_cast<const uint8_t*>(packed.data) + from * blocks * (kQK / 2),
+                                    static_cast<const uint8_t*>(exponents.data) + from * blocks, blocks, out + r * blocks);
+    }
+    const SourceTensor one{DType::kMXFP4, out, {rows, cols}, uint64_t(buf.size())};
     return linear_of(name + "[expert " + std::to_string(expert) + ", " + std::to_string(offset) + " of " + std::to_string(step) + "]",
                      one, rows, cols, LinearRole::kLayer);
   }
@@ -445,9 +471,14 @@ void bind_experts(const DecoderSpec& spec, const WeightNames& names, const Tenso
     auto strided_bias = [&](const std::string& name, int64_t rows, int step, int offset) {
       return biases ? b.strided_expert_bias(name, e, int(n), rows, step, offset) : nullptr;
     };
-    x.gate = b.rows_with_bias(b.input_major_expert(gate_up, e, int(n), f, d, 2, 0), first, count, strided_bias(gate_up_bias, f, 2, 0));
-    x.up = b.rows_with_bias(b.input_major_expert(gate_up, e, int(n), f, d, 2, 1), first, count, strided_bias(gate_up_bias, f, 2, 1));
-    x.down = output_projection(b, shard, b.input_major_expert(layer_name(names.expert_down, l), e, int(n), d, f, 1, 0), first, count,
+    // Floats stored input-major, or MXFP4 blocks stored output-major.
+    auto matrix = [&](const std::string& name, int64_t rows, int64_t cols, int step, int offset) {
+      return b.find(name + "_blocks") ? b.mxfp4_expert(name, e, int(n), rows, cols, step, offset)
+                                      : b.input_major_expert(name, e, int(n), rows, cols, step, offset);
+    };
+    x.gate = b.rows_with_bias(matrix(gate_up, f, d, 2, 0), first, count, strided_bias(gate_up_bias, f, 2, 0));
+    x.up = b.rows_with_bias(matrix(gate_up, f, d, 2, 1), first, count, strided_bias(gate_up_bias, f, 2, 1));
+    x.down = output_projection(b, shard, matrix(layer_name(names.expert_down, l), d, f, 1, 0), first, count,
                                strided_bias(layer_name(names.expert_down_bias, l), d, 1, 0));
   }
   for (int e = 0; e < int(n) && !names.experts_input_major; ++e) {

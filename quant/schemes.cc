@@ -123,8 +123,11 @@ std::optional<SchemeChoice> read_quantization_config(const nlohmann::json& confi
   };
   const std::string method = text("quant_method");
   if (method == "awq" || method == "gptq") return read_published_config(q, p, method);
+  // gpt-oss's MXFP4 experts are found by their NAME_blocks / NAME_scales
+  // tensors; every other linear is stored as floats.
+  if (method == "mxfp4") return std::nullopt;
   if (method != "tessera") {
-    throw Error(p + ".quant_method: '" + method + "' checkpoints are not supported (tessera, awq, gptq)");
+    throw Error(p + ".quant_method: '" + method + "' checkpoints are not supported (tessera, awq, gptq, mxfp4)");
   }
   SchemeChoice s;
   s.name = text("scheme");

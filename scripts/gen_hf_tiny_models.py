@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes tests/data/hf-tiny/<name>/: tiny random-weight models made and saved
 by Hugging Face transformers (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2,
-Gemma 3, Qwen3-MoE, Mixtral, with the config variants they allow: biases,
+Gemma 3, Qwen3-MoE, Mixtral, gpt-oss (also in its MXFP4 checkpoint form),
+with the config variants they allow: biases,
 tied or untied embeddings, rope bases 1e4 to 1e6, rope scaling, partial
 rotary, softcaps, sliding windows), with the logits transformers computes for
 token sequences of up to 512 tokens (expected.json + .f32 files, which also
@@ -21,7 +22,7 @@ import zlib
 import numpy as np
 import torch
 import transformers
-from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, GptOssConfig,
+from transformers import (Gemma2Config, Mxfp4Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, GptOssConfig,
                           GptOssForCausalLM, LlamaConfig,
                           LlamaForCausalLM, MistralConfig, MistralForCausalLM, MixtralConfig, MixtralForCausalLM,
                           Phi3Config, Phi3ForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
@@ -82,9 +83,54 @@ def models():
     gpt_oss = {k: v for k, v in COMMON.items() if k not in ("bos_token_id", "eos_token_id")}
     yield "gpt-oss", GptOssForCausalLM(GptOssConfig(**gpt_oss, num_local_experts=4, num_experts_per_tok=2,
                                                     sliding_window=6, rope_parameters=yarn, tie_word_embeddings=False))
+    yield "gpt-oss-mxfp4", GptOssForCausalLM(GptOssConfig(**gpt_oss, num_local_experts=4, num_experts_per_tok=2,
+                                                          sliding_window=6, rope_parameters=yarn,
+                                                          tie_word_embeddings=False))
     yield "mixtral", MixtralForCausalLM(MixtralConfig(**COMMON, rope_theta=1000000.0, num_local_experts=4,
                                                       num_experts_per_tok=2, sliding_window=None,
                                                       tie_word_embeddings=False))
+
+
+# E2M1 magnitudes by code (bit 3 is the sign).
+FP4_MAGNITUDES = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=np.float32)
+
+
+def mxfp4_pack(w):
+    """(..., rows, cols) floats as Hugging Face's MXFP4 form: blocks
+    (..., rows, cols / 32, 16) uint8, value 2k in byte k's low nibble and
+    2k + 1 in its high one, and scales (..., rows, cols / 32) uint8 E8M0
+    exponents (2^(e - 127)) chosen so the block's largest magnitude is at
+    most 6; each value rounded to the nearest code."""
+    blocks = w.reshape(*w.shape[:-1], w.shape[-1] // 32, 32).astype(np.float32)
+    amax = np.abs(blocks).max(axis=-1, keepdims=True)
+    exponent = np.ceil(np.log2(np.maximum(amax, 1e-30) / 6.0)).astype(np.int32)
+    scaled = blocks / np.exp2(exponent)
+    codes = np.abs(np.abs(scaled)[..., None] - FP4_MAGNITUDES).argmin(axis=-1).astype(np.uint8)
+    codes |= (scaled < 0).astype(np.uint8) << 3
+    packed = codes[..., 0::2] | (codes[..., 1::2] << 4)
+    return packed, (exponent[..., 0] + 127).astype(np.uint8)
+
+
+def write_gpt_oss_mxfp4(model, d):
+    """The model's checkpoint with every expert matrix in MXFP4 (the form
+    openai/gpt-oss-* ships): transformers keeps the experts input-major,
+    (experts, in, out), while the blocks are output-major."""
+    from safetensors.torch import load_file, save_file
+    tensors = load_file(d / "model.safetensors")
+    for name in [n for n in tensors if n.endswith(("experts.gate_up_proj", "experts.down_proj"))]:
+        w = tensors.pop(name).float().numpy().transpose(0, 2, 1)
+        blocks, scales = mxfp4_pack(w)
+        tensors[name + "_blocks"] = torch.from_numpy(np.ascontiguousarray(blocks))
+        tensors[name + "_scales"] = torch.from_numpy(np.ascontiguousarray(scales))
+    save_file(tensors, d / "model.safetensors", metadata={"format": "pt"})
+    config = json.loads((d / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+    (d / "config.json").write_text(json.dumps(config, indent=2))
+    # transformers' reference: the checkpoint dequantized as it loads (its
+    # CPU path), in f32.
+    return GptOssForCausalLM.from_pretrained(d, dtype=torch.float32, attn_implementation="eager",
+                                             quantization_config=Mxfp4Config(dequantize=True))
 
 
 def main():
@@ -106,6 +152,9 @@ def main():
         model.save_pretrained(d, safe_serialization=True)
         for f in ("tokenizer.json", "tokenizer_config.json"):
             shutil.copy(TOKENIZER_DIR / f, d / f)
+        if name.endswith("-mxfp4"):
+            model = write_gpt_oss_mxfp4(model, d)
+            model.eval()
         cases = []
         for i, ids in enumerate(sequences):
             with torch.no_grad():

@@ -120,6 +120,11 @@ void memory_shapes(benchmark::internal::Benchmark* b) {
                                                     {int64_t(DType::kQ5_0), 4864, 896}, {int64_t(DType::kQ4_K), 896, 4864},
                                                     {int64_t(DType::kQ6_K), 896, 4864}, {int64_t(DType::kQ8_0), 151936, 896}};
   for (const auto& s : shapes) b->Args({s[0], s[1], s[2], 1, 1});
+  // One expert of the 8-expert MoE bench shape (qwen3moe-8x): gate or up
+  // (Q4_K), and down (Q4_K or Q6_K); small matrices, where a call's fixed
+  // costs weigh most.
+  b->Args({int64_t(DType::kQ4_K), 1536, 1024, 1, 1})->Args({int64_t(DType::kQ4_K), 1024, 1536, 1, 1});
+  b->Args({int64_t(DType::kQ6_K), 1024, 1536, 1, 1});
   // Plain floating-point checkpoints (Qwen2.5-0.5B's ffn_up): bf16 read as
   // stored, against the f32 a CPU without bf16 products once widened it to.
   for (const DType dense : {DType::kBF16, DType::kF16, DType::kF32}) b->Args({int64_t(dense), 4864, 896, 1, 1});

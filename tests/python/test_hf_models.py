@@ -41,6 +41,22 @@ def test_logits_match_transformers(tessera_bin, tmp_path, arch):
         assert diff < 1e-4, f"{arch}: max |diff| {diff:.2e}"
 
 
+def test_gpt_oss_mxfp4_checkpoint_matches_transformers(tessera_bin, tmp_path):
+    """gpt-oss in the form openai ships it: MXFP4 experts (NAME_blocks,
+    NAME_scales), which transformers dequantizes as it loads. The CPU
+    multiplies MXFP4 blocks by Q8_0-rounded activations, as it does for a
+    GGUF file, which moves logits of magnitude ~0.3 by up to ~1e-3 (the
+    float-weight gpt-oss above stays within 1e-4); a misplaced nibble or
+    exponent moves them by ~0.1. The repacking itself is compared exactly
+    in tests/unit/mxfp4_repack_test.cc."""
+    model_dir = DATA / "hf-tiny" / "gpt-oss-mxfp4"
+    expected = json.loads((model_dir / "expected.json").read_text())
+    assert "quantization_config" in json.loads((model_dir / "config.json").read_text())
+    for case in expected["cases"]:
+        diff = max_diff_from_transformers(tessera_bin, tmp_path, model_dir, case, model_dir)
+        assert diff < 2e-3, f"max |diff| {diff:.2e}"
+
+
 def test_inspect_reports_the_architecture(tessera_bin):
     result = run([tessera_bin, "inspect", DATA / "hf-tiny" / "gemma3"])
     assert result.returncode == 0, result.stderr
@@ -106,6 +122,27 @@ def test_tied_output_is_accepted_only_as_a_copy_of_the_embedding(tessera_bin, tm
         else:
             assert result.returncode == 1
             assert b"tensor 'lm_head.weight' is not used: the embeddings are tied" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("change,message", [
+    ("dtype", rb"tensor 'model\.layers\.0\.mlp\.experts\.down_proj_scales' must be U8 \(MXFP4\)"),
+    ("shape", rb"tensor 'model\.layers\.0\.mlp\.experts\.down_proj_scales' has shape \[4, 64, 1\], expected \[4, 64, 4\]")])
+def test_malformed_mxfp4_experts_are_refused_by_name(tessera_bin, tmp_path, change, message):
+    model_dir = copy_model("gpt-oss-mxfp4", tmp_path)
+    weights = model_dir / "model.safetensors"
+    header, body = read_safetensors(weights)
+    entry = header["model.layers.0.mlp.experts.down_proj_scales"]
+    if change == "dtype":
+        entry["dtype"] = "I8"
+    else:
+        entry["shape"] = [4, 64, 1]
+        entry["data_offsets"][1] = entry["data_offsets"][0] + 4 * 64
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    weights.write_bytes(struct.pack("<Q", len(text)) + text + body)
+    result = run([tessera_bin, "logits", "-m", model_dir, "--token-ids", "5,6,7", "-o", tmp_path / "l.f32"])
+    assert result.returncode == 1
+    assert re.search(message, result.stderr), result.stderr
 
 
 def test_biases_without_their_flag_are_refused(tessera_bin, tmp_path):

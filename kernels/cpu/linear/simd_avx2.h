@@ -52,6 +52,21 @@ inline __m128 halves(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
   return _mm_cvtph_ps(_mm_setr_epi16(short(a), short(b), short(c), short(d), 0, 0, 0, 0));
 }
 
+// A Q4_K super-block's twelve bytes of six-bit scales and mins as 16
+// bytes: the eight scales, then the eight mins (unpack_q4k_scales's layout).
+// Bytes 0-3 hold scales 0-3 and bits 4-5 of scales 4-7 in their top two
+// bits; 4-7 the same for the mins; 8-11 the low four bits of scales 4-7
+// (low nibbles) and of mins 4-7 (high nibbles).
+inline __m128i q4k_scales_and_mins(const uint8_t* s) {
+  uint32_t w[3];
+  std::memcpy(w, s, sizeof w);
+  constexpr uint32_t kSixBits = 0x3f3f3f3f, kLowNibbles = 0x0f0f0f0f, kTwoBits = 0x03030303;
+  const uint32_t scales_lo = w[0] & kSixBits, mins_lo = w[1] & kSixBits;
+  const uint32_t scales_hi = (w[2] & kLowNibbles) | (((w[0] >> 6) & kTwoBits) << 4);
+  const uint32_t mins_hi = ((w[2] >> 4) & kLowNibbles) | (((w[1] >> 6) & kTwoBits) << 4);
+  return _mm_setr_epi32(int(scales_lo), int(scales_hi), int(mins_lo), int(mins_hi));
+}
+
 inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // Weight values of one 32-element block as signed bytes.

@@ -27,9 +27,10 @@ inline void dot8_q4_k_pairs(int64_t n, const void* w, const Q8_KPairBlock* pairs
   }
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     const BlockQ4_K& xb = x[b];
-    uint8_t scales[8], mins[8];
-    unpack_q4k_scales(xb.scales, scales, mins);
-    const __m256i mins16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(mins))));
+    const __m128i scales_mins = q4k_scales_and_mins(xb.scales);
+    alignas(16) uint8_t scales[16];  // one store, so each byte load below is forwarded from it
+    _mm_store_si128(reinterpret_cast<__m128i*>(scales), scales_mins);
+    const __m256i mins16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_unpackhi_epi64(scales_mins, scales_mins)));
     __m512i q[8];  // sub-block k's 32 values in both halves
     for (int j = 0; j < 4; ++j) {
       const __m512i bits = _mm512_broadcast_i64x4(load32(xb.qs + 32 * j));

@@ -137,24 +137,31 @@ void dot8_q4_1(int64_t n, const void* w, const void* const* a, const float* dy, 
 }
 
 // One Q4_K super-block's weights, decoded once for any number of rows.
+// The six-bit scales and mins are unpacked in registers: unpacked bytewise
+// through memory, the eight-byte load of the mins could not be forwarded
+// from the eight byte stores before it and stalled every block.
 struct Q4KBlock {
-  uint8_t scales[8], mins[8];
+  __m256i scales16;  // sub-block k's scale as the 16-bit lane k of both halves
   __m256i lo[4], hi[4];  // the 4-bit values of sub-blocks 2j and 2j+1
   __m128i mins16;
   float d, dmin;
 
   explicit Q4KBlock(const BlockQ4_K& x) {
-    unpack_q4k_scales(x.scales, scales, mins);
+    const __m128i scales_mins = q4k_scales_and_mins(x.scales);
+    scales16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins));
+    mins16 = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(scales_mins, scales_mins));
     const __m256i low_mask = _mm256_set1_epi8(0x0f);
     for (int j = 0; j < 4; ++j) {
       const __m256i bits = load32(x.qs + 32 * j);
       lo[j] = _mm256_and_si256(bits, low_mask);
       hi[j] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low_mask);
     }
-    mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(mins)));
     d = fp16(x.d);
     dmin = fp16(x.dmin);
   }
+
+  // Sub-block k's scale in every 16-bit lane.
+  __m256i scale(int k) const { return _mm256_shuffle_epi8(scales16, _mm256_set1_epi16(short(0x0100 + 0x0202 * k))); }
 
   // Adds this block times activation block `y` into the row's accumulators,
   // in the order of the AVX2 kernel.
@@ -164,9 +171,8 @@ struct Q4KBlock {
     acc_mins = _mm_fmadd_ps(_mm_set1_ps(-y.d * dmin), _mm_cvtepi32_ps(_mm_madd_epi16(mins16, bsums)), acc_mins);
     __m256i sumi = _mm256_setzero_si256();
     for (int j = 0; j < 4; ++j) {
-      const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo[j], load32(y.qs + 64 * j)), _mm256_set1_epi16(scales[2 * j]));
-      const __m256i p_hi =
-          _mm256_madd_epi16(_mm256_maddubs_epi16(hi[j], load32(y.qs + 64 * j + 32)), _mm256_set1_epi16(scales[2 * j + 1]));
+      const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo[j], load32(y.qs + 64 * j)), scale(2 * j));
+      const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi[j], load32(y.qs + 64 * j + 32)), scale(2 * j + 1));
       sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p_lo, p_hi));
     }
     acc = _mm256_fmadd_ps(_mm256_set1_ps(y.d * d), _mm256_cvtepi32_ps(sumi), acc);
@@ -202,11 +208,10 @@ inline void dot4_q4_k(int64_t n, const void* w, const void* const* a, float* out
 // One Q6_K super-block's weights (stored as q + 32), decoded once.
 struct Q6KBlock {
   __m256i q[2][4];
-  __m256i scales16;
-  const int8_t* scales;
+  __m256i scales16;  // the 16 scales as 16-bit lanes
   float d;
 
-  explicit Q6KBlock(const BlockQ6_K& x) : scales(x.scales), d(fp16(x.d)) {
+  explicit Q6KBlock(const BlockQ6_K& x) : d(fp16(x.d)) {
     const __m256i low_mask = _mm256_set1_epi8(0x0f);
     const __m256i two_bits = _mm256_set1_epi8(0x03);
     scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.scales)));
@@ -223,15 +228,23 @@ struct Q6KBlock {
     }
   }
 
+  // Chunk c of half `half`: its first 16 values' scale in the low half's
+  // 16-bit lanes, its last 16's in the high half's (scales 8 half + 2c and
+  // 8 half + 2c + 1), picked from scales16 in registers.
+  __m256i chunk_scale(int half, int c) const {
+    const __m256i half_scales = half == 0 ? _mm256_permute2x128_si256(scales16, scales16, 0x00)
+                                          : _mm256_permute2x128_si256(scales16, scales16, 0x11);
+    const short low = short(0x0100 + 0x0404 * c), high = short(0x0302 + 0x0404 * c);
+    return _mm256_shuffle_epi8(half_scales, _mm256_set_m128i(_mm_set1_epi16(high), _mm_set1_epi16(low)));
+  }
+
   void accumulate(const BlockQ8_K& y, __m256& acc) const {
     const __m256i correction = _mm256_slli_epi32(_mm256_madd_epi16(load32(y.bsums), scales16), 5);
     __m256i sumi = _mm256_setzero_si256();
     for (int half = 0; half < 2; ++half) {
       for (int c = 0; c < 4; ++c) {
         const __m256i pairs = _mm256_maddubs_epi16(q[half][c], load32(y.qs + 128 * half + 32 * c));
-        const int group = half * 8 + c * 2;
-        const __m256i scale = _mm256_set_m128i(_mm_set1_epi16(scales[group + 1]), _mm_set1_epi16(scales[group]));
-        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pairs, scale));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pairs, chunk_scale(half, c)));
       }
     }
     sumi = _mm256_sub_epi32(sumi, correction);
