@@ -27,8 +27,8 @@ ALIGNMENT = 32
 
 class T:
     """GGML tensor types: (id, values per block, bytes per block)."""
-    F32, F16, Q4_0, Q5_0, Q8_0, Q4_K, Q6_K = (0, 1, 4), (1, 1, 2), (2, 32, 18), (6, 32, 22), (8, 32, 34), \
-        (12, 256, 144), (14, 256, 210)
+    F32, F16, Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, MXFP4 = (0, 1, 4), (1, 1, 2), (2, 32, 18), (6, 32, 22), (8, 32, 34), \
+        (12, 256, 144), (14, 256, 210), (39, 32, 17)
 
 # name: (architecture, vocabulary file, hidden, layers, heads, kv heads,
 #        feed-forward, rope base, rms eps, q/k/v bias, tied embeddings)
@@ -38,12 +38,20 @@ SHAPES = {
     "llama-8b": ("llama", "ggml-vocab-llama-bpe.gguf", 4096, 32, 32, 8, 14336, 5e5, 1e-5, False, False),
     # Mixture of experts (EXPERTS below): ~0.8B in all, ~0.35B read per token.
     "qwen3moe-8x": ("qwen3moe", "ggml-vocab-qwen2.gguf", 1024, 16, 16, 8, 1536, 1e6, 1e-6, False, True),
+    # gpt-oss-20b's shape (64 heads of 64, 32 experts of 2880, 4 per token;
+    # biases, sinks, YaRN), ~20B in all, ~3.6B read per token, with Qwen2's
+    # 151,936-token vocabulary for o200k's 201,088 (no GGUF vocabulary file
+    # of it is at hand): 0.3 GB fewer output-head bytes a token.
+    "gpt-oss-20b": ("gpt-oss", "ggml-vocab-qwen2.gguf", 2880, 24, 64, 8, 2880, 150000.0, 1e-5, True, False),
 }
 # MoE shapes: (experts, experts per token); their feed-forward width is each expert's.
-EXPERTS = {"qwen3moe-8x": (8, 2)}
+EXPERTS = {"qwen3moe-8x": (8, 2), "gpt-oss-20b": (32, 4)}
+# Head widths other than hidden / heads.
+HEAD_DIM = {"gpt-oss-20b": 64}
 # Architectures with RMSNorm on each query and key head.
 QK_NORM = {"qwen3", "qwen3moe"}
-FILE_TYPES = {"q4_0": 2, "q8_0": 7, "f16": 1, "q4_k_m": 15}
+# mxfp4_moe as llama-quantize's MXFP4_MOE: experts MXFP4, other matrices Q8_0.
+FILE_TYPES = {"q4_0": 2, "q8_0": 7, "f16": 1, "q4_k_m": 15, "mxfp4_moe": 38}
 
 # Where each f16 scale sits in a block, and its magnitude: weight = scale *
 # (quant level), so scale * the largest level stays near 0.1.
@@ -62,6 +70,8 @@ def use_more_bits(layer, layers):
 
 
 def tensor_type(file_type, name, layer, layers, row_length, tied):
+    if file_type == "mxfp4_moe":
+        return T.MXFP4 if "_exps." in name else T.Q8_0
     if file_type in ("q4_0", "q8_0", "f16"):
         chosen = {"q4_0": T.Q4_0, "q8_0": T.Q8_0, "f16": T.F16}[file_type]
         if name == "output.weight" or (tied and name == "token_embd.weight"):
@@ -86,6 +96,10 @@ def random_tensor(rng, qtype, rows, cols, gain=1.0):
     _, block_values, block_bytes = qtype
     blocks = rows * (cols // block_values)
     data = np.frombuffer(bytearray(rng.bytes(blocks * block_bytes)), dtype=np.uint8).reshape(blocks, block_bytes)
+    if qtype == T.MXFP4:
+        # E8M0 exponents 2^-8 .. 2^-6 (byte 0): |w| up to 6 * 2^-6, about 0.1.
+        data[:, 0] = rng.integers(119, 122, size=blocks, dtype=np.uint8)
+        return data
     offsets, magnitude = SCALE_FIELDS[qtype]
     scales = (rng.uniform(0.5, 1.0, size=blocks) * magnitude * gain).astype(np.float16)
     for offset in offsets:
@@ -97,23 +111,30 @@ def random_tensor(rng, qtype, rows, cols, gain=1.0):
     return data
 
 
-def layer_tensors(arch, hidden, heads, kv_heads, ffn, bias, experts=None):
+def layer_tensors(arch, hidden, heads, kv_heads, ffn, bias, experts=None, head_dim=None):
     """(name suffix, rows, cols, experts) of one block; rows are output
     features; experts 0 for a plain matrix, else the stacked count."""
-    head_dim = hidden // heads
-    out = [("attn_norm.weight", 1, hidden, 0), ("attn_q.weight", hidden, hidden, 0),
+    head_dim = head_dim or hidden // heads
+    q_dim = heads * head_dim
+    ffn_norm = "post_attention_norm.weight" if arch == "gpt-oss" else "ffn_norm.weight"
+    out = [("attn_norm.weight", 1, hidden, 0), ("attn_q.weight", q_dim, hidden, 0),
            ("attn_k.weight", kv_heads * head_dim, hidden, 0), ("attn_v.weight", kv_heads * head_dim, hidden, 0),
-           ("attn_output.weight", hidden, hidden, 0), ("ffn_norm.weight", 1, hidden, 0)]
+           ("attn_output.weight", hidden, q_dim, 0), (ffn_norm, 1, hidden, 0)]
     if experts:
         n = experts[0]
         out += [("ffn_gate_inp.weight", n, hidden, 0), ("ffn_gate_exps.weight", ffn, hidden, n),
                 ("ffn_up_exps.weight", ffn, hidden, n), ("ffn_down_exps.weight", hidden, ffn, n)]
+    if arch == "gpt-oss":
+        # Biases everywhere (the experts' stacked per expert), and a sink per head.
+        out += [("attn_output.bias", 1, hidden, 0), ("attn_sinks.weight", 1, heads, 0),
+                ("ffn_gate_inp.bias", 1, experts[0], 0), ("ffn_gate_exps.bias", experts[0], ffn, 0),
+                ("ffn_up_exps.bias", experts[0], ffn, 0), ("ffn_down_exps.bias", experts[0], hidden, 0)]
     else:
         out += [("ffn_gate.weight", ffn, hidden, 0), ("ffn_up.weight", ffn, hidden, 0), ("ffn_down.weight", hidden, ffn, 0)]
     if arch in QK_NORM:
         out += [("attn_q_norm.weight", 1, head_dim, 0), ("attn_k_norm.weight", 1, head_dim, 0)]
     if bias:
-        out += [("attn_q.bias", 1, hidden, 0), ("attn_k.bias", 1, kv_heads * head_dim, 0),
+        out += [("attn_q.bias", 1, q_dim, 0), ("attn_k.bias", 1, kv_heads * head_dim, 0),
                 ("attn_v.bias", 1, kv_heads * head_dim, 0)]
     return out
 
@@ -184,7 +205,7 @@ def read_header(path):
 
 # (id, values, bytes) per block of every type a header may name: those
 # written here, and Q4_1, Q5_1, Q2_K, Q3_K and Q5_K.
-BLOCKS = {t[0]: t for t in (T.F32, T.F16, T.Q4_0, T.Q5_0, T.Q8_0, T.Q4_K, T.Q6_K, (3, 32, 20), (7, 32, 24),
+BLOCKS = {t[0]: t for t in (T.F32, T.F16, T.Q4_0, T.Q5_0, T.Q8_0, T.Q4_K, T.Q6_K, T.MXFP4, (3, 32, 20), (7, 32, 24),
                             (10, 256, 84), (11, 256, 110), (13, 256, 176))}
 
 
@@ -232,16 +253,22 @@ def write_model(shape, file_type, path, seed):
     if experts:
         kv += [kv_u32(f"{arch}.expert_count", experts[0]), kv_u32(f"{arch}.expert_used_count", experts[1]),
                kv_u32(f"{arch}.expert_feed_forward_length", ffn)]
+    head_dim = HEAD_DIM.get(shape)
+    if head_dim:
+        kv += [kv_u32(f"{arch}.attention.key_length", head_dim), kv_u32(f"{arch}.attention.value_length", head_dim)]
+    if arch == "gpt-oss":
+        kv += [kv_u32(f"{arch}.attention.sliding_window", 128), kv_str(f"{arch}.rope.scaling.type", "yarn"),
+               kv_f32(f"{arch}.rope.scaling.factor", 32.0), kv_u32(f"{arch}.rope.scaling.original_context_length", 4096)]
 
     plan = [("token_embd.weight", vocab, hidden, 0, -1)]
     for i in range(layers):
         plan += [(f"blk.{i}.{name}", rows, cols, n, i)
-                 for name, rows, cols, n in layer_tensors(arch, hidden, heads, kv_heads, ffn, bias, experts)]
+                 for name, rows, cols, n in layer_tensors(arch, hidden, heads, kv_heads, ffn, bias, experts, head_dim)]
     plan.append(("output_norm.weight", 1, hidden, 0, -1))
     if not tied:
         plan.append(("output.weight", vocab, hidden, 0, -1))
     # Norms and the router stay f32, as llama.cpp's converter keeps them.
-    typed = [(name, rows, cols, n, T.F32 if rows == 1 or "ffn_gate_inp" in name else
+    typed = [(name, rows, cols, n, T.F32 if rows == 1 or "ffn_gate_inp" in name or name.endswith(".bias") else
               tensor_type(file_type, name, layer, layers, cols, tied)) for name, rows, cols, n, layer in plan]
 
     infos, offset = [], 0

@@ -125,6 +125,8 @@ void memory_shapes(benchmark::internal::Benchmark* b) {
   // costs weigh most.
   b->Args({int64_t(DType::kQ4_K), 1536, 1024, 1, 1})->Args({int64_t(DType::kQ4_K), 1024, 1536, 1, 1});
   b->Args({int64_t(DType::kQ6_K), 1024, 1536, 1, 1});
+  // One gpt-oss-20b expert matrix (MXFP4).
+  b->Args({int64_t(DType::kMXFP4), 2880, 2880, 1, 1});
   // Plain floating-point checkpoints (Qwen2.5-0.5B's ffn_up): bf16 read as
   // stored, against the f32 a CPU without bf16 products once widened it to.
   for (const DType dense : {DType::kBF16, DType::kF16, DType::kF32}) b->Args({int64_t(dense), 4864, 896, 1, 1});
@@ -147,6 +149,8 @@ void prefill_shapes(benchmark::internal::Benchmark* b) {
     for (int64_t isa : {0, 1}) b->Args({s[0], s[1], s[2], 512, isa});
   }
   for (const DType dense : {DType::kBF16, DType::kF32}) b->Args({int64_t(dense), 4864, 896, 512, 0});
+  // A gpt-oss-20b expert (MXFP4) with its share of a 512-token prompt: 4 of 32 experts a token.
+  b->Args({int64_t(DType::kMXFP4), 2880, 2880, 64, 1});
 }
 BENCHMARK(BM_Matmul)->Apply(prefill_shapes)->UseRealTime()->Unit(benchmark::kMillisecond);
 

@@ -115,6 +115,35 @@ TEST(VecDotMxfp4, MatchesDequantizedReference) {
   // One value by hand: the second nibble table entry (1) times half of 2^0.
   EXPECT_EQ(e8m0_half(127), 0.5f);
   EXPECT_EQ(float(kMxfp4Values[7]) * e8m0_half(127), 6.0f);  // E2M1's largest magnitude
+  // Built from bits, every exponent's half scale is the exact power of two
+  // (subnormals for 0 and 1).
+  for (int e = 0; e < 256; ++e) EXPECT_EQ(e8m0_half(uint8_t(e)), std::ldexp(1.0f, e - 128)) << e;
+}
+
+// The MXFP4 kernels (one row eight blocks at a time, four and eight tokens
+// at once, through matmul for 1 to 21 tokens) give the scalar kernel's bits,
+// on each instruction set this CPU has; 9 blocks a row leave one over after
+// a group of eight.
+TEST(VecDotMxfp4, EveryKernelGivesTheScalarBits) {
+  const int64_t rows = 6, cols = 9 * kQK;
+  std::vector<BlockMXFP4> w(static_cast<size_t>(rows * cols / kQK));
+  uint32_t state = 777;
+  auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  for (BlockMXFP4& b : w) {
+    b.e = uint8_t(110 + next() % 24);
+    for (uint8_t& q : b.qs) q = uint8_t(next() >> 24);
+  }
+  IsaFeatures avx2_only = detect_isa();
+  avx2_only.avx512f = avx2_only.avx512bw = avx2_only.avx512vl = avx2_only.avx512_vnni = false;
+  const VecDotKernel scalar = scalar_vec_dot(DType::kMXFP4);
+  for (const IsaFeatures& isa : {detect_isa(), avx2_only}) {
+    const LinearWeight weight("test.mxfp4", DType::kMXFP4, w.data(), rows, cols, isa, false);
+    for (const int64_t tokens : {1, 3, 4, 8, 9, 21}) test_support::expect_one_row_bits(weight, tokens, 21, "MXFP4");
+    const std::vector<float> x = test::normal_values(cols, 8);
+    std::vector<uint8_t> act(weight.activation_row_bytes());
+    convert_activation_row(DType::kQ8_0, x.data(), act.data(), cols);
+    for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(weight.kernel().fn(cols, weight.row(r), act.data()), scalar.fn(cols, weight.row(r), act.data())) << r;
+  }
 }
 
 TEST(QuantizeRows, Q8_0RoundsHalfToEvenAndKeepsScale) {

@@ -5,6 +5,7 @@
 
 #include "engine/tensor/half.h"
 #include "kernels/cpu/linear/vec_dot_avx2_rows.h"
+#include "kernels/cpu/linear/vec_dot_mxfp4.h"
 #include "kernels/cpu/linear/vec_dot_x86_impl.h"
 
 namespace tessera::cpu {
@@ -64,35 +65,17 @@ float dot_bf16(int64_t n, const void* w, const void* a) {
   return sum;
 }
 
-// MXFP4 against Q8_0: each block's integer sum formed in lanes (the nibbles
-// looked up as signed bytes, the signs moved onto the activations; no pair
-// can saturate: 2 * 12 * 127), then scaled and added block by block in the
-// scalar kernel's order: its bits.
-float dot_mxfp4(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const BlockMXFP4*>(w);
-  const auto* y = static_cast<const BlockQ8_0*>(a);
-  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Values));
-  const __m128i low_mask = _mm_set1_epi8(0x0f);
-  float sum = 0.0f;
-  for (int64_t b = 0; b < n / kQK; ++b) {
-    const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].qs));
-    const __m128i low = _mm_shuffle_epi8(table, _mm_and_si128(bits, low_mask));
-    const __m128i high = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(bits, 4), low_mask));
-    const __m256i q = _mm256_set_m128i(high, low);  // values 0-15, then 16-31
-    const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(load32(y[b].qs), q));
-    const __m256i lanes = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(lanes), _mm256_extracti128_si256(lanes, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    sum += (fp16(y[b].d) * e8m0_half(x[b].e)) * float(_mm_cvtsi128_si32(s));
-  }
-  return sum;
-}
+// The lane sums of unsigned by signed bytes with two multiply-adds.
+inline __m256i madd_lanes(__m256i u, __m256i s) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)); }
 
 }  // namespace
 
 VecDotKernel avx2_vec_dot(DType weight_type) {
-  if (weight_type == DType::kMXFP4) return pick_vec_dot(weight_type, {{DType::kMXFP4, dot_mxfp4}});
+  if (weight_type == DType::kMXFP4) {
+    VecDotKernel k = {DType::kQ8_0};
+    set_mxfp4_kernels<madd_lanes>(k);
+    return k;
+  }
   if (weight_type == DType::kF32 || weight_type == DType::kF16 || weight_type == DType::kBF16) {
     return pick_vec_dot(weight_type, {{DType::kF32, dot_f32}, {DType::kF16, dot_f16}, {DType::kBF16, dot_bf16}});
   }

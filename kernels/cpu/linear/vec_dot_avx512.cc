@@ -12,10 +12,14 @@
 #include "kernels/cpu/linear/vec_dot_avx512_offset.h"
 #include "kernels/cpu/linear/vec_dot_avx512_row_groups.h"
 #include "kernels/cpu/linear/vec_dot_avx512_tokens.h"
+#include "kernels/cpu/linear/vec_dot_mxfp4.h"
 #include "kernels/cpu/linear/vec_dot_x86_impl.h"
 
 namespace tessera::cpu {
 namespace {
+
+// Lane sums of products of unsigned bytes `u` and signed bytes `s`.
+inline __m256i dot_lanes(__m256i u, __m256i s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
 
 // Sum of products of unsigned bytes `u` and signed bytes `s`, as 8 floats.
 inline __m256 dot_us(__m256i u, __m256i s) {
@@ -25,6 +29,11 @@ inline __m256 dot_us(__m256i u, __m256i s) {
 }  // namespace
 
 VecDotKernel avx512_vec_dot(DType weight_type) {
+  if (weight_type == DType::kMXFP4) {
+    VecDotKernel k = {DType::kQ8_0};
+    set_mxfp4_kernels<dot_lanes>(k);
+    return k;
+  }
   VecDotKernel k = x86_quant_vec_dot<dot_us>(weight_type);
   switch (weight_type) {
     case DType::kQ4_0:
