@@ -90,6 +90,24 @@ WeightNames standard_gguf_names() {
   n.expert_up_bias = "blk.{}.ffn_up_exps.bias";
   n.expert_down_bias = "blk.{}.ffn_down_exps.bias";
   n.sinks = "blk.{}.attn_sinks.weight";
+  // A shared expert (read only when the spec has one).
+  n.shared_gate = "blk.{}.ffn_gate_shexp.weight";
+  n.shared_up = "blk.{}.ffn_up_shexp.weight";
+  n.shared_down = "blk.{}.ffn_down_shexp.weight";
+  n.shared_expert_gate = "blk.{}.ffn_gate_inp_shexp.weight";
+  return n;
+}
+
+WeightNames qwen_moe_hf_names() {
+  WeightNames n = llama_hf_names();
+  n.router = "model.layers.{}.mlp.gate.weight";
+  n.expert_gate = "model.layers.{}.mlp.experts.{x}.gate_proj.weight";
+  n.expert_up = "model.layers.{}.mlp.experts.{x}.up_proj.weight";
+  n.expert_down = "model.layers.{}.mlp.experts.{x}.down_proj.weight";
+  n.shared_gate = "model.layers.{}.mlp.shared_expert.gate_proj.weight";
+  n.shared_up = "model.layers.{}.mlp.shared_expert.up_proj.weight";
+  n.shared_down = "model.layers.{}.mlp.shared_expert.down_proj.weight";
+  n.shared_expert_gate = "model.layers.{}.mlp.shared_expert_gate.weight";
   return n;
 }
 

@@ -37,6 +37,9 @@ struct WeightNames {
   // interleaved (and its bias, (n_experts, 2 * ffn), likewise); expert_down
   // is (n_experts, ffn, d_model).
   bool experts_input_major = false;
+  // The shared expert (MoeSpec::shared_ffn_dim): its gate, up and down, and
+  // the one row, (d_model) or (1, d_model), whose sigmoid scales its output.
+  std::string shared_gate, shared_up, shared_down, shared_expert_gate;
   // Tensors a checkpoint may carry that the computation derives itself
   // (transformers' old rotary inv_freq buffers).
   std::vector<std::string> derived;
@@ -68,6 +71,9 @@ std::string expert_name(const std::string& pattern, int expert);
 // Shared by the architecture files. llama.cpp's names, MoE layers' included.
 WeightNames standard_gguf_names();
 WeightNames llama_hf_names();
+// Qwen's MoE checkpoints (Qwen2-MoE, Qwen3-MoE): Llama's names with the
+// router as mlp.gate, each expert's projections, and the shared expert.
+WeightNames qwen_moe_hf_names();
 // Llama's names plus Gemma's norms after attention and around the FFN.
 WeightNames gemma_hf_names();
 // A number of config.json, 0 when absent or null (the softcaps).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "engine/core/error.h"
 #include "engine/core/op_profile.h"
@@ -32,11 +33,13 @@ Decoder::Decoder(const DecoderSpec& spec, const DecoderWeights& weights, Backend
                 " need that rank's communicator");
   }
   const size_t t = size_t(capacity.max_tokens);
-  const size_t d = size_t(spec.d_model), f = size_t(spec.ffn_dim);
+  const size_t d = size_t(spec.d_model);
+  const size_t f = std::max(size_t(spec.ffn_dim), size_t(spec.moe.shared_ffn_dim));  // the widest FFN a layer runs
   const size_t q_dim = size_t(spec.n_heads) * size_t(spec.head_dim), kv_dim = size_t(spec.n_kv_heads) * size_t(spec.head_dim);
   // Sharded, a rank's attention output and FFN activation are gathered
   // from their buffers, which therefore hold the whole width.
-  const size_t attn_width = shard.sharded() ? size_t(shard.q.total()) : q_dim, ffn_width = shard.sharded() ? size_t(shard.ffn.total()) : f;
+  const size_t attn_width = shard.sharded() ? size_t(shard.q.total()) : q_dim,
+               ffn_width = std::max(shard.sharded() ? size_t(shard.ffn.total()) : f, f);
   const Workspace::Region x = workspace_.reserve<float>(t * d), h = workspace_.reserve<float>(t * d),
                           q = workspace_.reserve<float>(t * q_dim), k = workspace_.reserve<float>(t * kv_dim),
                           v = workspace_.reserve<float>(t * kv_dim), attn = workspace_.reserve<float>(t * attn_width),
@@ -81,6 +84,15 @@ Decoder::Decoder(const DecoderSpec& spec, const DecoderWeights& weights, Backend
     experts_->weights = DeviceBuffer(backend, routed * sizeof(float));
     experts_->input = DeviceBuffer(backend, t * d * sizeof(float));
     experts_->output = DeviceBuffer(backend, t * d * sizeof(float));
+    if (spec.moe.shared_ffn_dim > 0) {
+      std::vector<int32_t> identity(t);
+      std::iota(identity.begin(), identity.end(), 0);
+      experts_->shared_rows = DeviceBuffer(backend, t * sizeof(int32_t));
+      backend.copy_host_to_device(experts_->shared_rows.data(), identity.data(), t * sizeof(int32_t), backend.default_stream());
+      backend.default_stream().synchronize();
+      experts_->shared_scores = DeviceBuffer(backend, t * sizeof(float));
+      experts_->shared_weights = DeviceBuffer(backend, t * sizeof(float));
+    }
   }
 }
 

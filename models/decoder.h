@@ -121,6 +121,8 @@ class Decoder {
   // outputs, weighted, added into those tokens' rows of proj.
   static constexpr int kMaxSharedExperts = 4;  // 8 outputs share one input at most (kernels)
   void expert_group(const Pass& pass, const LayerWeights& lw, const int* group, int n_group, const float* h, float* proj);
+  // Adds the shared expert's output, scaled by its gate's sigmoid, into proj.
+  void shared_expert(const Pass& pass, const LayerWeights& lw, int n_tokens, const float* h, float* proj);
   void output_head(const Pass& pass, const ForwardBatch& batch, float* logits);
   void final_hidden(const Pass& pass, const ForwardBatch& batch, float* hidden);
   // Where each output row of a gather of `split` comes from, for the token
@@ -180,6 +182,10 @@ class Decoder {
     DeviceBuffer weights;       // (tokens * top_k): routes.weights
     DeviceBuffer input;         // (tokens, d_model): one expert's tokens' rows of h
     DeviceBuffer output;        // (tokens, d_model): that expert's output
+    // A shared expert's gate: its score per token (on the device, then on the
+    // host), the score's sigmoid, and the identity rows 0 … tokens - 1.
+    DeviceBuffer shared_scores, shared_weights, shared_rows;  // (tokens)
+    std::vector<float> host_shared;
   };
   std::unique_ptr<Experts> experts_;
 };

@@ -8,7 +8,8 @@
 //
 // Under tensor parallelism every rank holds the whole router and routes
 // alike (h is the same on every rank), and each expert is split as a dense
-// FFN is: its FFN channels across the ranks. The exact layout gathers each
+// FFN is: its FFN channels across the ranks (a shared expert is whole on
+// every rank, computed alike and added after the experts' sum). The exact layout gathers each
 // expert's activations and outputs (as project_out does, planned for the
 // expert's tokens); the all-reduce layout adds every expert's partial sums
 // into proj and reduces proj once, as a dense layer's down projection.
@@ -16,6 +17,7 @@
 #include "models/decoder_timing.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tessera {
 
@@ -25,11 +27,16 @@ void Decoder::experts_block(const Pass& pass, int layer, int n, const float* h, 
   const int n_experts = spec_.moe.n_experts;
   const int64_t d = spec_.d_model;
   float* scores = x.scores.data_as<float>();
-  const LinearOutput router[] = {{lw.router.get(), scores}};
-  linear(pass, "router", {h, n, router, 1});
+  // A shared expert's gate reads the same input: one call scores both.
+  const LinearOutput router[] = {{lw.router.get(), scores}, {lw.shared_gate.get(), x.shared_scores.data_as<float>()}};
+  linear(pass, "router", {h, n, router, lw.shared_gate ? 2 : 1});
   observe(pass, "router", layer, scores, n, n_experts);
   x.host_scores.resize(size_t(n) * size_t(n_experts));
   pass.backend.copy_device_to_host(x.host_scores.data(), scores, x.host_scores.size() * sizeof(float), pass.stream);
+  if (lw.shared_gate) {
+    x.host_shared.resize(size_t(n));
+    pass.backend.copy_device_to_host(x.host_shared.data(), x.shared_scores.data(), size_t(n) * sizeof(float), pass.stream);
+  }
   pass.stream.synchronize();
   timed(pass, "routing", [&] { route_tokens(x.host_scores.data(), n, spec_.moe, &x.routes); });
   // The host vectors stay untouched until the next layer's synchronize,
@@ -66,6 +73,8 @@ void Decoder::experts_block(const Pass& pass, int layer, int n, const float* h, 
   } else if (comm_) {
     timed(pass, "all_reduce", [&] { comm_->all_reduce_sum(proj, size_t(n) * size_t(d), pass.stream); });
   }
+  // Whole on every rank, added to the whole sum of the chosen experts.
+  if (lw.shared_gate) shared_expert(pass, lw, n, h, proj);
 }
 
 void Decoder::expert_group(const Pass& pass, const LayerWeights& lw, const int* group, int n_group, const float* h, float* proj) {
@@ -103,6 +112,28 @@ void Decoder::expert_group(const Pass& pass, const LayerWeights& lw, const int* 
     const float* weights = x.weights.data_as<float>() + x.routes.offsets[size_t(e)];
     timed(pass, "expert_add", [&] { pass.ops.scatter_add_rows({proj, d, rows, weights, count, output}, pass.stream); });
   }
+}
+
+// The shared expert after the chosen ones (transformers adds it last): the
+// whole FFN over every token, its rows added into proj scaled by the
+// sigmoid of the gate's score, computed on the host from the scores read
+// with the router's.
+void Decoder::shared_expert(const Pass& pass, const LayerWeights& lw, int n, const float* h, float* proj) {
+  Experts& x = *experts_;
+  const int64_t d = spec_.d_model, f = spec_.moe.shared_ffn_dim;
+  for (float& s : x.host_shared) s = 1.0f / (1.0f + std::exp(-s));
+  pass.backend.copy_host_to_device(x.shared_weights.data(), x.host_shared.data(), size_t(n) * sizeof(float), pass.stream);
+  const LinearOutput gate_up[] = {{lw.shared.gate.get(), act_.gate}, {lw.shared.up.get(), act_.up}};
+  linear(pass, "shared_gate_up", {h, n, gate_up, 2});
+  timed(pass, "activation", [&] {
+    pass.ops.gated_activation({gated_activation_op(spec_.activation), act_.gate, act_.up, int64_t(n) * f, act_.gate}, pass.stream);
+  });
+  float* output = x.output.data_as<float>();
+  const LinearOutput down[] = {{lw.shared.down.get(), output}};
+  linear(pass, "shared_down", {act_.gate, n, down, 1});
+  const int32_t* rows = x.shared_rows.data_as<int32_t>();
+  const float* weights = x.shared_weights.data_as<float>();
+  timed(pass, "expert_add", [&] { pass.ops.scatter_add_rows({proj, d, rows, weights, n, output}, pass.stream); });
 }
 
 }  // namespace tessera

@@ -39,6 +39,8 @@ void DecoderSpec::validate(const std::string& source) const {
                                                               ") must be between 1 and the expert count (" +
                                                               std::to_string(moe.n_experts) + ")");
   }
+  require(moe.shared_ffn_dim >= 0 && (moe.shared_ffn_dim == 0 || moe.n_experts > 0),
+          "a shared expert width (" + std::to_string(moe.shared_ffn_dim) + ") needs a mixture of experts");
 }
 
 }  // namespace tessera

@@ -55,6 +55,10 @@ struct MoeSpec {
   int top_k = 0;
   bool normalize_weights = false;  // the chosen experts' weights are rescaled to sum to 1
   bool biases = false;             // the router and every expert's projections carry biases
+  // A shared expert (0: none): a gated FFN of this width that runs on every
+  // token, its output scaled by the sigmoid of a one-row gate and added to
+  // the chosen experts' (Qwen2-MoE).
+  int shared_ffn_dim = 0;
 };
 
 struct DecoderSpec {

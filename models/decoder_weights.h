@@ -39,6 +39,8 @@ struct LayerWeights {
   std::unique_ptr<PreparedLinear> gate, up, down;  // null in an MoE layer
   std::unique_ptr<PreparedLinear> router;          // MoE: (n_experts, d_model), kept in floating point
   std::vector<ExpertWeights> experts;              // MoE: (n_experts)
+  ExpertWeights shared;                            // MoE with a shared expert: (shared_ffn_dim, d_model) …
+  std::unique_ptr<PreparedLinear> shared_gate;     // (1, d_model), kept in floating point
   const float* attn_norm = nullptr;       // (d_model)
   const float* ffn_norm = nullptr;        // (d_model)
   const float* q_norm = nullptr;          // (head_dim), qk_norm only

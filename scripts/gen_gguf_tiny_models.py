@@ -39,7 +39,7 @@ import tempfile
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 HF_TINY = ROOT / "tests" / "data" / "hf-tiny"
 OUT = ROOT / "tests" / "data" / "gguf-tiny"
-MODELS = ("qwen3", "phi3", "phi3-partial", "gemma2", "qwen3moe", "mixtral", "gpt-oss")
+MODELS = ("qwen3", "phi3", "phi3-partial", "gemma2", "qwen3moe", "qwen2moe", "mixtral", "gpt-oss")
 TINY_PRE_TOKENIZER = "smollm"
 
 

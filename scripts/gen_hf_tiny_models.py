@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/data/hf-tiny/<name>/: tiny random-weight models made and saved
 by Hugging Face transformers (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2,
-Gemma 3, Qwen3-MoE, Mixtral, gpt-oss (also in its MXFP4 checkpoint form),
+Gemma 3, Qwen3-MoE, Qwen2-MoE, Mixtral, gpt-oss (also in its MXFP4 checkpoint form),
 with the config variants they allow: biases,
 tied or untied embeddings, rope bases 1e4 to 1e6, rope scaling, partial
 rotary, softcaps, sliding windows), with the logits transformers computes for
@@ -26,7 +26,7 @@ from transformers import (Gemma2Config, Mxfp4Config, Gemma2ForCausalLM, Gemma3Fo
                           GptOssForCausalLM, LlamaConfig,
                           LlamaForCausalLM, MistralConfig, MistralForCausalLM, MixtralConfig, MixtralForCausalLM,
                           Phi3Config, Phi3ForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
-                          Qwen3MoeConfig, Qwen3MoeForCausalLM)
+                          Qwen2MoeConfig, Qwen2MoeForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "data" / "hf-tiny"
@@ -75,6 +75,13 @@ def models():
                                                          norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[],
                                                          use_sliding_window=False, sliding_window=None,
                                                          tie_word_embeddings=False))
+    # Qwen2-MoE: eight experts of 32 channels, two per token, not
+    # renormalised, and a shared expert of 96 behind its sigmoid gate.
+    yield "qwen2moe", Qwen2MoeForCausalLM(Qwen2MoeConfig(**COMMON, rope_theta=1000000.0, num_experts=8,
+                                                         num_experts_per_tok=2, moe_intermediate_size=32,
+                                                         shared_expert_intermediate_size=96, norm_topk_prob=False,
+                                                         decoder_sparse_step=1, mlp_only_layers=[],
+                                                         use_sliding_window=False, tie_word_embeddings=False))
     # gpt-oss: attention sinks, windows on alternate layers, YaRN (a short
     # original context so that it matters here), clamped SwiGLU experts with
     # biases, router softmax over the chosen experts.

@@ -32,19 +32,10 @@ void qwen3moe_from_hf(const nlohmann::json& config, DecoderSpec* spec) {
   if (config.value("use_sliding_window", false)) throw Error("config.json: 'use_sliding_window' is not supported for qwen3_moe");
 }
 
-WeightNames qwen3moe_hf_names() {
-  WeightNames n = llama_hf_names();
-  n.router = "model.layers.{}.mlp.gate.weight";
-  n.expert_gate = "model.layers.{}.mlp.experts.{x}.gate_proj.weight";
-  n.expert_up = "model.layers.{}.mlp.experts.{x}.up_proj.weight";
-  n.expert_down = "model.layers.{}.mlp.experts.{x}.down_proj.weight";
-  return n;
-}
-
 }  // namespace
 
 Architecture qwen3moe_architecture() {
-  return {"qwen3moe", {"qwen3_moe"}, qwen3moe_from_gguf, qwen3moe_from_hf, standard_gguf_names(), qwen3moe_hf_names()};
+  return {"qwen3moe", {"qwen3_moe"}, qwen3moe_from_gguf, qwen3moe_from_hf, standard_gguf_names(), qwen_moe_hf_names()};
 }
 
 }  // namespace tessera

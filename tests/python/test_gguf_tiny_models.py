@@ -1,4 +1,4 @@
-"""The GGUF forms of Qwen3, Phi-3, Gemma 2, Qwen3-MoE, Mixtral and gpt-oss: tiny
+"""The GGUF forms of Qwen3, Phi-3, Gemma 2, Qwen3-MoE, Qwen2-MoE, Mixtral and gpt-oss: tiny
 models of tests/data/hf-tiny converted by llama.cpp's own converter
 (scripts/gen_gguf_tiny_models.py). Their largest logits after ten prompts
 and their greedy continuations against llama.cpp's
@@ -14,7 +14,7 @@ from conftest import DATA, run
 from test_hf_models import max_diff_from_transformers
 
 GGUF = DATA / "gguf-tiny"
-GOLDENS = ["qwen3", "phi3-partial", "gemma2", "qwen3moe", "mixtral", "gpt-oss", "gpt-oss-mxfp4"]
+GOLDENS = ["qwen3", "phi3-partial", "gemma2", "qwen3moe", "qwen2moe", "mixtral", "gpt-oss", "gpt-oss-mxfp4"]
 # Gemma 2's GGUF form holds no query_pre_attn_scalar (llama.cpp takes the
 # head width, where the tiny model says 24), so it is compared with
 # llama.cpp only. Phi-3's window is honoured as transformers does; llama.cpp
@@ -22,7 +22,7 @@ GOLDENS = ["qwen3", "phi3-partial", "gemma2", "qwen3moe", "mixtral", "gpt-oss", 
 # gpt-oss's GGUF form rounds YaRN's correction range to whole pairs, as
 # llama.cpp does, where transformers keeps it fractional (truncate: false):
 # compared with llama.cpp only.
-SAME_AS_TRANSFORMERS = ["qwen3", "phi3", "phi3-partial", "qwen3moe", "mixtral"]
+SAME_AS_TRANSFORMERS = ["qwen3", "phi3", "phi3-partial", "qwen3moe", "qwen2moe", "mixtral"]
 
 
 def goldens(name):
@@ -84,9 +84,11 @@ def with_u32(tmp_path, name, key, value):
     ("qwen3moe.expert_count", 6, "tensor 'blk.0.ffn_gate_inp.weight' has shape [8, 64], expected [6, 64]"),
     ("qwen3moe.expert_count", 100000, "key 'qwen3moe.expert_count': 100000 is out of range"),
     ("qwen3moe.expert_feed_forward_length", 48, "tensor 'blk.0.ffn_gate_exps.weight' has shape [8, 32, 64], expected [8, 48, 64]"),
+    ("qwen2moe.expert_shared_feed_forward_length", 48, "tensor 'blk.0.ffn_gate_shexp.weight' has shape [96, 64], expected [48, 64]"),
+    ("qwen2moe.expert_shared_feed_forward_length", 0, "key 'qwen2moe.expert_shared_feed_forward_length': out of range"),
 ])
 def test_inconsistent_experts_are_refused_by_name(tessera_bin, tmp_path, key, value, message):
-    model = with_u32(tmp_path, "qwen3moe", key, value)
+    model = with_u32(tmp_path, key.split(".")[0], key, value)
     result = run([tessera_bin, "logits", "-m", model, "--token-ids", "5,6,7", "-o", tmp_path / "out.f32"])
     assert result.returncode == 1
     assert message.encode() in result.stderr, result.stderr

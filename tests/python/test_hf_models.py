@@ -14,7 +14,7 @@ import pytest
 from conftest import DATA, run
 
 ARCHS = ["llama", "llama3", "llama-bias", "mistral", "qwen2", "qwen3", "qwen3-bias", "phi3", "phi3-partial", "gemma2",
-         "gemma3", "qwen3moe", "mixtral", "gpt-oss"]
+         "gemma3", "qwen3moe", "qwen2moe", "mixtral", "gpt-oss"]
 
 
 def max_diff_from_transformers(tessera_bin, tmp_path, model, case, reference_dir):

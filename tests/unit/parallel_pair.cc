@@ -34,10 +34,18 @@ ParallelPair::ParallelPair(const std::string& path, const std::function<RunnerCo
       follower_error_ = e.what();
     }
   });
-  backend_ = one_cpu_thread();
-  options.rank = 0;
-  comm_ = backend_->create_communicator(options);
-  runner_ = std::make_unique<ModelRunner>(backend_, path, config_of(0), comm_.get());
+  // A model that cannot be split fails on both ranks alike: the follower
+  // ends, and is joined before the error reaches the test.
+  try {
+    backend_ = one_cpu_thread();
+    options.rank = 0;
+    comm_ = backend_->create_communicator(options);
+    runner_ = std::make_unique<ModelRunner>(backend_, path, config_of(0), comm_.get());
+  } catch (...) {
+    comm_.reset();
+    follower_.join();
+    throw;
+  }
 }
 
 ParallelPair::~ParallelPair() {

@@ -85,6 +85,11 @@ TEST(TensorParallel, TinyMixtralMatchesOneRank) {
 TEST(TensorParallel, TinyQwen3MoeAllReduceLayoutStaysClose) {
   compare_with_one_rank("qwen3moe.gguf", TensorParallelLayout::kAllReduce, test::data_path("gguf-tiny"));
 }
+// Qwen2-MoE's shared expert is whole on both ranks, added after the
+// experts' reduced sum (its experts' 32 channels split as Qwen3-MoE's).
+TEST(TensorParallel, TinyQwen2MoeAllReduceLayoutStaysClose) {
+  compare_with_one_rank("qwen2moe.gguf", TensorParallelLayout::kAllReduce, test::data_path("gguf-tiny"));
+}
 
 TEST(TensorShardPlan, SplitsHeadsFfnAndVocabulary) {
   DecoderSpec spec;
