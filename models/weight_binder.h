@@ -110,13 +110,21 @@ class Binder {
   // A floating-point or GGUF-block matrix as a linear weight: quantized now
   // when asked, in place where the backend multiplies its format, else
   // converted to f32 once.
-  QuantizedLinear linear_of(const std::string& name, const SourceTensor& t, int64_t rows, int64_t cols, LinearRole role) {
+  // `loader_owned`: t's bytes are a copy this binder made (QuantizedLinear::loader_owned).
+  QuantizedLinear linear_of(const std::string& name, const SourceTensor& t, int64_t rows, int64_t cols, LinearRole role,
+                            bool loader_owned = false) {
     if (quantization_.at_load && role != LinearRole::kRouter) {
       const quant::SchemeChoice& s = *quantization_.at_load;
       return quantize_now(name, t, rows, cols, config_for(s, role, layer_, n_layers_));
     }
-    if (backend_.supports(Op::kLinear, t.dtype)) return linear_from_tensor(name, t.dtype, t.data, rows, cols);
-    return linear_from_tensor(name, DType::kF32, converted(name, t), rows, cols);
+    if (backend_.supports(Op::kLinear, t.dtype)) {
+      QuantizedLinear w = linear_from_tensor(name, t.dtype, t.data, rows, cols);
+      w.loader_owned = loader_owned;
+      return w;
+    }
+    QuantizedLinear w = linear_from_tensor(name, DType::kF32, converted(name, t), rows, cols);
+    w.loader_owned = true;
+    return w;
   }
 
   // Output rows [first, first + count) of a column-parallel weight, with
@@ -163,7 +171,7 @@ class Binder {
     }
     const SourceTensor one{DType::kF32, out, {rows, cols}, uint64_t(buf.size())};
     return linear_of(name + "[expert " + std::to_string(expert) + ", " + std::to_string(offset) + " of " + std::to_string(step) + "]",
-                     one, rows, cols, LinearRole::kLayer);
+                     one, rows, cols, LinearRole::kLayer, true);
   }
 
   // The same matrix from Hugging Face's MXFP4 form of `name`: NAME_blocks
@@ -188,7 +196,7 @@ class Binder {
     }
     const SourceTensor one{DType::kMXFP4, out, {rows, cols}, uint64_t(buf.size())};
     return linear_of(name + "[expert " + std::to_string(expert) + ", " + std::to_string(offset) + " of " + std::to_string(step) + "]",
-                     one, rows, cols, LinearRole::kLayer);
+                     one, rows, cols, LinearRole::kLayer, true);
   }
 
   // A one-row linear stored as (1, cols) or as a vector (cols), kept in
@@ -321,6 +329,7 @@ class Binder {
     }
     QuantizedLinear sliced = w;
     sliced.name = part;
+    sliced.loader_owned = true;
     sliced.cols = count;
     sliced.data = data.data();
     sliced.row_stride = row_bytes;

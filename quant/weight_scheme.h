@@ -48,6 +48,10 @@ struct QuantizedLinear {
   // Multiplied by whole prompts, so worth a layout of its own for them;
   // false for the output head, which takes one row per sequence.
   bool multiplies_prompts = true;
+  // `data` is a copy the loader made and keeps (a conversion, a repacking,
+  // a rank's columns), not the checkpoint's own bytes: a backend that reads
+  // weights from host memory reads it in place rather than copying it again.
+  bool loader_owned = false;
 
   // Rows [first, first + count) as a linear of their own: a fused QKV or
   // gate-up matrix splits into its parts without copying.

@@ -15,10 +15,12 @@ import pathlib
 import re
 import statistics
 import subprocess
+import sys
 
-import gguf
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+import make_random_gguf as gguf_header  # noqa: E402
 MODELS = {"SmolLM2-135M Q4_1": "SmolLM2-135M-Instruct.Q4_1.gguf", "Gemma-3-270M Q4_K_M": "gemma-3-270m-q4_k_m.gguf",
           "Qwen2.5-Coder-0.5B Q4_K_M": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"}
 TEXT = (ROOT / "tests" / "data" / "perplexity" / "gpl-3.0.txt").read_text()
@@ -27,22 +29,28 @@ TEXT = (ROOT / "tests" / "data" / "perplexity" / "gpl-3.0.txt").read_text()
 def decode_bytes_per_token(path):
     """Weight bytes one decode step reads: every tensor but the embedding
     table, which is read whole only when it is also the output matrix, and
-    of a mixture-of-experts layer's stacked experts the share one token uses."""
-    reader = gguf.GGUFReader(path)
-    names = {t.name for t in reader.tensors}
-    arch = str(reader.fields["general.architecture"].contents())
+    of a mixture-of-experts layer's stacked experts the share one token uses.
+    Read with scripts/make_random_gguf.py's header reader, which knows every
+    block type these files hold (MXFP4 included)."""
+    entries, tensors = gguf_header.read_header(path)
 
-    def number(key, fallback):
-        field = reader.fields.get(f"{arch}.{key}")
-        return int(field.contents()) if field else fallback
+    def value(key):
+        if key not in entries:
+            return None
+        c = gguf_header.Cursor(entries[key])
+        c.string()
+        kind = c.u32()
+        return c.string().decode() if kind == 8 else c.u32() if kind == 4 else None
 
-    used_share = number("expert_used_count", 1) / number("expert_count", 1)
+    arch = value("general.architecture")
+    used_share = (value(f"{arch}.expert_used_count") or 1) / (value(f"{arch}.expert_count") or 1)
+    names = {name for name, _, _ in tensors}
     total = 0
-    for t in reader.tensors:
-        if t.name == "token_embd.weight" and "output.weight" in names:
+    for name, dims, kind in tensors:
+        if name == "token_embd.weight" and "output.weight" in names:
             continue
-        if len(t.shape) >= 2:
-            total += int(t.n_bytes) * (used_share if "_exps." in t.name else 1)
+        if len(dims) >= 2:
+            total += gguf_header.tensor_bytes(dims, kind) * (used_share if "_exps." in name else 1)
     return int(total)
 
 
@@ -130,6 +138,7 @@ def main():
                     p, d = llama_bench(args.llama_bench, path, args.threads, args.prefill, args.decode)
                     runs[name]["lp"].append(p)
                     runs[name]["ld"].append(d)
+    print("raw:", json.dumps(runs), flush=True)
     bw = statistics.median(bandwidth)
     print(f"read bandwidth ({args.threads} threads): {bw / 1e9:.1f} GB/s (median of {len(bandwidth)}: "
           f"{', '.join(f'{b / 1e9:.1f}' for b in bandwidth)})")
@@ -141,7 +150,6 @@ def main():
         roof = bw / decode_bytes_per_token(path)
         print(f"| {name} | {r['tp']:.0f} / {r['lp']:.0f} ({r['tp'] / r['lp']:.2f}x) | {r['td']:.1f} / {r['ld']:.1f} "
               f"({r['td'] / r['ld']:.2f}x) | {roof:.0f} | {100 * r['td'] / roof:.0f}% / {100 * r['ld'] / roof:.0f}% |")
-    print("raw:", json.dumps(runs))
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ uint64_t available_memory_bytes() {
 
 }  // namespace
 
-CpuLinear::CpuLinear(const QuantizedLinear& desc, const IsaFeatures& isa) : PreparedLinear(desc) {
+CpuLinear::CpuLinear(const QuantizedLinear& desc, const IsaFeatures& isa, HugePageArena* arena) : PreparedLinear(desc) {
   const WeightScheme& scheme = desc.scheme;
   if (quant::is_int_scheme(scheme)) {
     int_weight_ = std::make_unique<IntLinear>(desc, isa);
@@ -54,8 +54,19 @@ CpuLinear::CpuLinear(const QuantizedLinear& desc, const IsaFeatures& isa) : Prep
   if (desc.scales || desc.zero_points || scheme.activation != ActivationPolicy::kNone) {
     throw Error("weight '" + desc.name + "': the CPU backend has no kernel for scheme " + scheme.describe());
   }
-  weight_.emplace(desc.name, scheme.storage, desc.data, desc.rows, desc.cols, isa, desc.multiplies_prompts);
-  make_resident(desc.data, size_t(weight_->rows()) * weight_->row_bytes());
+  // Bytes the loader made (a conversion) are read where they are: a copy
+  // would double them.
+  const void* data = desc.data;
+  const auto bytes = dtype_bytes(scheme.storage, uint64_t(desc.rows) * uint64_t(desc.cols));
+  if (arena && !desc.loader_owned && bytes && desc.row_stride == *bytes / uint64_t(desc.rows)) {
+    HugePageArena::Copy copy = arena->copy(desc.data, size_t(*bytes));
+    if (copy.data) {
+      arena_chunk_ = std::move(copy.chunk);
+      data = copy.data;
+    }
+  }
+  weight_.emplace(desc.name, scheme.storage, data, desc.rows, desc.cols, isa, desc.multiplies_prompts);
+  if (!arena_chunk_) make_resident(desc.data, size_t(weight_->rows()) * weight_->row_bytes());
 }
 
 CpuBackend::CpuBackend(const CpuBackendOptions& options)
@@ -126,7 +137,7 @@ bool CpuBackend::supports(Op op, DType dtype) const {
 const KernelTable& CpuBackend::kernels() const { return cpu_kernel_table(); }
 
 std::unique_ptr<PreparedLinear> CpuBackend::prepare_linear(const QuantizedLinear& weight) {
-  return std::make_unique<CpuLinear>(weight, isa_);
+  return std::make_unique<CpuLinear>(weight, isa_, huge_pages_ ? &weight_arena_ : nullptr);
 }
 
 std::unique_ptr<Communicator> CpuBackend::create_communicator(const CommunicatorOptions& options) {

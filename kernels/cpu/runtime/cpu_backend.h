@@ -10,6 +10,7 @@
 #include "kernels/cpu/linear/int_linear.h"
 #include "kernels/cpu/runtime/isa.h"
 #include "kernels/cpu/linear/matmul.h"
+#include "kernels/cpu/runtime/huge_page_arena.h"
 #include "kernels/cpu/runtime/thread_pool.h"
 
 namespace tessera::cpu {
@@ -68,6 +69,10 @@ class CpuBackend final : public Backend {
   IsaFeatures isa_;
   ThreadPool pool_;
   CpuStream stream_;
+  // Weights read from a checkpoint's mapping are copied here (huge pages)
+  // where the system grants huge pages.
+  bool huge_pages_ = HugePageArena::available();
+  HugePageArena weight_arena_;
 };
 
 // The CPU kernel table (kernels/cpu/runtime/cpu_kernels.cc).

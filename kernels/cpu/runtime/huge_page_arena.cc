@@ -1,0 +1,72 @@
+#include "kernels/cpu/runtime/huge_page_arena.h"
+
+#include <sys/mman.h>
+
+#include <cstring>
+#include <fstream>
+#include <string>
+
+namespace tessera::cpu {
+namespace {
+
+constexpr size_t kHugePage = size_t(2) << 20;
+constexpr size_t kChunkBytes = size_t(64) << 20;
+constexpr size_t kAlignment = 64;
+
+size_t round_up(size_t n, size_t unit) { return (n + unit - 1) / unit * unit; }
+
+}  // namespace
+
+// One mapping, its usable span starting on a 2 MiB boundary.
+struct HugePageArena::Chunk {
+  void* mapping = nullptr;
+  size_t mapped = 0;
+  uint8_t* base = nullptr;
+  size_t size = 0;
+
+  explicit Chunk(size_t bytes) {
+    const size_t span = round_up(bytes, kHugePage) + kHugePage;  // room to align the start
+    void* p = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return;
+    mapping = p;
+    mapped = span;
+    base = reinterpret_cast<uint8_t*>(round_up(reinterpret_cast<uintptr_t>(p), kHugePage));
+    size = round_up(bytes, kHugePage);
+    madvise(base, size, MADV_HUGEPAGE);
+  }
+  ~Chunk() {
+    if (mapping) munmap(mapping, mapped);
+  }
+  Chunk(const Chunk&) = delete;
+  Chunk& operator=(const Chunk&) = delete;
+};
+
+bool HugePageArena::available() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string modes;
+  std::getline(f, modes);
+  return !modes.empty() && modes.find("[never]") == std::string::npos;
+}
+
+HugePageArena::Copy HugePageArena::copy(const void* data, size_t bytes) {
+  if (!data || bytes == 0) return {};
+  std::shared_ptr<Chunk> chunk;
+  size_t at = 0;
+  {
+    std::lock_guard lock(mutex_);
+    chunk = current_.lock();
+    at = round_up(used_, kAlignment);
+    if (!chunk || at + bytes > chunk->size) {
+      chunk = std::make_shared<Chunk>(std::max(bytes, kChunkBytes));
+      if (!chunk->base) return {};
+      current_ = chunk;
+      at = 0;
+    }
+    used_ = at + bytes;
+  }
+  // Each copy writes only its own bytes of the chunk, so copies run unlocked.
+  std::memcpy(chunk->base + at, data, bytes);
+  return {chunk, chunk->base + at};
+}
+
+}  // namespace tessera::cpu
