@@ -427,7 +427,11 @@ def test_a_prompt_that_can_never_fit_is_refused_before_tokenizing(daemon):
 
 
 # Faults: a model file truncated under a running server.
-def test_a_model_file_truncated_after_load_fails_fast_with_a_clear_line(tessera_bin, smollm2, tmp_path):
+def test_a_model_file_truncated_after_load_fails_fast_with_a_clear_line(tessera_bin, smollm2, tmp_path, monkeypatch):
+    """Weights read in place from the file's mapping (as where the system has
+    no huge pages): the next read of the truncated file ends the daemon
+    with a line that says why."""
+    monkeypatch.setenv("TESSERA_CPU_HUGE_PAGES", "0")
     model = tmp_path / "m.gguf"
     shutil.copy(smollm2, model)
     d = Daemon(tessera_bin, [], config_yaml=short_deadlines(model))
@@ -438,6 +442,29 @@ def test_a_model_file_truncated_after_load_fails_fast_with_a_clear_line(tessera_
         pass  # the process is gone: that is the point
     assert d.proc.wait(30) == 70
     assert "a model file was truncated or replaced" in d.log_text()
+
+
+def huge_pages_granted():
+    modes = pathlib.Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    return modes.exists() and "[never]" not in modes.read_text()
+
+
+@pytest.mark.skipif(not huge_pages_granted(), reason="transparent huge pages are off here: weights are read in place")
+def test_a_model_file_truncated_after_load_is_not_read_again_from_huge_pages(tessera_bin, smollm2, tmp_path):
+    """With the weights copied to huge pages at load, the daemon no longer
+    reads the file: truncating it changes nothing."""
+    model = tmp_path / "m.gguf"
+    shutil.copy(smollm2, model)
+    d = Daemon(tessera_bin, [], config_yaml=short_deadlines(model))
+    try:
+        body = {"model": "smollm2", "prompt": "hi", "max_tokens": 4, "temperature": 0}
+        before = d.request("POST", "/v1/completions", body)
+        os.truncate(model, 4096)
+        after = d.request("POST", "/v1/completions", body)
+        assert before[0] == after[0] == 200, (before, after)
+        assert json.loads(before[1])["choices"][0]["text"] == json.loads(after[1])["choices"][0]["text"]
+    finally:
+        assert d.stop() == 0, d.log_text()
 
 
 # Faults: clients that leave while queued, during prefill and between events.

@@ -1,6 +1,7 @@
 // Weights copied into huge-page chunks: the bytes are the source's, each
-// copy 64-byte aligned, small copies share a chunk, a chunk is unmapped
-// once no copy in it is held, and bytes the loader owns are read in place.
+// copy 64-byte aligned, small copies share a chunk, the same bytes share a
+// copy, a chunk is unmapped once no copy in it is held, and bytes the loader
+// owns are read in place.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -35,6 +36,19 @@ TEST(HugePageArena, CopiesAreAlignedAndSmallOnesShareAChunk) {
   ASSERT_TRUE(cbig.data);
   EXPECT_NE(cbig.chunk, ca.chunk);
   EXPECT_EQ(std::memcmp(cbig.data, big.data(), big.size()), 0);
+}
+
+// A tied embedding and output head ask for the same bytes: one copy, while
+// the bytes at that address are unchanged.
+TEST(HugePageArena, TheSameBytesShareOneCopy) {
+  HugePageArena arena;
+  std::vector<uint8_t> a = counting_bytes(5000);
+  const HugePageArena::Copy first = arena.copy(a.data(), a.size()), second = arena.copy(a.data(), a.size());
+  EXPECT_EQ(first.data, second.data);
+  a[100] ^= 0xff;  // other bytes at the same address: a copy of them
+  const HugePageArena::Copy third = arena.copy(a.data(), a.size());
+  EXPECT_NE(third.data, first.data);
+  EXPECT_EQ(std::memcmp(third.data, a.data(), a.size()), 0);
 }
 
 TEST(HugePageArena, AChunkLivesOnlyWhileACopyInItIsHeld) {

@@ -63,6 +63,7 @@ CpuLinear::CpuLinear(const QuantizedLinear& desc, const IsaFeatures& isa, HugePa
     if (copy.data) {
       arena_chunk_ = std::move(copy.chunk);
       data = copy.data;
+      release_pages(desc.data, size_t(*bytes));
     }
   }
   weight_.emplace(desc.name, scheme.storage, data, desc.rows, desc.cols, isa, desc.multiplies_prompts);
@@ -107,7 +108,16 @@ void CpuBackend::fill_zero(void* dst, size_t bytes, Stream&) {
 }
 
 std::shared_ptr<const void> CpuBackend::place_weights(const void* host, size_t bytes) {
-  // The mapping is read in place; the owner of the checkpoint keeps it alive.
+  // Copied to huge pages as linear weights are (an embedding table is read
+  // row by row; a tied one shares the output head's copy).
+  if (huge_pages_) {
+    HugePageArena::Copy copy = weight_arena_.copy(host, bytes);
+    if (copy.data) {
+      release_pages(host, bytes);
+      return std::shared_ptr<const void>(std::move(copy.chunk), copy.data);
+    }
+  }
+  // Else the mapping is read in place; the owner of the checkpoint keeps it alive.
   make_resident(host, bytes);
   return std::shared_ptr<const void>(host, [](const void*) {});
 }

@@ -70,8 +70,8 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   CpuStream stream_;
   // Weights read from a checkpoint's mapping are copied here (huge pages)
-  // where the system grants huge pages.
-  bool huge_pages_ = HugePageArena::available();
+  // where the system grants huge pages, unless TESSERA_CPU_HUGE_PAGES=0.
+  bool huge_pages_ = HugePageArena::wanted();
   HugePageArena weight_arena_;
 };
 

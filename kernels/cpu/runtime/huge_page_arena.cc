@@ -1,7 +1,10 @@
 #include "kernels/cpu/runtime/huge_page_arena.h"
 
+#include "engine/core/error.h"
+
 #include <sys/mman.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -41,7 +44,12 @@ struct HugePageArena::Chunk {
   Chunk& operator=(const Chunk&) = delete;
 };
 
-bool HugePageArena::available() {
+bool HugePageArena::wanted() {
+  if (const char* choice = std::getenv("TESSERA_CPU_HUGE_PAGES")) {
+    const std::string value = choice;
+    if (value == "0") return false;
+    if (value != "1") throw Error("TESSERA_CPU_HUGE_PAGES: '" + value + "' (0 or 1)");
+  }
   std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string modes;
   std::getline(f, modes);
@@ -53,7 +61,14 @@ HugePageArena::Copy HugePageArena::copy(const void* data, size_t bytes) {
   std::shared_ptr<Chunk> chunk;
   size_t at = 0;
   {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(mutex_);  // loads of several models may run at once
+    const auto key = std::make_pair(data, bytes);
+    if (const auto it = made_.find(key); it != made_.end()) {
+      if (auto alive = it->second.chunk.lock(); alive && std::memcmp(it->second.data, data, bytes) == 0) {
+        return {std::move(alive), it->second.data};
+      }
+      made_.erase(it);
+    }
     chunk = current_.lock();
     at = round_up(used_, kAlignment);
     if (!chunk || at + bytes > chunk->size) {
@@ -61,11 +76,14 @@ HugePageArena::Copy HugePageArena::copy(const void* data, size_t bytes) {
       if (!chunk->base) return {};
       current_ = chunk;
       at = 0;
+      std::erase_if(made_, [](const auto& entry) { return entry.second.chunk.expired(); });
     }
     used_ = at + bytes;
+    // Copied under the lock: a second request for the same bytes must not
+    // find the copy before it is whole.
+    std::memcpy(chunk->base + at, data, bytes);
+    made_[key] = {chunk, chunk->base + at};
   }
-  // Each copy writes only its own bytes of the chunk, so copies run unlocked.
-  std::memcpy(chunk->base + at, data, bytes);
   return {chunk, chunk->base + at};
 }
 

@@ -11,8 +11,10 @@
 // costs at most one huge page.
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
 
 namespace tessera::cpu {
 
@@ -20,16 +22,20 @@ class HugePageArena {
  public:
   // A copy of `bytes` bytes of `data`, 64-byte aligned, with the chunk that
   // holds it (keep `chunk` alive while the copy is read). Null when the
-  // system grants no huge pages or the memory cannot be mapped.
+  // memory cannot be mapped. The same bytes asked for again (a tied
+  // embedding and output head) share one copy.
   struct Copy {
     std::shared_ptr<const void> chunk;
     const uint8_t* data = nullptr;
   };
   Copy copy(const void* data, size_t bytes);
 
-  // Whether the kernel grants huge pages to memory that asks for them
-  // (/sys/kernel/mm/transparent_hugepage/enabled is not "never").
-  static bool available();
+  // Whether weights should be copied here: the kernel grants huge pages to
+  // memory that asks for them (/sys/kernel/mm/transparent_hugepage/enabled
+  // is not "never") and TESSERA_CPU_HUGE_PAGES is not 0 (1 or unset; any
+  // other value is an error naming it). With 0 weights are read in place
+  // from the checkpoint's mapping.
+  static bool wanted();
 
  private:
   struct Chunk;
@@ -38,6 +44,13 @@ class HugePageArena {
   // are gone, so is their memory.
   std::weak_ptr<Chunk> current_;
   size_t used_ = 0;                 // bytes of it taken
+  // Copies made, by source and size; reused only while their chunk lives and
+  // their bytes still equal the source's (an address can be mapped again).
+  struct Made {
+    std::weak_ptr<Chunk> chunk;
+    const uint8_t* data;
+  };
+  std::map<std::pair<const void*, size_t>, Made> made_;
 };
 
 }  // namespace tessera::cpu

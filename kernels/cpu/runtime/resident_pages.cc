@@ -24,4 +24,17 @@ void make_resident(const void* data, size_t bytes) {
   (void)sink;
 }
 
+void release_pages(const void* data, size_t bytes) {
+#ifdef MADV_PAGEOUT
+  if (!data || bytes == 0) return;
+  const long page_size = sysconf(_SC_PAGESIZE);
+  const uintptr_t page = page_size > 0 ? uintptr_t(page_size) : 4096;
+  const uintptr_t begin = (uintptr_t(data) + page - 1) / page * page, end = (uintptr_t(data) + bytes) / page * page;
+  if (begin < end) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
+
 }  // namespace tessera::cpu

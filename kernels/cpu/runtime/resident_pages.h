@@ -11,4 +11,11 @@ namespace tessera::cpu {
 // be populated ahead is left to fault in on first use.
 void make_resident(const void* data, size_t bytes);
 
+// Asks the kernel to reclaim the whole pages of [data, data + bytes) once
+// they have been copied (MADV_PAGEOUT): a checkpoint mapping's pages leave
+// the process's resident memory, so a model is not counted twice. The bytes
+// stay as they are (a file's are read again on demand; anonymous memory
+// without swap stays put).
+void release_pages(const void* data, size_t bytes);
+
 }  // namespace tessera::cpu
