@@ -43,6 +43,22 @@ uint64_t available_memory_bytes() {
   return 0;
 }
 
+// The bytes weights are read from: a copy in `arena` (huge pages), the
+// mapping's copied pages then released, where an arena is given and can map
+// one; else `data` in place, made resident. `chunk` keeps the copy mapped.
+const void* weight_bytes(HugePageArena* arena, const void* data, size_t bytes, std::shared_ptr<const void>& chunk) {
+  if (arena) {
+    HugePageArena::Copy copy = arena->copy(data, bytes);
+    if (copy.data) {
+      release_pages(data, bytes);
+      chunk = std::move(copy.chunk);
+      return copy.data;
+    }
+  }
+  make_resident(data, bytes);
+  return data;
+}
+
 }  // namespace
 
 CpuLinear::CpuLinear(const QuantizedLinear& desc, const IsaFeatures& isa, HugePageArena* arena) : PreparedLinear(desc) {
@@ -55,19 +71,12 @@ CpuLinear::CpuLinear(const QuantizedLinear& desc, const IsaFeatures& isa, HugePa
     throw Error("weight '" + desc.name + "': the CPU backend has no kernel for scheme " + scheme.describe());
   }
   // Bytes the loader made (a conversion) are read where they are: a copy
-  // would double them.
-  const void* data = desc.data;
+  // would double them. Rows of partial blocks are refused, naming the
+  // weight, by LinearWeight.
   const auto bytes = dtype_bytes(scheme.storage, uint64_t(desc.rows) * uint64_t(desc.cols));
-  if (arena && !desc.loader_owned && bytes && desc.row_stride == *bytes / uint64_t(desc.rows)) {
-    HugePageArena::Copy copy = arena->copy(desc.data, size_t(*bytes));
-    if (copy.data) {
-      arena_chunk_ = std::move(copy.chunk);
-      data = copy.data;
-      release_pages(desc.data, size_t(*bytes));
-    }
-  }
+  const bool copyable = bytes && uint64_t(desc.rows) * desc.row_stride == *bytes && !desc.loader_owned;
+  const void* data = bytes ? weight_bytes(copyable ? arena : nullptr, desc.data, size_t(*bytes), arena_chunk_) : desc.data;
   weight_.emplace(desc.name, scheme.storage, data, desc.rows, desc.cols, isa, desc.multiplies_prompts);
-  if (!arena_chunk_) make_resident(desc.data, size_t(weight_->rows()) * weight_->row_bytes());
 }
 
 CpuBackend::CpuBackend(const CpuBackendOptions& options)
@@ -109,17 +118,11 @@ void CpuBackend::fill_zero(void* dst, size_t bytes, Stream&) {
 
 std::shared_ptr<const void> CpuBackend::place_weights(const void* host, size_t bytes) {
   // Copied to huge pages as linear weights are (an embedding table is read
-  // row by row; a tied one shares the output head's copy).
-  if (huge_pages_) {
-    HugePageArena::Copy copy = weight_arena_.copy(host, bytes);
-    if (copy.data) {
-      release_pages(host, bytes);
-      return std::shared_ptr<const void>(std::move(copy.chunk), copy.data);
-    }
-  }
-  // Else the mapping is read in place; the owner of the checkpoint keeps it alive.
-  make_resident(host, bytes);
-  return std::shared_ptr<const void>(host, [](const void*) {});
+  // row by row; a tied one shares the output head's copy). Read in place,
+  // the owner of the checkpoint keeps the mapping alive.
+  std::shared_ptr<const void> chunk;
+  const void* data = weight_bytes(huge_pages_ ? &weight_arena_ : nullptr, host, bytes, chunk);
+  return chunk ? std::shared_ptr<const void>(std::move(chunk), data) : std::shared_ptr<const void>(host, [](const void*) {});
 }
 
 std::unique_ptr<Event> CpuBackend::create_event() { return std::make_unique<HostEvent>(); }
