@@ -35,6 +35,14 @@ python_packages=(
   "anthropic==0.75.0"
   # LangChain's ChatOpenAI, unmodified, in tests/python/test_client_langchain.py.
   "langchain-openai==1.7.4"
+  # The OpenAPI document's schema fuzzer (tests/python/test_openapi.py).
+  "schemathesis==4.32.5"
+  # lm-evaluation-harness against the API, no hub (tests/python/test_client_lm_eval.py).
+  "lm-eval==0.4.13"
+  # instructor's own requirements but two (below).
+  "docstring-parser>=0.16,<1.0"
+  "tenacity>=8.2.3,<10"
+  "typer>=0.9,<1"
   "jsonschema>=4.0"
   "grpcio>=1.60"
   "grpcio-tools>=1.60"
@@ -50,6 +58,14 @@ python_packages=(
   # backend's tests (tests/python/test_intel_opencl_runtime.py).
   "intel-opencl-rt==2026.2.0"
   "intel-cmplr-lib-rt==2026.2.0"
+)
+
+# Installed without their declared requirements: instructor 1.17.0 (the
+# newest) pins jiter<0.15 and rich<15, which openai 3.x (jiter>=0.16) and
+# schemathesis (rich 15) exclude; it runs with both, and
+# tests/python/test_client_instructor.py holds it to that.
+python_packages_no_deps=(
+  "instructor==1.17.0"
 )
 
 as_root() {
@@ -81,7 +97,7 @@ install_debian_packages() {
 install_python_venv() {
   local stamp="$venv_dir/.tessera-requirements"
   local wanted
-  wanted=$(printf '%s\n' "${python_packages[@]}")
+  wanted=$(printf '%s\n' "${python_packages[@]}" "${python_packages_no_deps[@]}")
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
     echo "install-deps: Python venv at $venv_dir is up to date"
     return
@@ -91,6 +107,7 @@ install_python_venv() {
   [ -x "$venv_dir/bin/python" ] || "$python" -m venv "$venv_dir"
   "$venv_dir/bin/python" -m pip install -q --upgrade pip
   "$venv_dir/bin/python" -m pip install -q "${python_packages[@]}"
+  "$venv_dir/bin/python" -m pip install -q --no-deps "${python_packages_no_deps[@]}"
   printf '%s' "$wanted" >"$stamp"
   echo "install-deps: Python venv ready at $venv_dir"
 }

@@ -3,6 +3,7 @@
 #include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "server/anthropic/messages_handler.h"
@@ -10,6 +11,7 @@
 #include "server/openai/completions_handler.h"
 #include "server/openai/embeddings_handler.h"
 #include "server/openai/generation_fields.h"
+#include "server/openapi_document.h"
 #include "server/serving/chat_prompt.h"
 #include "server/serving/generation_driver.h"
 #include "server/serving/tool_calls.h"
@@ -140,6 +142,8 @@ void HttpApi::route(HttpExchange& ex) {
   const bool post = req.method() == boost::beast::http::verb::post;
   if (path == "/health") return get ? health(ex) : throw ApiError::method_not_allowed("GET, HEAD");
   if (path == "/metrics") return get ? metrics(ex) : throw ApiError::method_not_allowed("GET, HEAD");
+  // The API's description is public, as health is: it holds no model data.
+  if (path == "/openapi.json") return get ? openapi(ex) : throw ApiError::method_not_allowed("GET, HEAD");
   // A browser's preflight carries no credentials: it is answered before the key check.
   if (req.method() == boost::beast::http::verb::options && cors_.allows(origin_of(req))) {
     const auto asked = req[boost::beast::http::field::access_control_request_headers];
@@ -174,9 +178,8 @@ void HttpApi::route(HttpExchange& ex) {
     if (!get) throw ApiError::method_not_allowed("GET, HEAD");
     return list_models(ex, path.size() > 11 ? path.substr(11) : "");
   }
-  static const std::set<std::string> kPostRoutes = {"/v1/completions", "/v1/chat/completions", "/v1/responses", "/v1/messages",
-                                                    "/v1/messages/count_tokens", "/v1/embeddings", "/tokenize", "/detokenize"};
-  if (!kPostRoutes.count(path)) throw ApiError(404, "invalid_request_error", "no route " + clip_echo(path), "", "not_found");
+  const std::vector<PostRoute> posts = post_routes(api_.bodies);
+  if (std::none_of(posts.begin(), posts.end(), [&](const PostRoute& r) { return r.path == path; })) throw ApiError(404, "invalid_request_error", "no route " + clip_echo(path), "", "not_found");
   if (!post) throw ApiError::method_not_allowed("POST");
   api_.registry.require_serving();
   Json body;
@@ -246,6 +249,23 @@ void HttpApi::health(HttpExchange& ex) {
   respond_json(ex, ok ? 200 : 503, {{"status", ok ? "ok" : api_.registry.state_name()}});
 }
 
+void HttpApi::openapi(HttpExchange& ex) {
+  std::vector<std::string> models = api_.registry.names();
+  std::string text;
+  {
+    // Built again only when a reload changes the served names: a client
+    // asking for it in a loop costs a copy, not a document (~3 ms).
+    std::lock_guard lock(openapi_mutex_);
+    if (openapi_text_.empty() || models != openapi_models_) {
+      const OpenApiContext context{api_.bodies, models, !api_keys_.empty(), !admin_key_.empty() && reload_, TESSERA_VERSION};
+      openapi_text_ = json_text(openapi_document(context));
+      openapi_models_ = std::move(models);
+    }
+    text = openapi_text_;
+  }
+  ex.respond(200, "application/json", std::move(text), {});
+}
+
 void HttpApi::metrics(HttpExchange& ex) {
   api_.registry.refresh_metrics();
   const std::string text = prometheus::TextSerializer().Serialize(api_.registry.metrics().Collect());
@@ -273,22 +293,26 @@ void HttpApi::list_models(HttpExchange& ex, const std::string& only) {
 }
 
 void HttpApi::tokenize(const Json& body, HttpExchange& ex) {
-  RequestFields f(body);
+  RequestFields f(body, api_.bodies.tokenize);
   const ModelHandle held_model = api_.model(f.string("model").value_or(""));
   const ServedModel& model = *held_model;
   const std::optional<bool> add_special = f.boolean("add_special_tokens");
+  const Json* messages = f.raw("messages");
+  const std::optional<std::string> prompt = f.string("prompt");
+  const std::optional<bool> add_generation_prompt = f.boolean("add_generation_prompt");
+  const Json* tools = f.raw("tools");
+  f.finish();
+  if (messages && prompt) throw ApiError::invalid("give either 'prompt' or 'messages'", "prompt");
   std::vector<int32_t> ids;
-  if (const Json* messages = f.raw("messages")) {
-    const bool add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
-    const Json* tools = f.raw("tools");
+  if (messages) {
     if (tools) check_tools(*tools);
-    f.refuse("prompt", "give either 'prompt' or 'messages'");
-    f.finish();
-    ids = chat_prompt_tokens(model, *messages, add_generation_prompt, Json(), add_special.value_or(false), tools ? *tools : Json());
+    ids = chat_prompt_tokens(model, *messages, add_generation_prompt.value_or(true), Json(), add_special.value_or(false),
+                             tools ? *tools : Json());
   } else {
-    const std::optional<std::string> prompt = f.string("prompt");
     if (!prompt) throw ApiError::invalid("'prompt' or 'messages' is required", "prompt");
-    f.finish();
+    for (const char* key : {"add_generation_prompt", "tools"}) {
+      if (f.has(key)) throw ApiError::invalid("'" + std::string(key) + "' goes with 'messages'", key);
+    }
     // A text that can never fit the model costs no tokenizer time.
     check_prompt_bytes(model, prompt->size(), "prompt");
     ids = model.tokenizer().encode(*prompt, {.add_special = add_special.value_or(true), .parse_special = true});
@@ -297,7 +321,7 @@ void HttpApi::tokenize(const Json& body, HttpExchange& ex) {
 }
 
 void HttpApi::detokenize(const Json& body, HttpExchange& ex) {
-  RequestFields f(body);
+  RequestFields f(body, api_.bodies.detokenize);
   const ModelHandle held_model = api_.model(f.string("model").value_or(""));
   const ServedModel& model = *held_model;
   const Json* tokens = f.raw("tokens");

@@ -2,12 +2,14 @@
 // The daemon's HTTP surface: routes to the OpenAI (chat, completions,
 // responses, embeddings) and Anthropic handlers, /tokenize,
 // /detokenize, /tokenizer_info and /tokenizer.json, /health, /metrics,
+// /openapi.json (every route, bodies as the handlers read them),
 // /admin/collectives and /admin/reload; refuses work with 503 while models load
 // or the daemon drains; asks for an API key when keys are configured (health
 // and metrics exempt); logs one line per request.
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -54,6 +56,7 @@ class HttpApi {
   ModelHandle wake_model(const Json& body, LoadWait* waited) const;
   void health(HttpExchange& exchange);
   void metrics(HttpExchange& exchange);
+  void openapi(HttpExchange& exchange);
   void list_models(HttpExchange& exchange, const std::string& only);
   void tokenize(const Json& body, HttpExchange& exchange);
   void detokenize(const Json& body, HttpExchange& exchange);
@@ -67,6 +70,10 @@ class HttpApi {
   std::function<ReloadOutcome()> reload_;
   std::string admin_key_;
   TokenizerFiles tokenizer_files_;
+  // The last /openapi.json text, and the served names it was built for.
+  std::mutex openapi_mutex_;
+  std::vector<std::string> openapi_models_;
+  std::string openapi_text_;
   std::atomic<int> in_flight_{0};
 };
 

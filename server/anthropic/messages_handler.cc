@@ -18,7 +18,7 @@ struct PreparedChat {
 
 PreparedChat prepare(const ServedModel& model, MessagesRequest& request) {
   PreparedChat out;
-  RequestFields tool_fields(request.tool_fields);
+  RequestFields tool_fields(request.tool_fields, tool_fields_body());
   out.tools = read_tool_request(tool_fields, model);
   if (out.tools.forced) request.generation.structured = out.tools.forced;
   out.prompt = chat_prompt_tokens(model, request.messages, true, Json::object(), false, out.tools.tools);
@@ -46,7 +46,7 @@ Json anthropic_error_json(const ApiError& e) {
 }
 
 void handle_count_tokens(const ApiContext& api, const Json& body, HttpExchange& ex) {
-  RequestFields f(body);
+  RequestFields f(body, api.bodies.count_tokens);
   MessagesRequest request = read_messages_request(f, true);
   const ModelHandle held_model = api.model(request.model);
   const ServedModel& model = *held_model;
@@ -55,7 +55,7 @@ void handle_count_tokens(const ApiContext& api, const Json& body, HttpExchange& 
 }
 
 void handle_messages(const ApiContext& api, const Json& body, HttpExchange& ex) {
-  RequestFields f(body);
+  RequestFields f(body, api.bodies.messages);
   MessagesRequest request = read_messages_request(f, false);
   const ModelHandle held_model = api.model(request.model);
   ServedModel& model = *held_model;

@@ -125,13 +125,12 @@ void read_system(RequestFields& f, Json& messages) {
 }
 
 void read_sampling(RequestFields& f, MessagesRequest& r) {
-  constexpr double kAny = std::numeric_limits<double>::max();
-  r.generation.max_tokens = f.integer("max_tokens", 1, 1 << 30);
+  r.generation.max_tokens = f.integer("max_tokens");
   if (!r.generation.max_tokens) throw ApiError::invalid("'max_tokens' is required", "max_tokens");
-  r.generation.temperature = f.number("temperature", 0.0, 1.0);
-  r.generation.top_p = f.number("top_p", -kAny, kAny);
-  r.generation.top_k = f.integer("top_k", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
-  r.generation.stop = f.strings("stop_sequences", std::numeric_limits<size_t>::max());
+  r.generation.temperature = f.number("temperature");
+  r.generation.top_p = f.number("top_p");
+  r.generation.top_k = f.integer("top_k");
+  r.generation.stop = f.strings("stop_sequences");
   r.stream = f.boolean("stream").value_or(false);
   for (const char* key : {"metadata", "service_tier"}) f.ignore(key);  // change nothing here
 }

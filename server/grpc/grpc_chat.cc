@@ -1,5 +1,6 @@
 #include "server/grpc/grpc_chat.h"
 
+#include "server/serving/route_bodies.h"
 #include "server/serving/tool_calls.h"
 
 namespace tessera {
@@ -19,7 +20,7 @@ GrpcChat read_grpc_chat(const v1::ChatMessages& chat, const ServedModel& model) 
   if (choice == "none" || choice == "auto" || choice == "required") fields["tool_choice"] = choice;
   else if (!choice.empty()) fields["tool_choice"] = {{"type", "function"}, {"function", {{"name", choice}}}};
   if (chat.has_parallel_tool_calls()) fields["parallel_tool_calls"] = chat.parallel_tool_calls();
-  RequestFields f(fields);
+  RequestFields f(fields, tool_fields_body());
   out.tools = read_tool_request(f, model);
   f.finish();
   return out;

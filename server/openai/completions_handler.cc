@@ -75,7 +75,7 @@ struct PromptReport {
 }  // namespace
 
 void handle_completions(const ApiContext& api, const Json& body, HttpExchange& ex) {
-  RequestFields f(body);
+  RequestFields f(body, api.bodies.completions);
   const ModelHandle held_model = api.model(f.string("model").value_or(""));
   ServedModel& model = *held_model;
   const std::string model_name = model.name();
@@ -83,14 +83,14 @@ void handle_completions(const ApiContext& api, const Json& body, HttpExchange& e
   GenerationRequest request = read_generation_request(f);
   PromptReport report;
   report.echo = f.boolean("echo").value_or(false);
-  const std::optional<int64_t> logprobs = f.integer("logprobs", 0, api.limits.max_top_logprobs);
+  const std::optional<int64_t> logprobs = f.integer("logprobs");
   request.logprobs = logprobs.has_value();
   request.top_logprobs = logprobs;
   if (report.echo && logprobs) report.echo_top = logprobs;
-  report.vllm_top = f.integer("prompt_logprobs", 0, api.limits.max_top_logprobs);
+  report.vllm_top = f.integer("prompt_logprobs");
   if (report.scored()) request.prompt_logprobs = report.top();
   // max_tokens 0 scores the prompt only (lm-evaluation-harness's loglikelihood).
-  request.max_tokens = f.integer("max_tokens", report.scored() ? 0 : 1, 1 << 30);
+  request.max_tokens = f.integer("max_tokens");
   const bool stream = f.boolean("stream").value_or(false);
   const StreamOptions stream_options = read_stream_options(f);
   f.refuse("suffix", "insertion is not available for these models");

@@ -56,14 +56,13 @@ std::string base64_of(const std::vector<float>& v) {
 }  // namespace
 
 void handle_embeddings(const ApiContext& api, const Json& body, HttpExchange& ex) {
-  RequestFields f(body);
+  RequestFields f(body, api.bodies.embeddings);
   const ModelHandle held_model = api.model(f.string("model").value_or(""));
   ServedModel& model = *held_model;
   const std::vector<std::vector<int32_t>> inputs = read_inputs(f, model);
   const std::string format = f.string("encoding_format").value_or("float");
-  if (format != "float" && format != "base64") throw ApiError::invalid("'encoding_format' must be 'float' or 'base64'", "encoding_format");
   const int width = model.hidden_size;
-  if (const std::optional<int64_t> dimensions = f.integer("dimensions", 1, 1 << 20); dimensions && *dimensions != width) {
+  if (const std::optional<int64_t> dimensions = f.integer("dimensions"); dimensions && *dimensions != width) {
     throw ApiError::invalid("'dimensions' other than the model's " + std::to_string(width) + " is not supported", "dimensions");
   }
   f.string("user");  // accepted, changes nothing

@@ -8,7 +8,6 @@ namespace tessera {
 namespace {
 
 constexpr int64_t kAnyInteger = std::numeric_limits<int64_t>::max();
-constexpr double kAnyNumber = std::numeric_limits<double>::max();
 
 std::vector<std::pair<int64_t, double>> read_logit_bias(RequestFields& f) {
   std::vector<std::pair<int64_t, double>> bias;
@@ -171,24 +170,24 @@ void ignore_fields_that_change_nothing(RequestFields& f) {
 
 GenerationRequest read_generation_request(RequestFields& f) {
   GenerationRequest r;
-  r.temperature = f.number("temperature", -kAnyNumber, kAnyNumber);
-  r.top_p = f.number("top_p", -kAnyNumber, kAnyNumber);
-  r.top_k = f.integer("top_k", -kAnyInteger, kAnyInteger);
-  r.min_p = f.number("min_p", -kAnyNumber, kAnyNumber);
-  r.presence_penalty = f.number("presence_penalty", -kAnyNumber, kAnyNumber);
-  r.frequency_penalty = f.number("frequency_penalty", -kAnyNumber, kAnyNumber);
-  r.repetition_penalty = f.number("repetition_penalty", -kAnyNumber, kAnyNumber);
-  r.seed = f.integer("seed", std::numeric_limits<int64_t>::min(), kAnyInteger);
+  r.temperature = f.number("temperature");
+  r.top_p = f.number("top_p");
+  r.top_k = f.integer("top_k");
+  r.min_p = f.number("min_p");
+  r.presence_penalty = f.number("presence_penalty");
+  r.frequency_penalty = f.number("frequency_penalty");
+  r.repetition_penalty = f.number("repetition_penalty");
+  r.seed = f.integer("seed");
   r.logit_bias = read_logit_bias(f);
-  r.n = f.integer("n", -kAnyInteger, kAnyInteger);
-  r.best_of = f.integer("best_of", -kAnyInteger, kAnyInteger);
-  r.stop = f.strings("stop", std::numeric_limits<size_t>::max());
+  r.n = f.integer("n");
+  r.best_of = f.integer("best_of");
+  r.stop = f.strings("stop");
   r.stop_token_ids = read_stop_token_ids(f);
   r.ignore_eos = f.boolean("ignore_eos").value_or(false);
-  r.min_tokens = f.integer("min_tokens", 0, 1 << 30);
+  r.min_tokens = f.integer("min_tokens");
   r.skip_special_tokens = f.boolean("skip_special_tokens").value_or(true);
   r.include_stop_str_in_output = f.boolean("include_stop_str_in_output").value_or(false);
-  r.priority = f.integer("priority", -kAnyInteger, kAnyInteger);
+  r.priority = f.integer("priority");
   r.structured = read_structured_output(f);
   ignore_fields_that_change_nothing(f);
   return r;

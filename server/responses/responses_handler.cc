@@ -41,7 +41,7 @@ Json usage_json(const TextGeneration& g) {
 }  // namespace
 
 void ResponsesApi::create(const ApiContext& api, const Json& body, const std::string& owner, HttpExchange& ex) {
-  RequestFields f(body);
+  RequestFields f(body, api.bodies.responses);
   ResponsesRequest request = read_responses_request(f);
   const ModelHandle held_model = api.model(request.model);
   ServedModel& model = *held_model;
@@ -61,7 +61,7 @@ void ResponsesApi::create(const ApiContext& api, const Json& body, const std::st
   if (request.instructions) conversation.push_back({{"role", "system"}, {"content", *request.instructions}});
   for (const Json& m : history) conversation.push_back(m);
 
-  RequestFields tool_fields(request.tool_fields);
+  RequestFields tool_fields(request.tool_fields, tool_fields_body());
   const ToolRequest tools = read_tool_request(tool_fields, model);
   if (tools.forced) {
     if (request.generation.structured) throw ApiError::invalid("a forced tool call cannot be combined with 'text.format'", "tool_choice");

@@ -122,11 +122,10 @@ std::optional<StructuredOutput> structured_output_of(const Json& text, Json& ech
 }
 
 void read_sampling(RequestFields& f, ResponsesRequest& r) {
-  constexpr double kAny = std::numeric_limits<double>::max();
-  r.generation.max_tokens = f.integer("max_output_tokens", 1, 1 << 30);
-  r.generation.temperature = f.number("temperature", -kAny, kAny);
-  r.generation.top_p = f.number("top_p", -kAny, kAny);
-  if (auto top = f.integer("top_logprobs", 0, 20); top && *top > 0) {
+  r.generation.max_tokens = f.integer("max_output_tokens");
+  r.generation.temperature = f.number("temperature");
+  r.generation.top_p = f.number("top_p");
+  if (auto top = f.integer("top_logprobs"); top && *top > 0) {
     r.generation.logprobs = true;
     r.generation.top_logprobs = top;
   }

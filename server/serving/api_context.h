@@ -3,12 +3,15 @@
 #include "server/serving/api_error.h"
 #include "server/serving/generation_request.h"
 #include "server/serving/model_registry.h"
+#include "server/serving/route_bodies.h"
 
 namespace tessera {
 
 struct ApiContext {
   ModelRegistry& registry;
   ApiLimits limits;
+  // What each route's body may hold, read through and published (/openapi.json).
+  RouteBodies bodies{limits};
 
   // The model a request names, loaded first if it sleeps (registry.acquire);
   // 404 when there is none. A request that names none gets the only model
