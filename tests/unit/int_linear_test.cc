@@ -353,6 +353,7 @@ TEST(IntQuant, OnlyKernelsThatTakeSpreadRowsSayTheyDo) {
   if (isa.avx2 && isa.fma) {
     EXPECT_TRUE(avx2_int_kernels().spread_rows);
     EXPECT_FALSE(avx2_int_kernels().reads_span_sums);  // zero points come off the widened nibbles
+    EXPECT_NE(avx2_int_kernels().quantize_row, nullptr);
   }
   if (isa.avx512f && isa.avx512bw && isa.avx512vl && isa.avx512_vnni) {
     const auto avx512 = avx512_int_kernels();
