@@ -178,8 +178,7 @@ void HttpApi::route(HttpExchange& ex) {
     if (!get) throw ApiError::method_not_allowed("GET, HEAD");
     return list_models(ex, path.size() > 11 ? path.substr(11) : "");
   }
-  const std::vector<PostRoute> posts = post_routes(api_.bodies);
-  if (std::none_of(posts.begin(), posts.end(), [&](const PostRoute& r) { return r.path == path; })) throw ApiError(404, "invalid_request_error", "no route " + clip_echo(path), "", "not_found");
+  if (std::none_of(post_routes_.begin(), post_routes_.end(), [&](const PostRoute& r) { return r.path == path; })) throw ApiError(404, "invalid_request_error", "no route " + clip_echo(path), "", "not_found");
   if (!post) throw ApiError::method_not_allowed("POST");
   api_.registry.require_serving();
   Json body;

@@ -15,6 +15,7 @@
 
 #include "server/http/cors_policy.h"
 #include "server/http/http_server.h"
+#include "server/openapi_document.h"
 #include "server/responses/responses_handler.h"
 #include "server/serving/api_context.h"
 #include "server/tokenizer_files.h"
@@ -63,6 +64,7 @@ class HttpApi {
   void admin_reload(HttpExchange& exchange);
 
   ApiContext api_;
+  const std::vector<PostRoute> post_routes_ = post_routes(api_.bodies);  // after api_, whose bodies they name
   std::vector<std::string> api_keys_;
   CorsPolicy cors_;
   std::unique_ptr<ResponsesApi> responses_ = std::make_unique<ResponsesApi>(ResponseStoreLimits{});

@@ -8,11 +8,11 @@
 #include "server/serving/embedding_job.h"
 #include "server/serving/generation_driver.h"
 #include "server/serving/request_fields.h"
+#include "server/serving/route_bodies.h"
 
 namespace tessera {
 namespace {
 
-constexpr size_t kMaxInputs = 256;  // per request; the model's queue bounds what runs
 
 std::vector<std::vector<int32_t>> read_inputs(RequestFields& f, const ServedModel& m) {
   const Json* input = f.raw("input");
@@ -27,7 +27,7 @@ std::vector<std::vector<int32_t>> read_inputs(RequestFields& f, const ServedMode
   } else if (input->is_array() && !input->empty() && (*input)[0].is_number()) {
     out.push_back(read_token_ids(*input, m, "input"));
   } else if (input->is_array() && !input->empty()) {
-    if (input->size() > kMaxInputs) throw ApiError::invalid("at most " + std::to_string(kMaxInputs) + " inputs per request", "input");
+    if (input->size() > kMaxEmbeddingInputs) throw ApiError::invalid("at most " + std::to_string(kMaxEmbeddingInputs) + " inputs per request", "input");
     for (const Json& e : *input) {
       if (e.is_string()) add_text(e.get<std::string>());
       else if (e.is_array()) out.push_back(read_token_ids(e, m, "input"));

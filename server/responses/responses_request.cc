@@ -1,6 +1,9 @@
 #include "server/responses/responses_request.h"
 
 #include <limits>
+#include <string>
+
+#include "server/serving/route_bodies.h"
 
 namespace tessera {
 namespace {
@@ -155,7 +158,9 @@ ResponsesRequest read_responses_request(RequestFields& f) {
   r.store = f.boolean("store").value_or(true);
   r.stream = f.boolean("stream").value_or(false);
   if (const Json* metadata = f.raw("metadata")) {
-    if (!metadata->is_object() || metadata->size() > 16) throw ApiError::invalid("'metadata' must be an object of at most 16 keys", "metadata");
+    if (!metadata->is_object() || metadata->size() > kMaxResponseMetadataKeys) {
+      throw ApiError::invalid("'metadata' must be an object of at most " + std::to_string(kMaxResponseMetadataKeys) + " keys", "metadata");
+    }
     r.metadata = *metadata;
   }
   if (f.boolean("background").value_or(false)) throw ApiError::invalid("background responses are not available", "background");

@@ -32,6 +32,10 @@ bool RequestFields::has(const std::string& key) const {
 
 const Json* RequestFields::raw(const std::string& key) {
   declared(key, "");
+  return take(key);
+}
+
+const Json* RequestFields::take(const std::string& key) {
   read_.insert(key);
   auto it = body_.find(key);
   return it == body_.end() || it->is_null() ? nullptr : &*it;
@@ -39,7 +43,7 @@ const Json* RequestFields::raw(const std::string& key) {
 
 std::optional<std::string> RequestFields::string(const std::string& key) {
   const Json& schema = declared(key, "string");
-  const Json* v = raw(key);
+  const Json* v = take(key);
   if (!v) return std::nullopt;
   if (!v->is_string()) throw ApiError::invalid("'" + key + "' must be a string", key);
   if (schema.contains("enum")) {
@@ -55,7 +59,7 @@ std::optional<std::string> RequestFields::string(const std::string& key) {
 
 std::optional<bool> RequestFields::boolean(const std::string& key) {
   declared(key, "boolean");
-  const Json* v = raw(key);
+  const Json* v = take(key);
   if (!v) return std::nullopt;
   if (!v->is_boolean()) throw ApiError::invalid("'" + key + "' must be true or false", key);
   return v->get<bool>();
@@ -65,7 +69,7 @@ std::optional<int64_t> RequestFields::integer(const std::string& key) {
   const Json& schema = declared(key, "integer");
   const int64_t min = schema.value("minimum", std::numeric_limits<int64_t>::min());
   const int64_t max = schema.value("maximum", std::numeric_limits<int64_t>::max());
-  const Json* v = raw(key);
+  const Json* v = take(key);
   if (!v) return std::nullopt;
   int64_t x = 0;
   if (v->is_number_integer()) {
@@ -85,7 +89,7 @@ std::optional<double> RequestFields::number(const std::string& key) {
   const Json& schema = declared(key, "number");
   const double min = schema.value("minimum", -std::numeric_limits<double>::max());
   const double max = schema.value("maximum", std::numeric_limits<double>::max());
-  const Json* v = raw(key);
+  const Json* v = take(key);
   if (!v) return std::nullopt;
   if (!v->is_number()) throw ApiError::invalid("'" + key + "' must be a number", key);
   return checked_number(key, v->get<double>(), min, max);
@@ -95,7 +99,7 @@ std::vector<std::string> RequestFields::strings(const std::string& key) {
   const Json& schema = declared(key, "strings");
   size_t max_count = std::numeric_limits<size_t>::max();
   for (const Json& branch : schema["anyOf"]) max_count = branch.value("maxItems", max_count);
-  const Json* v = raw(key);
+  const Json* v = take(key);
   if (!v) return {};
   std::vector<std::string> out;
   if (v->is_string()) {

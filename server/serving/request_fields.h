@@ -42,6 +42,8 @@ class RequestFields {
   // The declared schema of `key`, whose type must be `type` (or any, for
   // an empty `type`); std::logic_error where the handler and schema differ.
   const Json& declared(const std::string& key, const char* type) const;
+  // Marks `key` read; its value, or null when absent or null.
+  const Json* take(const std::string& key);
 
   const Json& body_;
   const BodySchema& schema_;

@@ -16,6 +16,13 @@ Json texts_or_token_ids(size_t max_items) {
                                  non_empty(array_of(non_empty(token_ids()), max_items))})}};
 }
 
+// A body whose first field names the model.
+BodySchema naming_a_model() {
+  BodySchema s;
+  s.field("model", string(), "a served model; may be left out when one is served");
+  return s;
+}
+
 Json text_part() {
   return {{"type", "object"}, {"required", {"type", "text"}}, {"properties", {{"type", {{"const", "text"}}}, {"text", string()}}}};
 }
@@ -96,9 +103,8 @@ BodySchema generation_fields(const ApiLimits& limits) {
 }
 
 BodySchema completions_body(const ApiLimits& limits) {
-  BodySchema s;
-  s.field("model", string(), "a served model; may be left out when one is served")
-      .field("prompt", texts_or_token_ids(size_t(limits.max_n)), "")
+  BodySchema s = naming_a_model();
+  s.field("prompt", texts_or_token_ids(size_t(limits.max_n)), "")
       .fields_of(generation_fields(limits))
       .field("echo", boolean(), "the prompt before the completion")
       .field("logprobs", integer(0, limits.max_top_logprobs), "log-probabilities with this many alternatives")
@@ -112,9 +118,8 @@ BodySchema completions_body(const ApiLimits& limits) {
 }
 
 BodySchema chat_completions_body(const ApiLimits& limits) {
-  BodySchema s;
-  s.field("model", string(), "a served model; may be left out when one is served")
-      .field("messages", non_empty(array_of(chat_message())), "the conversation")
+  BodySchema s = naming_a_model();
+  s.field("messages", non_empty(array_of(chat_message())), "the conversation")
       .fields_of(generation_fields(limits))
       .field("max_completion_tokens", integer(1, kMaxTokens), "")
       .field("max_tokens", integer(1, kMaxTokens), "the older name of max_completion_tokens")
@@ -135,9 +140,8 @@ BodySchema chat_completions_body(const ApiLimits& limits) {
 }
 
 BodySchema responses_body() {
-  BodySchema s;
-  s.field("model", string(), "a served model; may be left out when one is served")
-      .field("instructions", string(), "a system message for this turn")
+  BodySchema s = naming_a_model();
+  s.field("instructions", string(), "a system message for this turn")
       .field("input", {{"anyOf", Json::array({string(), array_of(object())})}}, "text, or message and function-call items")
       .field("tools", array_of(object()), "function tools")
       .field("tool_choice", tool_choice(), "")
@@ -150,7 +154,7 @@ BodySchema responses_body() {
       .field("previous_response_id", string(), "continue a stored response")
       .field("store", boolean(), "keep this response for previous_response_id (default true)")
       .field("stream", boolean(), "server-sent events")
-      .field("metadata", {{"type", "object"}, {"maxProperties", 16}}, "returned as given")
+      .field("metadata", {{"type", "object"}, {"maxProperties", kMaxResponseMetadataKeys}}, "returned as given")
       .field("background", boolean(), "only false")
       .field("reasoning", object(), "accepted; changes nothing here")
       .field("truncation", one_of_strings({"disabled", "auto"}), "only disabled")
@@ -163,9 +167,8 @@ BodySchema responses_body() {
 
 // What /v1/messages and /v1/messages/count_tokens share.
 BodySchema anthropic_conversation() {
-  BodySchema s;
-  s.field("model", string(), "a served model; may be left out when one is served")
-      .field("system", {{"anyOf", Json::array({string(), array_of(object())})}}, "")
+  BodySchema s = naming_a_model();
+  s.field("system", {{"anyOf", Json::array({string(), array_of(object())})}}, "")
       .field("messages", non_empty(array_of(anthropic_message())), "")
       .field("tools", array_of(object()), "")
       .field("tool_choice", object(), "auto, any, tool or none")
@@ -189,9 +192,8 @@ BodySchema messages_body() {
 }
 
 BodySchema embeddings_body(const ApiLimits&) {
-  BodySchema s;
-  s.field("model", string(), "a served model; may be left out when one is served")
-      .field("input", texts_or_token_ids(256), "")
+  BodySchema s = naming_a_model();
+  s.field("input", texts_or_token_ids(kMaxEmbeddingInputs), "")
       .field("encoding_format", one_of_strings({"float", "base64"}), "")
       .field("dimensions", integer(1, 1 << 20), "only the model's own width")
       .field("user", string(), "accepted; changes nothing here")
@@ -200,9 +202,8 @@ BodySchema embeddings_body(const ApiLimits&) {
 }
 
 BodySchema tokenize_body() {
-  BodySchema s;
-  s.field("model", string(), "a served model; may be left out when one is served")
-      .field("prompt", string(), "a text (or send messages)")
+  BodySchema s = naming_a_model();
+  s.field("prompt", string(), "a text (or send messages)")
       .field("messages", non_empty(array_of(chat_message())), "a conversation, rendered by the chat template")
       .field("add_special_tokens", boolean(), "")
       .field("add_generation_prompt", boolean(), "with messages")
@@ -211,9 +212,8 @@ BodySchema tokenize_body() {
 }
 
 BodySchema detokenize_body() {
-  BodySchema s;
-  s.field("model", string(), "a served model; may be left out when one is served")
-      .field("tokens", array_of(any_integer()), "token ids of the model")
+  BodySchema s = naming_a_model();
+  s.field("tokens", array_of(any_integer()), "token ids of the model")
       .require("tokens");
   return s;
 }

@@ -8,6 +8,11 @@
 
 namespace tessera {
 
+// Inputs one embeddings request may carry (the model's queue bounds what runs).
+constexpr size_t kMaxEmbeddingInputs = 256;
+// Keys a Responses request's metadata may hold.
+constexpr size_t kMaxResponseMetadataKeys = 16;
+
 struct RouteBodies {
   explicit RouteBodies(const ApiLimits& limits);
 

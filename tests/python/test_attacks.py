@@ -584,28 +584,6 @@ def test_tokenizer_files_are_built_once_and_names_in_queries_echo_little(daemon)
     assert cpu_seconds(daemon.proc.pid) - before < 0.6  # built once (~90 ms each here), not per request
 
 
-def test_the_openapi_document_is_built_once_and_takes_no_body(daemon):
-    def raw(request):
-        s = connect(daemon)
-        s.sendall(request)
-        _, reply = closed_within(s, 30)
-        s.close()
-        head, _, payload = reply.partition(b"\r\n\r\n")
-        return int(head.split()[1]), head, payload
-    status, _, first = raw(b"GET /openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-    assert status == 200 and json.loads(first)["openapi"] == "3.1.0"
-    before = cpu_seconds(daemon.proc.pid)
-    for _ in range(200):
-        assert raw(b"GET /openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")[2] == first
-    assert cpu_seconds(daemon.proc.pid) - before < 0.5  # built once (~3 ms), then copied
-    # A body sent to it is refused by method, within the body limit as any route's.
-    status, head, _ = raw(b"POST /openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
-    assert status == 405 and b"Allow: GET, HEAD" in head
-    status, _, _ = raw(b"POST /openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 999999999\r\n\r\n")
-    assert status == 413
-    assert daemon.get("/health")[0] == 200
-
-
 def test_an_embeddings_request_holds_a_bounded_share_of_the_queue(daemon):
     inputs = [f"input number {i}: " + "word " * 16 for i in range(256)]
     answer = {}

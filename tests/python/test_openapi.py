@@ -19,6 +19,7 @@ import pytest
 
 from conftest import DATA
 from daemon import Daemon
+from test_attacks import closed_within, connect, cpu_seconds
 
 HERE = pathlib.Path(__file__).resolve().parent
 ST = pathlib.Path(sys.executable).parent / "st"
@@ -139,3 +140,26 @@ def test_schemathesis_sees_an_answer_the_document_does_not_allow(daemon, documen
     run = schemathesis(path, daemon.base, "--max-examples", "20", "--mode", "positive", "--include-path", "/v1/chat/completions",
                        hooks="schemathesis_few_fields")
     assert run.returncode != 0 and "not_in_the_answer" in run.stdout, run.stdout[-4000:]
+
+
+# An attack case: a client asking for the document in a loop, or sending it a body.
+def test_the_openapi_document_is_built_once_and_takes_no_body(daemon):
+    def raw(request):
+        s = connect(daemon)
+        s.sendall(request)
+        _, reply = closed_within(s, 30)
+        s.close()
+        head, _, payload = reply.partition(b"\r\n\r\n")
+        return int(head.split()[1]), head, payload
+    status, _, first = raw(b"GET /openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert status == 200 and json.loads(first)["openapi"] == "3.1.0"
+    before = cpu_seconds(daemon.proc.pid)
+    for _ in range(200):
+        assert raw(b"GET /openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")[2] == first
+    assert cpu_seconds(daemon.proc.pid) - before < 0.5  # built once (~3 ms), then copied
+    # A body sent to it is refused by method, within the body limit as any route's.
+    status, head, _ = raw(b"POST /openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
+    assert status == 405 and b"Allow: GET, HEAD" in head
+    status, _, _ = raw(b"POST /openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 999999999\r\n\r\n")
+    assert status == 413
+    assert daemon.get("/health")[0] == 200
