@@ -24,16 +24,16 @@ quant::IntQuantConfig scheme(int64_t id) {
 
 const char* scheme_name(int64_t id) { return id == 0 ? "a16w8" : id == 1 ? "a16w4/g128" : "da8w8"; }
 
-const char* kLevels[] = {" avx2", " avx512", " avx512 row groups", " amx row groups"};
+const char* kLevels[] = {" avx2", " avx512", " avx512 row groups", " amx row groups", " avx2 row groups"};
 
 // args: scheme, rows, cols, tokens, kernels (0 AVX2, 1 AVX-512, 2 AVX-512
-// row groups, 3 AMX row groups)
+// row groups, 3 AMX row groups, 4 AVX2 row groups)
 void BM_IntMatmul(benchmark::State& state) {
   const int64_t rows = state.range(1), cols = state.range(2), tokens = state.range(3), level = state.range(4);
   IsaFeatures isa = detect_isa();
   if (level == 3 && !isa.amx_int8) return state.SkipWithError("AMX tiles not granted");
-  if (level < 3) isa.amx_tile = isa.amx_int8 = isa.amx_bf16 = false;
-  if (level == 0) isa.avx512f = isa.avx512bw = isa.avx512vl = isa.avx512_vnni = false;
+  if (level != 3) isa.amx_tile = isa.amx_int8 = isa.amx_bf16 = false;
+  if (level == 0 || level == 4) isa.avx512f = isa.avx512bw = isa.avx512vl = isa.avx512_vnni = false;
   else if (!isa.avx512_vnni) return state.SkipWithError("no AVX-512 VNNI");
   std::mt19937 rng(5);
   std::normal_distribution<float> dist;
@@ -62,7 +62,7 @@ void shapes(benchmark::internal::Benchmark* b, int64_t tokens) {
   for (int64_t s = 0; s < 3; ++s) {
     for (const auto& [rows, cols] : layers) {
       if (tokens > 1 && rows > 100000) continue;  // the head runs for one token per sequence
-      for (int64_t level : {0, 1, 2, 3}) b->Args({s, rows, cols, tokens, level});
+      for (int64_t level : {0, 1, 2, 3, 4}) b->Args({s, rows, cols, tokens, level});
     }
   }
 }

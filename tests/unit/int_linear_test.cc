@@ -1,6 +1,7 @@
 // Integer schemes: round-to-nearest quantization against its definition, and
 // every instruction set's kernels against a double-precision product of the
-// dequantized weights, with batch invariance and DA8W8's exact integer sums.
+// dequantized weights, with batch invariance, DA8W8's exact integer sums and
+// the row groups' bits alike on every instruction set.
 #include "kernels/cpu/linear/int_linear.h"
 
 #include <gtest/gtest.h>
@@ -55,7 +56,8 @@ struct KernelChoice {
 };
 
 // Every kernel family this host runs: rows on each instruction set, and the
-// row-group layout on AVX-512 VNNI alone and with AMX tiles where granted.
+// row-group layout on AVX2, on AVX-512 VNNI alone and with AMX tiles where
+// granted.
 std::vector<KernelChoice> kernel_choices(bool groups_fit) {
   std::vector<KernelChoice> sets = {{"scalar", IsaFeatures{}, IntLayout::kRows}};
   const IsaFeatures host = detect_isa();
@@ -65,6 +67,7 @@ std::vector<KernelChoice> kernel_choices(bool groups_fit) {
     IsaFeatures avx2 = no_amx;
     avx2.avx512f = avx2.avx512bw = avx2.avx512vl = avx2.avx512_vnni = false;
     sets.push_back({"avx2", avx2, IntLayout::kRows});
+    if (groups_fit) sets.push_back({"avx2 row groups", avx2, IntLayout::kRowGroups});
   }
   if (host.avx2 && host.fma && host.avx512f && host.avx512bw && host.avx512vl && host.avx512_vnni) {
     sets.push_back({"avx512", no_amx, IntLayout::kRows});
@@ -354,6 +357,7 @@ TEST(IntQuant, OnlyKernelsThatTakeSpreadRowsSayTheyDo) {
     EXPECT_TRUE(avx2_int_kernels().spread_rows);
     EXPECT_FALSE(avx2_int_kernels().reads_span_sums);  // zero points come off the widened nibbles
     EXPECT_NE(avx2_int_kernels().quantize_row, nullptr);
+    EXPECT_TRUE(avx2_group_kernels().int16_activations);  // no split into bytes on AVX2
   }
   if (isa.avx512f && isa.avx512bw && isa.avx512vl && isa.avx512_vnni) {
     const auto avx512 = avx512_int_kernels();
@@ -361,6 +365,7 @@ TEST(IntQuant, OnlyKernelsThatTakeSpreadRowsSayTheyDo) {
     EXPECT_TRUE(avx512.offset_int8_activations);
     EXPECT_NE(avx512.quantize_row, nullptr);
     EXPECT_TRUE(avx512.reads_span_sums);
+    EXPECT_FALSE(avx512_group_kernels().int16_activations);
   }
 }
 
@@ -390,7 +395,7 @@ TEST_P(IntLinearKernels, MatchTheDequantizedProductOnEveryInstructionSet) {
       magnitude[size_t(t * rows + r)] = mag;
     }
   }
-  std::vector<float> da8_reference;
+  std::vector<float> da8_reference, groups_reference;
   ThreadPool pool(2);
   const int64_t group = c.config.group_size == 0 ? c.cols : c.config.group_size;
   for (const KernelChoice& choice : kernel_choices(group == c.cols || group % 64 == 0)) {
@@ -425,6 +430,14 @@ TEST_P(IntLinearKernels, MatchTheDequantizedProductOnEveryInstructionSet) {
         da8_reference = y;
       else
         ASSERT_EQ(y, da8_reference) << "integer sums differ between instruction sets";
+    }
+    // Row groups sum each span exactly on every instruction set, so AVX2,
+    // AVX-512 and AMX agree bit for bit on every scheme.
+    if (lin.row_groups()) {
+      if (groups_reference.empty())
+        groups_reference = y;
+      else
+        ASSERT_EQ(y, groups_reference) << "row groups differ between instruction sets";
     }
   }
 }

@@ -60,16 +60,16 @@ IntLinear::IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa, IntLay
       seen[size_t(i)] = true;
     }
   }
-  const bool groups_fit = has_avx512_vnni(isa) && (per_channel || group % kGroupChunk == 0);
+  const bool groups_fit = isa.avx2 && isa.fma && (per_channel || group % kGroupChunk == 0);
   if (layout == IntLayout::kRowGroups && !groups_fit) {
-    throw Error("weight '" + desc.name + "': row groups need AVX-512 VNNI and groups of a multiple of 64 columns");
+    throw Error("weight '" + desc.name + "': row groups need AVX2 and groups of a multiple of 64 columns");
   }
   row_groups_ = groups_fit && layout != IntLayout::kRows;
   if (!row_groups_) {
     pack_rows(desc);
     return;
   }
-  group_kernels_ = isa.amx_int8 ? amx_group_kernels() : avx512_group_kernels();
+  group_kernels_ = !has_avx512_vnni(isa) ? avx2_group_kernels() : isa.amx_int8 ? amx_group_kernels() : avx512_group_kernels();
   pack_row_groups(desc);
 }
 
@@ -327,7 +327,7 @@ void group_matmul(const IntLinear& w, IntActivations& x, int64_t n_tokens, float
   const bool tiles = amx && n_tokens >= kAmxMinTokens;
   const IntGroupFn fn = tiles ? amx : l.int8_activations ? k.a8 : k.a16;
   if (!l.int8_activations) {
-    split_int16(x, pool);
+    if (!k.int16_activations) split_int16(x, pool);
     // AMX tiles take the zero points off the weights instead.
     if (l.bits == 4 && !tiles) compute_span_sums(x, l.span, l.n_spans, pool);
   }
@@ -336,6 +336,7 @@ void group_matmul(const IntLinear& w, IntActivations& x, int64_t n_tokens, float
     IntGroupTask t = w.group_task(begin, end - begin);
     t.x_hi = x.x_hi.data();
     t.x_lo = x.x_lo.data();
+    t.x16 = x.x16.data();
     t.x8 = reinterpret_cast<const uint8_t*>(x.x8.data());
     t.x_scales = l.int8_activations ? x.scales8.data() : x.scales16.data();
     t.x_span_sums = l.bits == 4 && !tiles ? x.span_sums.data() : nullptr;

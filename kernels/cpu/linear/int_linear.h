@@ -96,8 +96,8 @@ IntLinearKernels avx512_int_kernels();  // needs AVX-512 F/BW/VL and VNNI
 IntLinearKernels select_int_kernels(const IsaFeatures& isa);
 
 // Where a weight's rows go: one after another (every instruction set), or
-// in groups of 16 (int_linear_groups.h: AVX-512 VNNI, and AMX tiles where
-// the OS grants them; spans must be multiples of 64 columns).
+// in groups of 16 (int_linear_groups.h: AVX2, AVX-512 VNNI, and AMX tiles
+// where the OS grants them; spans must be multiples of 64 columns).
 enum class IntLayout { kAuto, kRows, kRowGroups };
 
 // An integer linear weight in the kernels' layout:
@@ -109,8 +109,9 @@ enum class IntLayout { kAuto, kRows, kRowGroups };
 class IntLinear {
  public:
   // Throws tessera::Error naming the weight if `desc` is malformed. kAuto
-  // takes row groups wherever AVX-512 VNNI runs and the groups allow them
-  // (their kernels beat the rows' at every batch size, AMX tiles or not).
+  // takes row groups wherever AVX2 runs and the groups allow them (their
+  // kernels beat the rows' at every batch size, on AVX2, AVX-512 VNNI and
+  // AMX tiles alike).
   IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa, IntLayout layout = IntLayout::kAuto);
 
   int64_t rows() const { return rows_; }

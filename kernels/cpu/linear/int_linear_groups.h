@@ -1,6 +1,6 @@
 #pragma once
 // The row-group layout of integer linear weights, for AMX tiles and the
-// AVX-512 VNNI kernels that share their arithmetic.
+// AVX-512 VNNI and AVX2 kernels that share their arithmetic.
 //
 // Weights: rows in groups of 16 (the last one zero-padded), columns in
 // chunks of 64 (zero-padded). Each (group, chunk) is one block, blocks in
@@ -15,15 +15,18 @@
 //
 // Arithmetic (bit for bit the same in the AMX and the VNNI kernels, so a
 // token's result does not depend on its batch):
-// - A16: each int16 activation x = 256 h + l with l in [0, 255] and h in
-//   [-128, 127]; the kernels multiply the bytes (h + 128) and l with the
-//   weights (unsigned-by-signed products, vpdpbusd / tdpbusd). Per span of
-//   at most 512 columns, the exact integer
+// - A16: per span of at most 512 columns, the exact integer
+//     S = sum(x w) - zero * sum(x)   (zero: 4 bits, unsigned nibbles)
+//   then acc = fma(float(S), scale, acc) span by span, and y = acc * x_scale.
+//   AVX-512 and AMX split each int16 activation x = 256 h + l with l in
+//   [0, 255] and h in [-128, 127] and multiply the bytes (h + 128) and l
+//   with the weights (unsigned-by-signed products, vpdpbusd / tdpbusd):
 //     S = 256 * sum((h+128) w) + sum(l w) - 32768 * sum(w) - zero * sum(x)
-//   (wrapping int32 arithmetic; S itself fits), then
-//   acc = fma(float(S), scale, acc) span by span, and y = acc * x_scale.
-// - DA8: activations as bytes x + 128; S = sum((x+128) w) - 128 * sum(w)
-//   over the whole row; y = float(S) * (x_scale * w_scale).
+//   (wrapping int32 arithmetic; S itself fits). AVX2 multiplies the int16
+//   activations themselves (vpmaddwd, IntGroupKernels::int16_activations).
+// - DA8: S = sum(x w) over the whole row; y = float(S) * (x_scale * w_scale).
+//   AVX-512 and AMX take the activations as bytes x + 128 and subtract
+//   128 * sum(w); AVX2 takes them signed.
 #include <cstddef>
 #include <cstdint>
 
@@ -55,7 +58,8 @@ struct IntGroupTask {
   int64_t rows;             // valid rows from the first group's first row
   const uint8_t* x_hi;      // A16: (tokens, padded_cols) h + 128
   const uint8_t* x_lo;      // A16: (tokens, padded_cols) l
-  const uint8_t* x8;        // DA8: (tokens, padded_cols) x + 128
+  const int16_t* x16;       // A16, kernels with int16_activations: (tokens, padded_cols)
+  const uint8_t* x8;        // DA8: (tokens, padded_cols) x + 128 (AVX-512, AMX) or x (AVX2)
   const float* x_scales;    // (tokens)
   const int32_t* x_span_sums;  // 4 bits, VNNI: (tokens, n_spans)
   int64_t n_tokens;
@@ -70,10 +74,14 @@ struct IntGroupKernels {
   IntGroupFn a8 = nullptr;
   IntGroupFn amx_a16 = nullptr;  // set where the OS grants AMX tiles
   IntGroupFn amx_a8 = nullptr;
+  // A16 kernels read the int16 activations (IntGroupTask::x16) rather than
+  // their bytes h + 128 and l.
+  bool int16_activations = false;
 };
 
 IntGroupKernels avx512_group_kernels();  // AVX-512 F/BW/VL and VNNI
 IntGroupKernels amx_group_kernels();     // the above plus AMX int8
+IntGroupKernels avx2_group_kernels();    // AVX2 and FMA
 
 // One block from a 16 x 64 matrix of weight codes (row-major: int8 values,
 // or unsigned nibbles in [0, 15] for 4 bits).

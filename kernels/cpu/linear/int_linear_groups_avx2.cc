@@ -1,0 +1,262 @@
+// Row-group kernels on AVX2 (the layout and arithmetic are in
+// int_linear_groups.h). A 16-byte quarter of a weight line holds four
+// columns of four rows; widened to int16 and multiplied with vpmaddwd
+// against those four columns' int16 activations (broadcast to every
+// quadword), each lane ends as one row's sum over a pair of columns, so one
+// horizontal add a span gives each row its exact span sum. The sums, the
+// span scales and the rounding are those of the AVX-512 and AMX kernels:
+// every instruction set's row groups give the same bits.
+//
+// DA8 multiplies bytes: vpmaddubsw of |w| with x carrying w's sign (exact,
+// no pair exceeds 2 * 127 * 127), then vpmaddwd with ones, so each lane
+// holds one row's sum over the line's four columns.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/linear/int_linear_groups.h"
+#include "kernels/cpu/linear/weight_prefetch.h"
+
+namespace tessera::cpu {
+namespace {
+
+constexpr int kTokenTile = 4;
+// Groups a thread takes in turn through every tile of tokens, so that
+// their weights (at most 16 rows x 4096 columns x 8 groups, 512 KiB) stay in
+// L2 while the tiles pass over them.
+constexpr int64_t kGroupBlock = 8;
+
+__m256i broadcast8(const int16_t* p) {
+  int64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return _mm256_set1_epi64x(v);
+}
+
+__m256i broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return _mm256_set1_epi32(v);
+}
+
+__m256i widen_signed(const uint8_t* p) { return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+__m256i widen_unsigned(const uint8_t* p) { return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+
+// Eight rows' outputs, of which the first `rows_left` are real. Masked
+// moves only at the weight's last rows: on some cores (AMD's) a masked
+// store is microcoded and far slower than a plain one.
+struct RowLanes {
+  int64_t rows_left;
+  __m256i mask;
+  explicit RowLanes(int64_t left)
+      : rows_left(left),
+        mask(_mm256_cmpgt_epi32(_mm256_set1_epi32(int32_t(std::clamp<int64_t>(left, 0, 8))),
+                                _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))) {}
+  __m256 load(const float* y) const { return rows_left >= 8 ? _mm256_loadu_ps(y) : _mm256_maskload_ps(y, mask); }
+  void store(float* y, __m256 v) const {
+    if (rows_left >= 8) _mm256_storeu_ps(y, v);
+    else _mm256_maskstore_ps(y, mask, v);
+  }
+};
+
+// Two quarters' lanes (row, column pair), rows 4k .. 4k + 7, as the eight
+// rows' sums in order.
+__m256i row_sums(__m256i first_quarter, __m256i second_quarter) {
+  // hadd gives rows 0 1 4 5 | 2 3 6 7; the permute puts the quadwords in order.
+  return _mm256_permute4x64_epi64(_mm256_hadd_epi32(first_quarter, second_quarter), 0xD8);
+}
+
+// One group's A16 products, rows 4 * q0 .. 4 * (q0 + Q) - 1, for T tokens
+// from t0. Q quarters (2 or 4) and T tokens are register tiles: Q * T
+// integer sums and T float sums per pair of quarters.
+template <int Bits, int T, int Q>
+void a16_pass(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0, int q0) {
+  const __m256i nibble = _mm256_set1_epi16(0x0F);
+  const RowLanes lanes[2] = {RowLanes(t.rows - (g * kRowGroup + 4 * q0)), RowLanes(t.rows - (g * kRowGroup + 4 * q0 + 8))};
+  const uint8_t* group = t.w + size_t(g) * size_t(l.chunks) * l.block_bytes;
+  const int16_t* x = t.x16 + t0 * l.padded_cols;  // token t0 + k at x + k * padded_cols
+  for (int64_t s = 0; s < l.n_spans; ++s) {
+    const int64_t c0 = s * (l.span / kGroupChunk), c1 = std::min(l.chunks, c0 + l.span / kGroupChunk);
+    __m256i sum[Q][T];
+    #pragma GCC unroll 4
+    for (int i = 0; i < Q; ++i) {
+      #pragma GCC unroll 4
+      for (int k = 0; k < T; ++k) sum[i][k] = _mm256_setzero_si256();
+    }
+    for (int64_t c = c0; c < c1; ++c) {
+      const uint8_t* block = group + size_t(c) * l.block_bytes;
+      const int16_t* xc = x + c * kGroupChunk;
+      for (int q = 0; q < (Bits == 8 ? 16 : 8); ++q) {
+        const uint8_t* line = block + q * 64 + 16 * q0;
+        prefetch_weights_ahead(line);
+        // The quarters' weights first, then one token at a time: Q weight
+        // vectors, one activation and Q * T sums are live, all in registers.
+        if constexpr (Bits == 8) {
+          __m256i w[Q];
+#pragma GCC unroll 4
+          for (int i = 0; i < Q; ++i) w[i] = widen_signed(line + 16 * i);
+#pragma GCC unroll 4
+          for (int k = 0; k < T; ++k) {
+            const __m256i xb = broadcast8(xc + k * l.padded_cols + 4 * q);
+#pragma GCC unroll 4
+            for (int i = 0; i < Q; ++i) sum[i][k] = _mm256_add_epi32(sum[i][k], _mm256_madd_epi16(w[i], xb));
+          }
+        } else {
+#pragma GCC unroll 4
+          for (int i = 0; i < Q; ++i) {
+            const __m256i raw = widen_unsigned(line + 16 * i);
+            const __m256i low = _mm256_and_si256(raw, nibble), high = _mm256_srli_epi16(raw, 4);
+#pragma GCC unroll 4
+            for (int k = 0; k < T; ++k) {
+              const int16_t* xk = xc + k * l.padded_cols + 4 * q;
+              sum[i][k] = _mm256_add_epi32(sum[i][k], _mm256_madd_epi16(low, broadcast8(xk)));
+              sum[i][k] = _mm256_add_epi32(sum[i][k], _mm256_madd_epi16(high, broadcast8(xk + 32)));
+            }
+          }
+        }
+      }
+    }
+    // The rows' f32 sums wait in y between spans (a store and a load keep
+    // every bit), which leaves the registers to the integer sums.
+    const size_t at = size_t((g * l.n_spans + s) * kRowGroup + 4 * q0);
+    #pragma GCC unroll 4
+    for (int h = 0; h < Q / 2; ++h) {
+      const __m256 scale = _mm256_loadu_ps(t.scales + at + 8 * h);
+      #pragma GCC unroll 4
+      for (int k = 0; k < T; ++k) {
+        __m256i span_sum = row_sums(sum[2 * h][k], sum[2 * h + 1][k]);
+        if constexpr (Bits == 4) {
+          const __m256i zeros = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.zeros + at + 8 * h));
+          const __m256i x_sum = _mm256_set1_epi32(t.x_span_sums[(t0 + k) * l.n_spans + s]);
+          span_sum = _mm256_sub_epi32(span_sum, _mm256_mullo_epi32(zeros, x_sum));
+        }
+        float* y = t.y + (t0 + k) * t.y_stride + g * kRowGroup + 4 * q0 + 8 * h;
+        const __m256 before = s == 0 ? _mm256_setzero_ps() : lanes[h].load(y);
+        __m256 acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(span_sum), scale, before);
+        if (s + 1 == l.n_spans) acc = _mm256_mul_ps(acc, _mm256_set1_ps(t.x_scales[t0 + k]));
+        lanes[h].store(y, acc);
+      }
+    }
+  }
+}
+
+// One group's DA8 products, rows 8 * h0 .. 8 * (h0 + H) - 1, for T tokens.
+template <int T, int H>
+void a8_pass(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0, int h0) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i sum[H][T];
+  #pragma GCC unroll 4
+  for (int h = 0; h < H; ++h) {
+    #pragma GCC unroll 4
+    for (int k = 0; k < T; ++k) sum[h][k] = _mm256_setzero_si256();
+  }
+  const uint8_t* group = t.w + size_t(g) * size_t(l.chunks) * l.block_bytes;
+  const auto* x = reinterpret_cast<const int8_t*>(t.x8) + t0 * l.padded_cols;  // signed on AVX2
+  for (int64_t c = 0; c < l.chunks; ++c) {
+    const uint8_t* block = group + size_t(c) * l.block_bytes;
+    const int8_t* xc = x + c * kGroupChunk;
+    for (int q = 0; q < 16; ++q) {
+      const uint8_t* line = block + q * 64 + 32 * h0;
+      prefetch_weights_ahead(line);
+      __m256i xb[T];
+      #pragma GCC unroll 4
+      for (int k = 0; k < T; ++k) xb[k] = broadcast4(xc + k * l.padded_cols + 4 * q);
+      #pragma GCC unroll 4
+      for (int h = 0; h < H; ++h) {
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(line + 32 * h));
+        const __m256i w_abs = _mm256_sign_epi8(w, w);
+        #pragma GCC unroll 4
+        for (int k = 0; k < T; ++k) {
+          const __m256i pairs = _mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(xb[k], w));
+          sum[h][k] = _mm256_add_epi32(sum[h][k], _mm256_madd_epi16(pairs, ones));
+        }
+      }
+    }
+  }
+  #pragma GCC unroll 4
+  for (int h = 0; h < H; ++h) {
+    const int64_t row = g * kRowGroup + 8 * (h0 + h);
+    const RowLanes lanes(t.rows - row);
+    const __m256 scales = _mm256_loadu_ps(t.scales + 8 * (h0 + h) + g * kRowGroup);
+    #pragma GCC unroll 4
+    for (int k = 0; k < T; ++k) {
+      const __m256 scale = _mm256_mul_ps(_mm256_set1_ps(t.x_scales[t0 + k]), scales);
+      lanes.store(t.y + (t0 + k) * t.y_stride + row, _mm256_mul_ps(_mm256_cvtepi32_ps(sum[h][k]), scale));
+    }
+  }
+}
+
+// A whole group for T tokens: one pass over all 16 rows for one or two
+// tokens; for three or four, two passes of eight rows keep the sums in
+// registers.
+template <int Bits, int T>
+void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) {
+  if constexpr (T <= 2) {
+    a16_pass<Bits, T, 4>(l, t, g, t0, 0);
+  } else {
+    a16_pass<Bits, T, 2>(l, t, g, t0, 0);
+    a16_pass<Bits, T, 2>(l, t, g, t0, 2);
+  }
+}
+
+template <int T>
+void a8_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) {
+  if constexpr (T <= 2) {
+    a8_pass<T, 2>(l, t, g, t0, 0);
+  } else {
+    a8_pass<T, 1>(l, t, g, t0, 0);
+    a8_pass<T, 1>(l, t, g, t0, 1);
+  }
+}
+
+template <int T>
+struct A16W8 {
+  static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) { a16_group<8, T>(l, t, g, t0); }
+};
+template <int T>
+struct A16W4 {
+  static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) { a16_group<4, T>(l, t, g, t0); }
+};
+template <int T>
+struct A8W8 {
+  static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) { a8_group<T>(l, t, g, t0); }
+};
+
+// Blocks of groups outside, tiles of tokens inside them: a block's weights
+// are read from memory once and from cache by every later tile.
+template <template <int> class Fn>
+void over_token_tiles(const IntGroupLayout& l, const IntGroupTask& t) {
+  for (int64_t g0 = 0; g0 < t.groups; g0 += kGroupBlock) {
+    const int64_t g1 = std::min(t.groups, g0 + kGroupBlock);
+    for (int64_t t0 = 0; t0 < t.n_tokens; t0 += kTokenTile) {
+      const int64_t n = std::min<int64_t>(kTokenTile, t.n_tokens - t0);
+      for (int64_t g = g0; g < g1; ++g) {
+        switch (n) {
+          case 1: Fn<1>::run(l, t, g, t0); break;
+          case 2: Fn<2>::run(l, t, g, t0); break;
+          case 3: Fn<3>::run(l, t, g, t0); break;
+          default: Fn<4>::run(l, t, g, t0); break;
+        }
+      }
+    }
+  }
+}
+
+void a16(const IntGroupLayout& l, const IntGroupTask& t) {
+  if (l.bits == 8) over_token_tiles<A16W8>(l, t);
+  else over_token_tiles<A16W4>(l, t);
+}
+
+void a8(const IntGroupLayout& l, const IntGroupTask& t) { over_token_tiles<A8W8>(l, t); }
+
+}  // namespace
+
+IntGroupKernels avx2_group_kernels() {
+  IntGroupKernels k;
+  k.a16 = a16;
+  k.a8 = a8;
+  k.int16_activations = true;
+  return k;
+}
+
+}  // namespace tessera::cpu
