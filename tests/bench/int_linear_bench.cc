@@ -74,12 +74,13 @@ BENCHMARK(BM_IntMatmul)->Apply([](benchmark::internal::Benchmark* b) { shapes(b,
 // them (q/k/v on one input, the output projection, gate/up on one input, down),
 // over copies of the layer cycled through 256 MB so every weight comes from
 // memory. Bytes are the layer's weights, scales and zero points.
-// args: scheme, hidden, q rows, kv rows, ffn, layout (0 rows, 1 auto, 2 row groups)
+// args: scheme, hidden, q rows, kv rows, ffn, layout (0 rows, 1 auto, 2 row
+// groups, 3 row groups with the AVX2 kernels)
 void BM_IntLayerFromMemory(benchmark::State& state) {
   const int64_t hidden = state.range(1), q_rows = state.range(2), kv_rows = state.range(3), ffn = state.range(4);
   const IntLayout layout = state.range(5) == 0 ? IntLayout::kRows : state.range(5) == 1 ? IntLayout::kAuto : IntLayout::kRowGroups;
-  const IsaFeatures isa = detect_isa();
-  if (layout == IntLayout::kRowGroups && !isa.avx512_vnni) return state.SkipWithError("no AVX-512 VNNI");
+  IsaFeatures isa = detect_isa();
+  if (state.range(5) == 3) isa.avx512f = isa.avx512bw = isa.avx512vl = isa.avx512_vnni = isa.amx_int8 = isa.amx_tile = false;
   const std::vector<std::pair<int64_t, int64_t>> shapes = {{q_rows, hidden}, {kv_rows, hidden}, {kv_rows, hidden},
                                                            {hidden, q_rows}, {ffn, hidden}, {ffn, hidden}, {hidden, ffn}};
   std::mt19937 rng(5);
@@ -122,12 +123,13 @@ void BM_IntLayerFromMemory(benchmark::State& state) {
     benchmark::DoNotOptimize(y.data());
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(layer_bytes));
-  state.SetLabel(std::string(scheme_name(state.range(0))) + (layout == IntLayout::kRows ? " rows" : layout == IntLayout::kAuto ? " auto" : " row groups"));
+  const char* layouts[] = {" rows", " auto", " row groups", " avx2 row groups"};
+  state.SetLabel(std::string(scheme_name(state.range(0))) + layouts[state.range(5)]);
 }
 // SmolLM2-135M's and Qwen2.5-0.5B's layers.
 BENCHMARK(BM_IntLayerFromMemory)->Apply([](benchmark::internal::Benchmark* b) {
   for (int64_t s = 0; s < 3; ++s) {
-    for (int64_t layout : {0, 1, 2}) b->Args({s, 576, 576, 192, 1536, layout})->Args({s, 896, 896, 128, 4864, layout});
+    for (int64_t layout : {0, 1, 2, 3}) b->Args({s, 576, 576, 192, 1536, layout})->Args({s, 896, 896, 128, 4864, layout});
   }
 })->UseRealTime();
 

@@ -23,6 +23,8 @@ constexpr int64_t kParallelTokens = 32;
 // From this many tokens the row groups go through AMX tiles (a partial tile
 // of tokens costs as much as a full one).
 constexpr int64_t kAmxMinTokens = 8;
+// Up to this many tokens, A16 row groups go through IntGroupKernels::a16_few_tokens where set.
+constexpr int64_t kFewTokens = 2;
 
 int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
 
@@ -70,6 +72,10 @@ IntLinear::IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa, IntLay
     return;
   }
   group_kernels_ = !has_avx512_vnni(isa) ? avx2_group_kernels() : isa.amx_int8 ? amx_group_kernels() : avx512_group_kernels();
+  // Every instruction set's row groups give the same bits, so a call may
+  // take whichever is faster: for one or two tokens, read from memory, the
+  // AVX2 kernels measured ahead of the AVX-512 ones (docs/performance.md).
+  if (has_avx512_vnni(isa)) group_kernels_.a16_few_tokens = avx2_group_kernels().a16;
   pack_row_groups(desc);
 }
 
@@ -325,9 +331,10 @@ void group_matmul(const IntLinear& w, IntActivations& x, int64_t n_tokens, float
   const IntGroupKernels& k = w.group_kernels();
   const IntGroupFn amx = l.int8_activations ? k.amx_a8 : k.amx_a16;
   const bool tiles = amx && n_tokens >= kAmxMinTokens;
-  const IntGroupFn fn = tiles ? amx : l.int8_activations ? k.a8 : k.a16;
+  const bool few = !l.int8_activations && k.a16_few_tokens && n_tokens <= kFewTokens;
+  const IntGroupFn fn = tiles ? amx : l.int8_activations ? k.a8 : few ? k.a16_few_tokens : k.a16;
   if (!l.int8_activations) {
-    if (!k.int16_activations) split_int16(x, pool);
+    if (!k.int16_activations && !few) split_int16(x, pool);
     // AMX tiles take the zero points off the weights instead.
     if (l.bits == 4 && !tiles) compute_span_sums(x, l.span, l.n_spans, pool);
   }

@@ -77,6 +77,9 @@ struct IntGroupKernels {
   // A16 kernels read the int16 activations (IntGroupTask::x16) rather than
   // their bytes h + 128 and l.
   bool int16_activations = false;
+  // Optional: A16 for one or two tokens, reading the int16 activations
+  // (the AVX2 kernel, on AVX-512 machines).
+  IntGroupFn a16_few_tokens = nullptr;
 };
 
 IntGroupKernels avx512_group_kernels();  // AVX-512 F/BW/VL and VNNI

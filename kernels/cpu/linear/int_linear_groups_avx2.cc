@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/linear/int_linear_groups.h"
 #include "kernels/cpu/linear/weight_prefetch.h"
@@ -26,6 +27,12 @@ constexpr int kTokenTile = 4;
 // their weights (at most 16 rows x 4096 columns x 8 groups, 512 KiB) stay in
 // L2 while the tiles pass over them.
 constexpr int64_t kGroupBlock = 8;
+constexpr int64_t kBlockColumns = 1024;
+
+// Spans [begin, end) of a row, the part of the row a call takes.
+struct Spans {
+  int64_t begin, end;
+};
 
 __m256i broadcast8(const int16_t* p) {
   int64_t v;
@@ -70,12 +77,12 @@ __m256i row_sums(__m256i first_quarter, __m256i second_quarter) {
 // from t0. Q quarters (2 or 4) and T tokens are register tiles: Q * T
 // integer sums and T float sums per pair of quarters.
 template <int Bits, int T, int Q>
-void a16_pass(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0, int q0) {
+void a16_pass(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0, int q0, Spans spans) {
   const __m256i nibble = _mm256_set1_epi16(0x0F);
   const RowLanes lanes[2] = {RowLanes(t.rows - (g * kRowGroup + 4 * q0)), RowLanes(t.rows - (g * kRowGroup + 4 * q0 + 8))};
   const uint8_t* group = t.w + size_t(g) * size_t(l.chunks) * l.block_bytes;
   const int16_t* x = t.x16 + t0 * l.padded_cols;  // token t0 + k at x + k * padded_cols
-  for (int64_t s = 0; s < l.n_spans; ++s) {
+  for (int64_t s = spans.begin; s < spans.end; ++s) {
     const int64_t c0 = s * (l.span / kGroupChunk), c1 = std::min(l.chunks, c0 + l.span / kGroupChunk);
     __m256i sum[Q][T];
     #pragma GCC unroll 4
@@ -102,15 +109,22 @@ void a16_pass(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t
             for (int i = 0; i < Q; ++i) sum[i][k] = _mm256_add_epi32(sum[i][k], _mm256_madd_epi16(w[i], xb));
           }
         } else {
+          // Low and high nibbles of the quarters, then one token at a time.
+          __m256i low[Q], high[Q];
 #pragma GCC unroll 4
           for (int i = 0; i < Q; ++i) {
             const __m256i raw = widen_unsigned(line + 16 * i);
-            const __m256i low = _mm256_and_si256(raw, nibble), high = _mm256_srli_epi16(raw, 4);
+            low[i] = _mm256_and_si256(raw, nibble);
+            high[i] = _mm256_srli_epi16(raw, 4);
+          }
 #pragma GCC unroll 4
-            for (int k = 0; k < T; ++k) {
-              const int16_t* xk = xc + k * l.padded_cols + 4 * q;
-              sum[i][k] = _mm256_add_epi32(sum[i][k], _mm256_madd_epi16(low, broadcast8(xk)));
-              sum[i][k] = _mm256_add_epi32(sum[i][k], _mm256_madd_epi16(high, broadcast8(xk + 32)));
+          for (int k = 0; k < T; ++k) {
+            const __m256i x_low = broadcast8(xc + k * l.padded_cols + 4 * q);
+            const __m256i x_high = broadcast8(xc + k * l.padded_cols + 4 * q + 32);
+#pragma GCC unroll 4
+            for (int i = 0; i < Q; ++i) {
+              sum[i][k] = _mm256_add_epi32(sum[i][k], _mm256_madd_epi16(low[i], x_low));
+              sum[i][k] = _mm256_add_epi32(sum[i][k], _mm256_madd_epi16(high[i], x_high));
             }
           }
         }
@@ -125,7 +139,7 @@ void a16_pass(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t
       #pragma GCC unroll 4
       for (int k = 0; k < T; ++k) {
         __m256i span_sum = row_sums(sum[2 * h][k], sum[2 * h + 1][k]);
-        if constexpr (Bits == 4) {
+        if (t.zeros) {  // 4-bit weights, stored as such or widened
           const __m256i zeros = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.zeros + at + 8 * h));
           const __m256i x_sum = _mm256_set1_epi32(t.x_span_sums[(t0 + k) * l.n_spans + s]);
           span_sum = _mm256_sub_epi32(span_sum, _mm256_mullo_epi32(zeros, x_sum));
@@ -190,12 +204,12 @@ void a8_pass(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t 
 // tokens; for three or four, two passes of eight rows keep the sums in
 // registers.
 template <int Bits, int T>
-void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) {
+void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0, Spans spans) {
   if constexpr (T <= 2) {
-    a16_pass<Bits, T, 4>(l, t, g, t0, 0);
+    a16_pass<Bits, T, 4>(l, t, g, t0, 0, spans);
   } else {
-    a16_pass<Bits, T, 2>(l, t, g, t0, 0);
-    a16_pass<Bits, T, 2>(l, t, g, t0, 2);
+    a16_pass<Bits, T, 2>(l, t, g, t0, 0, spans);
+    a16_pass<Bits, T, 2>(l, t, g, t0, 2, spans);
   }
 }
 
@@ -211,39 +225,100 @@ void a8_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t
 
 template <int T>
 struct A16W8 {
-  static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) { a16_group<8, T>(l, t, g, t0); }
+  static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0, Spans spans) {
+    a16_group<8, T>(l, t, g, t0, spans);
+  }
 };
 template <int T>
 struct A16W4 {
-  static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) { a16_group<4, T>(l, t, g, t0); }
+  static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0, Spans spans) {
+    a16_group<4, T>(l, t, g, t0, spans);
+  }
 };
 template <int T>
-struct A8W8 {
-  static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) { a8_group<T>(l, t, g, t0); }
+struct A8W8 {  // DA8 has one span, the whole row
+  static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0, Spans) { a8_group<T>(l, t, g, t0); }
 };
 
-// Blocks of groups outside, tiles of tokens inside them: a block's weights
-// are read from memory once and from cache by every later tile.
+// Groups [g0, g1) of the task: the spans in blocks of about kBlockColumns
+// columns, and every tile of tokens through a block of spans before the
+// next. A tile's activations for a block (4 tokens x 1024 columns, 8 KiB)
+// then stay in L1 for every group, and each (row, token) still takes its
+// spans in order, as the arithmetic wants.
 template <template <int> class Fn>
-void over_token_tiles(const IntGroupLayout& l, const IntGroupTask& t) {
-  for (int64_t g0 = 0; g0 < t.groups; g0 += kGroupBlock) {
-    const int64_t g1 = std::min(t.groups, g0 + kGroupBlock);
+void token_tiles(const IntGroupLayout& l, const IntGroupTask& t, int64_t g0, int64_t g1) {
+  const int64_t block = std::max<int64_t>(1, kBlockColumns / l.span);
+  for (int64_t s0 = 0; s0 < l.n_spans; s0 += block) {
+    const Spans spans{s0, std::min(l.n_spans, s0 + block)};
     for (int64_t t0 = 0; t0 < t.n_tokens; t0 += kTokenTile) {
       const int64_t n = std::min<int64_t>(kTokenTile, t.n_tokens - t0);
       for (int64_t g = g0; g < g1; ++g) {
         switch (n) {
-          case 1: Fn<1>::run(l, t, g, t0); break;
-          case 2: Fn<2>::run(l, t, g, t0); break;
-          case 3: Fn<3>::run(l, t, g, t0); break;
-          default: Fn<4>::run(l, t, g, t0); break;
+          case 1: Fn<1>::run(l, t, g, t0, spans); break;
+          case 2: Fn<2>::run(l, t, g, t0, spans); break;
+          case 3: Fn<3>::run(l, t, g, t0, spans); break;
+          default: Fn<4>::run(l, t, g, t0, spans); break;
         }
       }
     }
   }
 }
 
+// Blocks of groups outside, tiles of tokens inside them: a block's weights
+// are read from memory once and from cache by every later tile.
+template <template <int> class Fn>
+void over_token_tiles(const IntGroupLayout& l, const IntGroupTask& t) {
+  for (int64_t g0 = 0; g0 < t.groups; g0 += kGroupBlock) token_tiles<Fn>(l, t, g0, std::min(t.groups, g0 + kGroupBlock));
+}
+
+// From this many tokens, 4-bit groups are widened to the 8-bit layout
+// (unsigned nibbles as bytes) a block at a time: the nibbles are unpacked
+// once for every tile of tokens rather than once a tile.
+constexpr int64_t kWidenMinTokens = 16;
+
+// `n` groups of 4-bit blocks as 8-bit blocks: line q of a 4-bit block holds
+// lines q (low nibbles) and q + 8 (high nibbles) of the 8-bit one.
+void widen_groups(const IntGroupLayout& l, const uint8_t* w4, int64_t n, uint8_t* w8) {
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  for (int64_t b = 0; b < n * l.chunks; ++b) {
+    const uint8_t* in = w4 + size_t(b) * l.block_bytes;
+    uint8_t* out = w8 + size_t(b) * 1024;
+    for (int q = 0; q < 8; ++q) {
+      for (int half = 0; half < 2; ++half) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + q * 64 + 32 * half));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + q * 64 + 32 * half), _mm256_and_si256(v, nibble));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (q + 8) * 64 + 32 * half),
+                            _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
+      }
+    }
+  }
+}
+
+void a16_w4_widened(const IntGroupLayout& l, const IntGroupTask& t) {
+  IntGroupLayout wide = l;
+  wide.bits = 8;
+  wide.block_bytes = 1024;
+  std::vector<uint8_t> block(size_t(kGroupBlock * l.chunks) * wide.block_bytes);
+  for (int64_t g0 = 0; g0 < t.groups; g0 += kGroupBlock) {
+    const int64_t n = std::min(kGroupBlock, t.groups - g0);
+    widen_groups(l, t.w + size_t(g0 * l.chunks) * l.block_bytes, n, block.data());
+    // The block's groups as a task of their own, counted from its first.
+    const size_t at = size_t(g0 * l.n_spans * kRowGroup);
+    IntGroupTask sub = t;
+    sub.w = block.data();
+    sub.scales = t.scales + at;
+    sub.zeros = t.zeros + at;
+    sub.offsets = t.offsets + at;
+    sub.groups = n;
+    sub.rows = t.rows - g0 * kRowGroup;
+    sub.y = t.y + g0 * kRowGroup;
+    token_tiles<A16W8>(wide, sub, 0, n);
+  }
+}
+
 void a16(const IntGroupLayout& l, const IntGroupTask& t) {
   if (l.bits == 8) over_token_tiles<A16W8>(l, t);
+  else if (t.n_tokens >= kWidenMinTokens) a16_w4_widened(l, t);
   else over_token_tiles<A16W4>(l, t);
 }
 
