@@ -5,6 +5,8 @@
 // Both form the same lane sums, and the float accumulation order is fixed
 // here, so every instantiation gives the same bits. For files compiled with
 // at least -mavx2 -mfma -mf16c; everything is internal to each includer.
+#include <utility>
+
 #include "kernels/cpu/linear/simd_avx2.h"
 #include "kernels/cpu/linear/vec_dot.h"
 
@@ -44,26 +46,50 @@ void dot4_signed(int64_t n, const void* w, const void* const* a, float* out) {
   for (int j = 0; j < 4; ++j) out[j] = hsum(acc[j]);
 }
 
-// dot4_signed for eight rows. Each row's block scale dx * dy is one
-// multiply of broadcast values (rounded as the scalar product rounds); read
-// back from a vector stored in the same block instead, the scales waited
-// on store forwarding and halved the speed on AMD cores.
+// The scales dx * dy[j] of one block for eight rows j, each rounded as the
+// scalar product rounds: one multiply, then each row's lane spread over a
+// vector by a shuffle. Eight multiplies of broadcast values took the
+// multiply units from the products; read back from a vector stored in the
+// same block, the scales waited on store forwarding and halved the speed
+// on AMD cores.
+struct BlockScales {
+  __m256 low, high;  // the products of rows 0-3 and 4-7, in both 128-bit halves
+  BlockScales(float dx, const float* dy8) {
+    const __m256 products = _mm256_mul_ps(_mm256_set1_ps(dx), _mm256_loadu_ps(dy8));
+    low = _mm256_permute2f128_ps(products, products, 0x00);
+    high = _mm256_permute2f128_ps(products, products, 0x11);
+  }
+  template <int J>
+  __m256 row() const {
+    return _mm256_permute_ps(J < 4 ? low : high, (J % 4) * 0x55);
+  }
+};
+
+// f.template operator()<J>() for J = 0 .. 7, each J a constant (row
+// shuffles take immediates).
+template <class F>
+inline void for_eight_rows(F&& f) {
+  [&]<int... J>(std::integer_sequence<int, J...>) { (f.template operator()<J>(), ...); }(std::make_integer_sequence<int, 8>{});
+}
+
+// dot4_signed for eight rows.
 template <ByteDot byte_dot, class Block, __m256i (*values)(const Block&)>
 void dot8_signed(int64_t n, const void* w, const void* const* a, const float* dy, const float*, float* out) {
   const auto* x = static_cast<const Block*>(w);
   const BlockQ8_0* y[8];
   for (int j = 0; j < 8; ++j) y[j] = static_cast<const BlockQ8_0*>(a[j]);
   __m256 acc[8];
-  for (__m256& v : acc) v = _mm256_setzero_ps();
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j) acc[j] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / kQK; ++b) {
-    const __m256 dx = _mm256_set1_ps(fp16(x[b].d));
+    const BlockScales scales(fp16(x[b].d), dy + b * 8);
     const __m256i qx = values(x[b]);
     const __m256i ax = _mm256_sign_epi8(qx, qx);
-    for (int j = 0; j < 8; ++j) {
-      const __m256 scale = _mm256_mul_ps(dx, _mm256_broadcast_ss(dy + b * 8 + j));
-      acc[j] = _mm256_fmadd_ps(scale, byte_dot(ax, _mm256_sign_epi8(load32(y[j][b].qs), qx)), acc[j]);
-    }
+    for_eight_rows([&]<int J>() {
+      acc[J] = _mm256_fmadd_ps(scales.row<J>(), byte_dot(ax, _mm256_sign_epi8(load32(y[J][b].qs), qx)), acc[J]);
+    });
   }
+#pragma GCC unroll 8
   for (int j = 0; j < 8; ++j) out[j] = hsum(acc[j]);
 }
 
@@ -120,16 +146,14 @@ void dot8_q4_1(int64_t n, const void* w, const void* const* a, const float* dy, 
   const BlockQ8_1* y[8];
   for (int j = 0; j < 8; ++j) y[j] = static_cast<const BlockQ8_1*>(a[j]);
   __m256 acc[8];
-  for (__m256& v : acc) v = _mm256_setzero_ps();
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j) acc[j] = _mm256_setzero_ps();
   __m256 mins = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / kQK; ++b) {
     mins = _mm256_add_ps(mins, _mm256_mul_ps(_mm256_set1_ps(fp16(x[b].m)), _mm256_loadu_ps(sums + b * 8)));
-    const __m256 dx = _mm256_set1_ps(fp16(x[b].d));
+    const BlockScales scales(fp16(x[b].d), dy + b * 8);
     const __m256i qx = unpack_nibbles(x[b].qs);
-    for (int j = 0; j < 8; ++j) {
-      const __m256 scale = _mm256_mul_ps(dx, _mm256_broadcast_ss(dy + b * 8 + j));
-      acc[j] = _mm256_fmadd_ps(scale, byte_dot(qx, load32(y[j][b].qs)), acc[j]);
-    }
+    for_eight_rows([&]<int J>() { acc[J] = _mm256_fmadd_ps(scales.row<J>(), byte_dot(qx, load32(y[J][b].qs)), acc[J]); });
   }
   alignas(32) float min_terms[8];
   _mm256_store_ps(min_terms, mins);
