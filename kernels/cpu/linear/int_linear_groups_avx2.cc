@@ -73,9 +73,39 @@ __m256i row_sums(__m256i first_quarter, __m256i second_quarter) {
   return _mm256_permute4x64_epi64(_mm256_hadd_epi32(first_quarter, second_quarter), 0xD8);
 }
 
+// The end of span s for the pass's rows and tokens: each row's exact span
+// sum (less zero * sum(x) for 4-bit weights, stored as such or widened)
+// joins its f32 sum, which waits in y between spans (a store and a load
+// keep every bit, and leave the registers to the integer sums); the last
+// span scales it by the token's scale.
+template <int T, int Q>
+__attribute__((always_inline)) inline void close_span(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0,
+                                                      int q0, int64_t s, const RowLanes (&lanes)[2],
+                                                      const __m256i (&sum)[Q][T]) {
+  const size_t at = size_t((g * l.n_spans + s) * kRowGroup + 4 * q0);
+  #pragma GCC unroll 4
+  for (int h = 0; h < Q / 2; ++h) {
+    const __m256 scale = _mm256_loadu_ps(t.scales + at + 8 * h);
+    #pragma GCC unroll 4
+    for (int k = 0; k < T; ++k) {
+      __m256i span_sum = row_sums(sum[2 * h][k], sum[2 * h + 1][k]);
+      if (t.zeros) {
+        const __m256i zeros = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.zeros + at + 8 * h));
+        const __m256i x_sum = _mm256_set1_epi32(t.x_span_sums[(t0 + k) * l.n_spans + s]);
+        span_sum = _mm256_sub_epi32(span_sum, _mm256_mullo_epi32(zeros, x_sum));
+      }
+      float* y = t.y + (t0 + k) * t.y_stride + g * kRowGroup + 4 * q0 + 8 * h;
+      const __m256 before = s == 0 ? _mm256_setzero_ps() : lanes[h].load(y);
+      __m256 acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(span_sum), scale, before);
+      if (s + 1 == l.n_spans) acc = _mm256_mul_ps(acc, _mm256_set1_ps(t.x_scales[t0 + k]));
+      lanes[h].store(y, acc);
+    }
+  }
+}
+
 // One group's A16 products, rows 4 * q0 .. 4 * (q0 + Q) - 1, for T tokens
-// from t0. Q quarters (2 or 4) and T tokens are register tiles: Q * T
-// integer sums and T float sums per pair of quarters.
+// from t0, over the given spans. Q quarters (2 or 4) and T tokens are
+// register tiles: Q * T integer sums.
 template <int Bits, int T, int Q>
 void a16_pass(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0, int q0, Spans spans) {
   const __m256i nibble = _mm256_set1_epi16(0x0F);
@@ -100,28 +130,28 @@ void a16_pass(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t
         // vectors, one activation and Q * T sums are live, all in registers.
         if constexpr (Bits == 8) {
           __m256i w[Q];
-#pragma GCC unroll 4
+          #pragma GCC unroll 4
           for (int i = 0; i < Q; ++i) w[i] = widen_signed(line + 16 * i);
-#pragma GCC unroll 4
+          #pragma GCC unroll 4
           for (int k = 0; k < T; ++k) {
             const __m256i xb = broadcast8(xc + k * l.padded_cols + 4 * q);
-#pragma GCC unroll 4
+            #pragma GCC unroll 4
             for (int i = 0; i < Q; ++i) sum[i][k] = _mm256_add_epi32(sum[i][k], _mm256_madd_epi16(w[i], xb));
           }
         } else {
           // Low and high nibbles of the quarters, then one token at a time.
           __m256i low[Q], high[Q];
-#pragma GCC unroll 4
+          #pragma GCC unroll 4
           for (int i = 0; i < Q; ++i) {
             const __m256i raw = widen_unsigned(line + 16 * i);
             low[i] = _mm256_and_si256(raw, nibble);
             high[i] = _mm256_srli_epi16(raw, 4);
           }
-#pragma GCC unroll 4
+          #pragma GCC unroll 4
           for (int k = 0; k < T; ++k) {
             const __m256i x_low = broadcast8(xc + k * l.padded_cols + 4 * q);
             const __m256i x_high = broadcast8(xc + k * l.padded_cols + 4 * q + 32);
-#pragma GCC unroll 4
+            #pragma GCC unroll 4
             for (int i = 0; i < Q; ++i) {
               sum[i][k] = _mm256_add_epi32(sum[i][k], _mm256_madd_epi16(low[i], x_low));
               sum[i][k] = _mm256_add_epi32(sum[i][k], _mm256_madd_epi16(high[i], x_high));
@@ -130,27 +160,7 @@ void a16_pass(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t
         }
       }
     }
-    // The rows' f32 sums wait in y between spans (a store and a load keep
-    // every bit), which leaves the registers to the integer sums.
-    const size_t at = size_t((g * l.n_spans + s) * kRowGroup + 4 * q0);
-    #pragma GCC unroll 4
-    for (int h = 0; h < Q / 2; ++h) {
-      const __m256 scale = _mm256_loadu_ps(t.scales + at + 8 * h);
-      #pragma GCC unroll 4
-      for (int k = 0; k < T; ++k) {
-        __m256i span_sum = row_sums(sum[2 * h][k], sum[2 * h + 1][k]);
-        if (t.zeros) {  // 4-bit weights, stored as such or widened
-          const __m256i zeros = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.zeros + at + 8 * h));
-          const __m256i x_sum = _mm256_set1_epi32(t.x_span_sums[(t0 + k) * l.n_spans + s]);
-          span_sum = _mm256_sub_epi32(span_sum, _mm256_mullo_epi32(zeros, x_sum));
-        }
-        float* y = t.y + (t0 + k) * t.y_stride + g * kRowGroup + 4 * q0 + 8 * h;
-        const __m256 before = s == 0 ? _mm256_setzero_ps() : lanes[h].load(y);
-        __m256 acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(span_sum), scale, before);
-        if (s + 1 == l.n_spans) acc = _mm256_mul_ps(acc, _mm256_set1_ps(t.x_scales[t0 + k]));
-        lanes[h].store(y, acc);
-      }
-    }
+    close_span<T, Q>(l, t, g, t0, q0, s, lanes, sum);
   }
 }
 
