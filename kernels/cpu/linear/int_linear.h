@@ -13,7 +13,9 @@
 //   per token) and the whole row's product is one exact integer sum, scaled
 //   once by the token's and the channel's scales.
 // Integer sums are exact, so AVX-512, AVX2 and scalar code agree bit for bit
-// on DA8W8; A16 results depend only on the instruction set's lane width.
+// on DA8W8. In the row layout A16 results depend on the instruction set's
+// lane width; in row groups (int_linear_groups.h) each span's sum is exact
+// before its scale, so AVX2, AVX-512 and AMX agree bit for bit.
 #include <cstdint>
 #include <memory>
 #include <span>
