@@ -142,6 +142,33 @@ void lane_values_in_registers(const float* const* w, const LaneValues& v, int fi
     }
   }
 }
+#elif defined(__AVX2__) && defined(__FMA__)
+// Lane l's sums for kRows rows and elements [d0 + e0, d0 + e0 + 8 * kVectors)
+// of d, in registers over all its keys (k = l mod 16, increasing): the
+// general pass's multiply-adds in its order, each lane stored once.
+// lanes: acc's [row][lane][kValueChunk] layout.
+template <int kRows, int kVectors>
+void lane_values_in_registers(const float* const* w, const LaneValues& v, int first, int lo, int hi, int d0, int e0,
+                              float* lanes) {
+  for (int l = 0; l < kLanes; ++l) {
+    __m256 a[kRows][kVectors];
+    for (auto& row : a) for (auto& x : row) x = _mm256_setzero_ps();
+    int k = lo + (l - lo % kLanes + kLanes) % kLanes;  // the first key of this lane
+    const float* vk = k <= hi ? v.row(k) + d0 + e0 : nullptr;
+    for (; k <= hi; k += kLanes, vk += v.dim) {
+      __m256 vv[kVectors];
+      for (int j = 0; j < kVectors; ++j) vv[j] = _mm256_loadu_ps(vk + 8 * j);
+      for (int i = 0; i < kRows; ++i) {
+        const __m256 p = _mm256_broadcast_ss(&w[i][k - first]);
+        for (int j = 0; j < kVectors; ++j) a[i][j] = _mm256_fmadd_ps(vv[j], p, a[i][j]);
+      }
+    }
+    for (int i = 0; i < kRows; ++i) {
+      float* out = lanes + (size_t(i) * kLanes + size_t(l)) * kValueChunk + e0;
+      for (int j = 0; j < kVectors; ++j) _mm256_storeu_ps(out + 8 * j, a[i][j]);
+    }
+  }
+}
 #endif
 
 // o[i][d] = sum over keys k in [lo, hi] of row i's probability times
@@ -163,6 +190,14 @@ void weighted_values(const float* const* w, const LaneValues& v, int first, int 
         default: lane_values_in_registers<kRows, 4>(w, v, first, lo, hi, d0, acc); break;
       }
       reduce_value_lanes_avx512<kRows>(acc, dn, o, d0);
+      continue;
+    }
+#elif defined(__AVX2__) && defined(__FMA__)
+    // Sixteen elements of d a pass: 2 * kRows sums, two values and a
+    // probability stay in the 16 registers.
+    if (dn % 16 == 0) {
+      for (int e0 = 0; e0 < dn; e0 += 16) lane_values_in_registers<kRows, 2>(w, v, first, lo, hi, d0, e0, acc);
+      reduce_value_lanes<kRows>(acc, dn, o, d0);
       continue;
     }
 #endif
