@@ -13,8 +13,9 @@
 //           high, so the low nibbles of the eight lines are the tile's first
 //           eight rows and the high nibbles its last eight.
 //
-// Arithmetic (bit for bit the same in the AMX and the VNNI kernels, so a
-// token's result does not depend on its batch):
+// Arithmetic (bit for bit the same in the AMX, the VNNI and the AVX2
+// kernels, so a token's result depends neither on its batch nor on the
+// instruction set):
 // - A16: per span of at most 512 columns, the exact integer
 //     S = sum(x w) - zero * sum(x)   (zero: 4 bits, unsigned nibbles)
 //   then acc = fma(float(S), scale, acc) span by span, and y = acc * x_scale.

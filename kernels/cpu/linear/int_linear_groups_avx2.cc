@@ -14,7 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
+#include <memory>
 
 #include "kernels/cpu/linear/int_linear_groups.h"
 #include "kernels/cpu/linear/weight_prefetch.h"
@@ -23,9 +23,10 @@ namespace tessera::cpu {
 namespace {
 
 constexpr int kTokenTile = 4;
-// Groups a thread takes in turn through every tile of tokens, so that
-// their weights (at most 16 rows x 4096 columns x 8 groups, 512 KiB) stay in
-// L2 while the tiles pass over them.
+// Groups a thread takes in turn through every tile of tokens, and the
+// columns of a block of spans, so that the block's weights (16 rows x 1024
+// columns x 8 groups, 128 KiB in bytes) stay in L2 while the tiles pass
+// over them (token_tiles).
 constexpr int64_t kGroupBlock = 8;
 constexpr int64_t kBlockColumns = 1024;
 
@@ -308,14 +309,15 @@ void a16_w4_widened(const IntGroupLayout& l, const IntGroupTask& t) {
   IntGroupLayout wide = l;
   wide.bits = 8;
   wide.block_bytes = 1024;
-  std::vector<uint8_t> block(size_t(kGroupBlock * l.chunks) * wide.block_bytes);
+  // Every byte is written by widen_groups before it is read: no fill.
+  const auto block = std::make_unique_for_overwrite<uint8_t[]>(size_t(std::min(kGroupBlock, t.groups) * l.chunks) * wide.block_bytes);
   for (int64_t g0 = 0; g0 < t.groups; g0 += kGroupBlock) {
     const int64_t n = std::min(kGroupBlock, t.groups - g0);
-    widen_groups(l, t.w + size_t(g0 * l.chunks) * l.block_bytes, n, block.data());
+    widen_groups(l, t.w + size_t(g0 * l.chunks) * l.block_bytes, n, block.get());
     // The block's groups as a task of their own, counted from its first.
     const size_t at = size_t(g0 * l.n_spans * kRowGroup);
     IntGroupTask sub = t;
-    sub.w = block.data();
+    sub.w = block.get();
     sub.scales = t.scales + at;
     sub.zeros = t.zeros + at;
     sub.offsets = t.offsets + at;
