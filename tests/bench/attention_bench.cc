@@ -14,12 +14,13 @@
 namespace tessera::cpu {
 namespace {
 
-constexpr int kThreads = 2, kPage = 16, kContext = 512, kHeadDim = 64;
+constexpr int kThreads = 2, kPage = 16, kHeadDim = 64;
 
 // args: query heads, KV heads, query tokens (the last ones of the context),
-// build (0 AVX2, 1 AVX-512)
+// build (0 AVX2, 1 AVX-512), context (keys, the queries' included)
 void BM_Attention(benchmark::State& state) {
   const int heads = int(state.range(0)), kv_heads = int(state.range(1)), tokens = int(state.range(2));
+  const int kContext = int(state.range(4));
   IsaFeatures isa = detect_isa();
   if (!(isa.avx2 && isa.fma && isa.f16c)) return state.SkipWithError("no AVX2/FMA/F16C");
   if (state.range(3) == 1 && !isa.avx512f) return state.SkipWithError("no AVX-512");
@@ -43,9 +44,9 @@ void BM_Attention(benchmark::State& state) {
   ThreadPool pool(kThreads);
   std::vector<AttentionWorkItem> items;
   plan_attention_items(batch, kv_heads, items);
-  std::vector<AttentionScratch> scratch(size_t(pool.size()));
+  AttentionWorkspace workspace(pool.size());
   for (auto _ : state) {
-    run_attention_items(items, q.data(), heads, kv, batch, params, out.data(), pool, isa, scratch);
+    run_attention_items(items, q.data(), heads, kv, batch, params, out.data(), pool, isa, workspace);
     benchmark::DoNotOptimize(out.data());
   }
   // Scores of visible (query, key) pairs, every query head.
@@ -55,7 +56,10 @@ void BM_Attention(benchmark::State& state) {
 }
 BENCHMARK(BM_Attention)->Apply([](benchmark::internal::Benchmark* b) {
   for (int64_t build : {0, 1}) {
-    for (int64_t tokens : {int64_t(kContext), int64_t(1)}) b->Args({9, 3, tokens, build})->Args({14, 2, tokens, build});
+    b->Args({9, 3, 512, build, 512})->Args({14, 2, 512, build, 512});
+    for (int64_t context : {512, 2048, 8192}) {
+      b->Args({9, 3, 1, build, context})->Args({14, 2, 1, build, context})->Args({4, 1, 1, build, context});
+    }
   }
 })->UseRealTime();
 

@@ -21,7 +21,7 @@ void plan_attention_items(const AttentionBatch& batch, int n_kv_heads, std::vect
 
 void run_attention_items(const std::vector<AttentionWorkItem>& items, const float* q, int n_heads, const PagedKv& kv,
                          const AttentionBatch& batch, const AttentionParams& params, float* out, ThreadPool& pool,
-                         const IsaFeatures& isa, std::vector<AttentionScratch>& scratch) {
+                         const IsaFeatures& isa, AttentionWorkspace& workspace) {
   std::string why;
   ops::query_groups(n_heads, kv.n_kv_heads, params, &why);
   if (!why.empty()) throw Error("attention: " + why);
@@ -32,13 +32,13 @@ void run_attention_items(const std::vector<AttentionWorkItem>& items, const floa
   if (params.score == ScoreMod::kAlibi && !params.alibi_slopes) throw Error("attention: ALiBi needs slopes");
   if (params.score == ScoreMod::kSoftcap && !(params.softcap > 0.0f)) throw Error("attention: softcap must be positive");
   if (params.mask == MaskMod::kSlidingWindow && params.window <= 0) throw Error("attention: sliding window must be positive");
-  if (scratch.size() < size_t(pool.size())) throw Error("attention: scratch for fewer threads than the pool has");
+  if (workspace.threads.size() < size_t(pool.size())) throw Error("attention: scratch for fewer threads than the pool has");
   if (isa.avx2 && isa.fma && isa.f16c && isa.avx512f) {
-    flex_attention_avx512(items, q, n_heads, kv, batch, params, out, pool, scratch.data());
+    flex_attention_avx512(items, q, n_heads, kv, batch, params, out, pool, workspace);
   } else if (isa.avx2 && isa.fma && isa.f16c) {
-    flex_attention_avx2(items, q, n_heads, kv, batch, params, out, pool, scratch.data());
+    flex_attention_avx2(items, q, n_heads, kv, batch, params, out, pool, workspace);
   } else {
-    flex_attention_generic(items, q, n_heads, kv, batch, params, out, pool, scratch.data());
+    flex_attention_generic(items, q, n_heads, kv, batch, params, out, pool, workspace);
   }
 }
 
@@ -46,8 +46,8 @@ void flex_attention(const float* q, int n_heads, const PagedKv& kv, const Attent
                     const AttentionParams& params, float* out, ThreadPool& pool, const IsaFeatures& isa) {
   std::vector<AttentionWorkItem> items;
   plan_attention_items(batch, kv.n_kv_heads, items);
-  std::vector<AttentionScratch> scratch(size_t(pool.size()));
-  run_attention_items(items, q, n_heads, kv, batch, params, out, pool, isa, scratch);
+  AttentionWorkspace workspace(pool.size());
+  run_attention_items(items, q, n_heads, kv, batch, params, out, pool, isa, workspace);
 }
 
 }  // namespace tessera::cpu

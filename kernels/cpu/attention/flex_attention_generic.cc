@@ -5,8 +5,8 @@ namespace tessera::cpu {
 
 void flex_attention_generic(const std::vector<AttentionWorkItem>& items, const float* q, int n_heads, const PagedKv& kv,
                        const AttentionBatch& batch, const AttentionParams& params, float* out, ThreadPool& pool,
-                       AttentionScratch* scratch) {
-  run_items(items, q, n_heads, kv, batch, params, out, pool, scratch);
+                       AttentionWorkspace& workspace) {
+  run_items(items, q, n_heads, kv, batch, params, out, pool, workspace);
 }
 
 }  // namespace tessera::cpu

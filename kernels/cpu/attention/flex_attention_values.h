@@ -175,12 +175,14 @@ void lane_values_in_registers(const float* const* w, const LaneValues& v, int fi
 // value[d], key k summed into lane k % 16 in increasing order, then the lanes
 // reduced: the arithmetic of a 16-wide multiply over keys. Row i's
 // probability of key k is w[i][k - first]; the value row of key k is
-// v.row(k). acc: kValueRows * 16 * kValueChunk floats.
+// v.row(k). Only elements [d_begin, d_end) are written: each element's sum
+// is its own, so any split of d gives the same bits.
+// acc: kValueRows * 16 * kValueChunk floats.
 template <int kRows>
-void weighted_values(const float* const* w, const LaneValues& v, int first, int lo, int hi, float* acc, float* const* o) {
-  const int dim = v.dim;
-  for (int d0 = 0; d0 < dim; d0 += kValueChunk) {
-    const int dn = std::min(kValueChunk, dim - d0);
+void weighted_values(const float* const* w, const LaneValues& v, int first, int lo, int hi, int d_begin, int d_end, float* acc,
+                     float* const* o) {
+  for (int d0 = d_begin; d0 < d_end; d0 += kValueChunk) {
+    const int dn = std::min(kValueChunk, d_end - d0);
 #if defined(__AVX512F__)
     if (dn % 16 == 0) {
       switch (dn / 16) {

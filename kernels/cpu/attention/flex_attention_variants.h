@@ -9,12 +9,12 @@ namespace tessera::cpu {
 
 void flex_attention_generic(const std::vector<AttentionWorkItem>& items, const float* q, int n_heads, const PagedKv& kv,
                             const AttentionBatch& batch, const AttentionParams& params, float* out, ThreadPool& pool,
-                            AttentionScratch* scratch);
+                            AttentionWorkspace& workspace);
 void flex_attention_avx2(const std::vector<AttentionWorkItem>& items, const float* q, int n_heads, const PagedKv& kv,
                          const AttentionBatch& batch, const AttentionParams& params, float* out, ThreadPool& pool,
-                         AttentionScratch* scratch);
+                         AttentionWorkspace& workspace);
 void flex_attention_avx512(const std::vector<AttentionWorkItem>& items, const float* q, int n_heads, const PagedKv& kv,
                            const AttentionBatch& batch, const AttentionParams& params, float* out, ThreadPool& pool,
-                           AttentionScratch* scratch);
+                           AttentionWorkspace& workspace);
 
 }  // namespace tessera::cpu

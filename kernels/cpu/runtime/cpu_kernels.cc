@@ -83,7 +83,7 @@ void plan_attention_op(const AttentionPlanArgs& a, Stream&) {
 void attention_op(const AttentionArgs& a, Stream& s) {
   CpuStream& cs = cpu_stream(s);
   const auto* plan = static_cast<const CpuAttentionPlan*>(a.plan);
-  run_attention_items(plan->items, a.q, a.n_heads, a.kv, plan->batch, a.params, a.out, cs.pool(), cs.isa(), plan->scratch);
+  run_attention_items(plan->items, a.q, a.n_heads, a.kv, plan->batch, a.params, a.out, cs.pool(), cs.isa(), plan->workspace);
 }
 
 void gated_activation_op(const GatedActivationArgs& a, Stream& s) {

@@ -31,11 +31,11 @@ class CpuLinear final : public PreparedLinear {
 
 class CpuAttentionPlan final : public AttentionPlan {
  public:
-  CpuAttentionPlan(size_t capacity, int threads) : scratch(size_t(threads)) { items.reserve(capacity); }
+  CpuAttentionPlan(size_t capacity, int threads) : workspace(threads) { items.reserve(capacity); }
   std::vector<AttentionWorkItem> items;
   ops::AttentionBatch batch{};
   // Each layer's kernel reuses these; the plan is const to the layers.
-  mutable std::vector<AttentionScratch> scratch;
+  mutable AttentionWorkspace workspace;
 };
 
 }  // namespace tessera::cpu
