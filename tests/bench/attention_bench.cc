@@ -1,7 +1,7 @@
-// Paged attention of one layer, SmolLM2-135M's and Qwen2.5-0.5B's shapes, on
-// an f16 cache of 16-token pages: a 512-token causal prompt (prefill) and one
-// token against 512 cached ones (decode), for each kernel build the machine
-// runs (every build gives the same bits).
+// Paged attention of one layer, SmolLM2-135M's, Qwen2.5-0.5B's and Gemma 3
+// 270M's shapes, on an f16 cache of 16-token pages: a 512-token causal prompt
+// (prefill) and one token against 512 to 8,192 cached ones (decode), for
+// each kernel build the machine runs (every build gives the same bits).
 #include <benchmark/benchmark.h>
 
 #include <numeric>

@@ -169,7 +169,7 @@ void run_all(const std::vector<WorkItem>& items, const float* q, int n_heads, co
              AttentionWorkspace& workspace) {
   std::string why;
   const ops::QueryGroups groups = ops::query_groups(n_heads, kv.n_kv_heads, params, &why);
-  if (split_pays(items, batch, mask, pool.size())) {
+  if (split_pays(items, batch, mask, groups.group, pool.size())) {
     return run_split(items, q, n_heads, kv, batch, params, mask, score, groups, out, pool, workspace);
   }
   // Items differ in cost (a causal tile late in a prompt sees more keys), so
