@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 
@@ -203,6 +204,36 @@ TEST(Matmul, OneAndManyTokensMatchPerRowDots) {
       const int64_t rows = w.rows - 1;
       const LinearWeight weight("test.weight", w.dtype, w.bytes.data(), rows, w.cols, isa, false);
       for (const int64_t tokens : {1, 3, 8, 21}) test_support::expect_one_row_bits(weight, tokens, 3, type);
+    }
+  }
+}
+
+// Rows of 75 blocks: the eight-token kernels take their block scales in
+// runs of 32 blocks, so these rows end in a part run after two whole ones.
+// Random bytes with each block's f16 scales (the first one or two halves of
+// the block) set to small normal values.
+TEST(Matmul, EightTokenKernelsGiveTheOneRowBitsOnWideRows) {
+  IsaFeatures avx2_only = detect_isa();
+  avx2_only.avx512f = avx2_only.avx512bw = avx2_only.avx512vl = avx2_only.avx512_vnni = false;
+  constexpr int64_t kRows = 12, kCols = 75 * 32;
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::normal_distribution<float> scale(0.0f, 0.02f);
+  for (const IsaFeatures& isa : {detect_isa(), avx2_only}) {
+    for (const char* type : {"Q4_0", "Q4_1", "Q5_0", "Q8_0"}) {
+      const DType dtype = dtype_named(type);
+      const DTypeInfo& info = dtype_info(dtype);
+      std::vector<uint8_t> bytes(size_t(kRows * kCols / 32) * info.block_bytes);
+      for (uint8_t& b : bytes) b = uint8_t(byte(rng));
+      const int halves = dtype == DType::kQ4_1 ? 2 : 1;  // d, and Q4_1's m
+      for (size_t block = 0; block < bytes.size(); block += info.block_bytes) {
+        for (int h = 0; h < halves; ++h) {
+          const uint16_t half = f32_to_f16(scale(rng));
+          std::memcpy(&bytes[block + 2 * size_t(h)], &half, sizeof half);
+        }
+      }
+      const LinearWeight weight("test.weight", dtype, bytes.data(), kRows, kCols, isa, false);
+      for (const int64_t tokens : {8, 21}) test_support::expect_one_row_bits(weight, tokens, 9, type);
     }
   }
 }

@@ -5,6 +5,7 @@
 // Both form the same lane sums, and the float accumulation order is fixed
 // here, so every instantiation gives the same bits. For files compiled with
 // at least -mavx2 -mfma -mf16c; everything is internal to each includer.
+#include <algorithm>
 #include <utility>
 
 #include "kernels/cpu/linear/simd_avx2.h"
@@ -46,24 +47,25 @@ void dot4_signed(int64_t n, const void* w, const void* const* a, float* out) {
   for (int j = 0; j < 4; ++j) out[j] = hsum(acc[j]);
 }
 
-// The scales dx * dy[j] of one block for eight rows j, each rounded as the
-// scalar product rounds: one multiply, then each row's lane spread over a
-// vector by a shuffle. Eight multiplies of broadcast values took the
-// multiply units from the products; read back from a vector stored in the
-// same block, the scales waited on store forwarding and halved the speed
-// on AMD cores.
-struct BlockScales {
-  __m256 low, high;  // the products of rows 0-3 and 4-7, in both 128-bit halves
-  BlockScales(float dx, const float* dy8) {
-    const __m256 products = _mm256_mul_ps(_mm256_set1_ps(dx), _mm256_loadu_ps(dy8));
-    low = _mm256_permute2f128_ps(products, products, 0x00);
-    high = _mm256_permute2f128_ps(products, products, 0x11);
+// fn(b, scales) for each block b of a row's n_blocks, scales[j] being
+// dx[b] * dy[b][j] for the eight rows j, each rounded as the scalar product
+// rounds. The scales are written out a run of blocks ahead of the products
+// that read them: broadcast from memory a scale is a load, where spread from
+// a register's lane it was a shuffle taken from the vector units the
+// products need (and read back from a vector stored in the same block, it
+// waited on store forwarding).
+constexpr int64_t kScaleRun = 32;
+template <class Block, class Fn>
+inline void for_each_block_scaled(const Block* x, const float* dy, int64_t n_blocks, const Fn& fn) {
+  alignas(32) float scales[kScaleRun][8];
+  for (int64_t b0 = 0; b0 < n_blocks; b0 += kScaleRun) {
+    const int64_t run = std::min(kScaleRun, n_blocks - b0);
+    for (int64_t i = 0; i < run; ++i) {
+      _mm256_store_ps(scales[i], _mm256_mul_ps(_mm256_set1_ps(fp16(x[b0 + i].d)), _mm256_loadu_ps(dy + (b0 + i) * 8)));
+    }
+    for (int64_t i = 0; i < run; ++i) fn(b0 + i, scales[i]);
   }
-  template <int J>
-  __m256 row() const {
-    return _mm256_permute_ps(J < 4 ? low : high, (J % 4) * 0x55);
-  }
-};
+}
 
 // f.template operator()<J>() for J = 0 .. 7, each J a constant (row
 // shuffles take immediates).
@@ -81,14 +83,13 @@ void dot8_signed(int64_t n, const void* w, const void* const* a, const float* dy
   __m256 acc[8];
 #pragma GCC unroll 8
   for (int j = 0; j < 8; ++j) acc[j] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQK; ++b) {
-    const BlockScales scales(fp16(x[b].d), dy + b * 8);
+  for_each_block_scaled(x, dy, n / kQK, [&](int64_t b, const float* scales) {
     const __m256i qx = values(x[b]);
     const __m256i ax = _mm256_sign_epi8(qx, qx);
     for_eight_rows([&]<int J>() {
-      acc[J] = _mm256_fmadd_ps(scales.row<J>(), byte_dot(ax, _mm256_sign_epi8(load32(y[J][b].qs), qx)), acc[J]);
+      acc[J] = _mm256_fmadd_ps(_mm256_broadcast_ss(scales + J), byte_dot(ax, _mm256_sign_epi8(load32(y[J][b].qs), qx)), acc[J]);
     });
-  }
+  });
 #pragma GCC unroll 8
   for (int j = 0; j < 8; ++j) out[j] = hsum(acc[j]);
 }
@@ -149,12 +150,11 @@ void dot8_q4_1(int64_t n, const void* w, const void* const* a, const float* dy, 
 #pragma GCC unroll 8
   for (int j = 0; j < 8; ++j) acc[j] = _mm256_setzero_ps();
   __m256 mins = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQK; ++b) {
+  for_each_block_scaled(x, dy, n / kQK, [&](int64_t b, const float* scales) {
     mins = _mm256_add_ps(mins, _mm256_mul_ps(_mm256_set1_ps(fp16(x[b].m)), _mm256_loadu_ps(sums + b * 8)));
-    const BlockScales scales(fp16(x[b].d), dy + b * 8);
     const __m256i qx = unpack_nibbles(x[b].qs);
-    for_eight_rows([&]<int J>() { acc[J] = _mm256_fmadd_ps(scales.row<J>(), byte_dot(qx, load32(y[J][b].qs)), acc[J]); });
-  }
+    for_eight_rows([&]<int J>() { acc[J] = _mm256_fmadd_ps(_mm256_broadcast_ss(scales + J), byte_dot(qx, load32(y[J][b].qs)), acc[J]); });
+  });
   alignas(32) float min_terms[8];
   _mm256_store_ps(min_terms, mins);
   for (int j = 0; j < 8; ++j) out[j] = hsum(acc[j]) + min_terms[j];
