@@ -20,12 +20,12 @@ constexpr int kThreads = 2, kPage = 16, kHeadDim = 64;
 // build (0 AVX2, 1 AVX-512), context (keys, the queries' included)
 void BM_Attention(benchmark::State& state) {
   const int heads = int(state.range(0)), kv_heads = int(state.range(1)), tokens = int(state.range(2));
-  const int kContext = int(state.range(4));
+  const int context = int(state.range(4));
   IsaFeatures isa = detect_isa();
   if (!(isa.avx2 && isa.fma && isa.f16c)) return state.SkipWithError("no AVX2/FMA/F16C");
   if (state.range(3) == 1 && !isa.avx512f) return state.SkipWithError("no AVX-512");
   if (state.range(3) == 0) isa.avx512f = false;
-  const int pages = kContext / kPage;
+  const int pages = context / kPage;
   std::mt19937 rng(3);
   std::normal_distribution<float> dist;
   std::vector<uint16_t> k(size_t(pages) * kPage * size_t(kv_heads) * kHeadDim), v(k.size());
@@ -33,9 +33,9 @@ void BM_Attention(benchmark::State& state) {
   for (auto& x : v) x = f32_to_f16(dist(rng));
   std::vector<float> q(size_t(tokens) * size_t(heads) * kHeadDim), out(q.size());
   for (float& x : q) x = dist(rng);
-  std::vector<int32_t> query_start = {0, tokens}, kv_len = {kContext}, page_indptr = {0, pages};
+  std::vector<int32_t> query_start = {0, tokens}, kv_len = {context}, page_indptr = {0, pages};
   std::vector<int32_t> positions(static_cast<size_t>(tokens)), page_indices(static_cast<size_t>(pages));
-  std::iota(positions.begin(), positions.end(), kContext - tokens);
+  std::iota(positions.begin(), positions.end(), context - tokens);
   std::iota(page_indices.begin(), page_indices.end(), 0);
   const PagedKv kv{k.data(), v.data(), DType::kF16, kPage, kv_heads, kHeadDim};
   const AttentionBatch batch{1, query_start.data(), positions.data(), kv_len.data(), page_indptr.data(), page_indices.data()};
@@ -50,7 +50,7 @@ void BM_Attention(benchmark::State& state) {
     benchmark::DoNotOptimize(out.data());
   }
   // Scores of visible (query, key) pairs, every query head.
-  const double visible = double(tokens) * (kContext - tokens) + double(tokens) * (tokens + 1) / 2;
+  const double visible = double(tokens) * (context - tokens) + double(tokens) * (tokens + 1) / 2;
   state.counters["scores/s"] = benchmark::Counter(double(state.iterations()) * visible * heads, benchmark::Counter::kIsRate);
   state.SetLabel(state.range(3) == 1 ? "avx512" : "avx2");
 }

@@ -45,7 +45,7 @@ struct SplitKeysScratch {
   struct Item {
     int item;                     // index into the step's work items
     int head0, head_count;        // every query head of the item's KV head
-    int first_chunk, n_chunks;    // its key chunks in `chunks`
+    int n_chunks;                 // its key chunks in `chunks`
     size_t weights, maxima, sums, values;  // where its parts of the buffers start
   };
   struct Chunk {

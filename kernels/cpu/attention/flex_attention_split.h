@@ -90,7 +90,7 @@ void plan_split(const std::vector<WorkItem>& items, const PagedKv& kv, const Att
       s.chunks.push_back({item, int(s.chunks.size()) - first_chunk, from, to});
     }
     const int chunks = int(s.chunks.size()) - first_chunk;
-    s.items.push_back({int(i), head0, head_count, first_chunk, chunks, weights, maxima, sums, values});
+    s.items.push_back({int(i), head0, head_count, chunks, weights, maxima, sums, values});
     weights += kLanes + size_t(view.n_rows) * size_t(std::max(view.span.size(), 0));
     maxima += size_t(view.n_rows) * size_t(chunks);
     sums += size_t(view.n_rows) * size_t(n_groups);
