@@ -12,6 +12,7 @@
 #include "kernels/cpu/runtime/cpu_backend.h"
 #include "kernels/comm/gloo_communicator.h"
 #include "kernels/comm/tcp_store.h"
+#include "tests/unit/free_port.h"
 
 namespace tessera {
 namespace {
@@ -95,7 +96,7 @@ TEST(GlooCommunicator, CollectivesThroughAFileStore) {
 }
 
 TEST(GlooCommunicator, CollectivesThroughTheTcpStore) {
-  const int port = 20000 + int(getpid() % 20000);
+  const int port = free_loopback_port();
   on_two_ranks("tcp:127.0.0.1:" + std::to_string(port), std::chrono::seconds(20), exercise_collectives);
 }
 
@@ -193,7 +194,7 @@ TEST(CollectiveRecorder, KeepsTheNewestRecordsOldestFirst) {
 }
 
 TEST(TcpStore, HoldsAtMost64MiB) {
-  const int port = 20000 + int((getpid() + 7919) % 20000);
+  const int port = free_loopback_port();
   cpu::TcpStore store("127.0.0.1:" + std::to_string(port), true, std::chrono::seconds(5), "test-secret");
   const std::vector<char> mib(size_t(1) << 20, 'x');
   for (int i = 0; i < 63; ++i) store.set("k" + std::to_string(i), mib);

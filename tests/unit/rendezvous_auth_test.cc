@@ -15,11 +15,10 @@
 
 #include "kernels/comm/store_wire.h"
 #include "kernels/comm/tcp_store.h"
+#include "tests/unit/free_port.h"
 
 namespace tessera {
 namespace {
-
-int test_port(int salt) { return 20000 + int((getpid() * 31 + salt) % 20000); }
 
 int connect_to(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -49,7 +48,7 @@ std::string read_until_closed(int fd) {
 }
 
 TEST(RendezvousAuth, AStrangerReadsAndWritesNothing) {
-  const int port = test_port(1);
+  const int port = free_loopback_port();
   cpu::TcpStore leader("127.0.0.1:" + std::to_string(port), true, std::chrono::seconds(5), "group-secret");
   const std::string config = "models: [{name: m, path: /models/m.gguf}]";
   leader.set("tessera/config", std::vector<char>(config.begin(), config.end()));
@@ -73,7 +72,7 @@ TEST(RendezvousAuth, AStrangerReadsAndWritesNothing) {
 }
 
 TEST(RendezvousAuth, AWrongSecretIsRefusedAtOnceNaming) {
-  const int port = test_port(2);
+  const int port = free_loopback_port();
   cpu::TcpStore leader("127.0.0.1:" + std::to_string(port), true, std::chrono::seconds(5), "group-secret");
   const auto start = std::chrono::steady_clock::now();
   try {
@@ -87,7 +86,7 @@ TEST(RendezvousAuth, AWrongSecretIsRefusedAtOnceNaming) {
 }
 
 TEST(RendezvousAuth, RanksWithTheSecretShareValues) {
-  const int port = test_port(3);
+  const int port = free_loopback_port();
   cpu::TcpStore leader("127.0.0.1:" + std::to_string(port), true, std::chrono::seconds(5), "group-secret");
   cpu::TcpStore worker("127.0.0.1:" + std::to_string(port), false, std::chrono::seconds(5), "group-secret");
   leader.set("k", {'v', '1'});
@@ -97,7 +96,7 @@ TEST(RendezvousAuth, RanksWithTheSecretShareValues) {
 }
 
 TEST(RendezvousAuth, AFloodOfStrangersDoesNotShutARankOut) {
-  const int port = test_port(4);
+  const int port = free_loopback_port();
   cpu::TcpStore leader("127.0.0.1:" + std::to_string(port), true, std::chrono::seconds(5), "group-secret");
   std::vector<int> flood;
   for (int i = 0; i < 300; ++i) {
