@@ -146,7 +146,7 @@ void attend(const WorkItem& item, int head0, int head_count, const float* q, int
   const bool in_blocks = false;
 #endif
   if (!in_blocks) {
-    float* const rows = scratch_floats(scratch.rows, size_t(kv.page_size) * size_t(dim));
+    float* const rows = scratch_floats(scratch.rows, score_rows_floats(kv));
     score_rows(view, queries, offsets, score_mod, score_scale, view.span.first, view.span.last, weights, row_max, rows);
   }
   for (int r = 0; r < n_rows; ++r) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #if defined(__F16C__) || defined(__AVX2__)
@@ -142,6 +143,17 @@ struct PageKeys {
     lane16_dot8(q, static_cast<const uint16_t*>(in_place) + size_t(r) * stride, stride, dim, out);
 #endif
   }
+
+#if defined(__AVX2__) && defined(__FMA__)
+  // dot8's sums as one vector.
+  __attribute__((always_inline)) __m256 dot8_vector(const float* q, int r, int dim) const {
+    if (!in_place) return lane16_dot8_vector(q, buffer + size_t(r) * size_t(dim), size_t(dim), dim);
+#if defined(__F16C__)
+    if (kv.dtype == DType::kF16) return lane16_dot8_vector(q, static_cast<const uint16_t*>(in_place) + size_t(r) * stride, stride, dim);
+#endif
+    return lane16_dot8_vector(q, static_cast<const float*>(in_place) + size_t(r) * stride, stride, dim);
+  }
+#endif
 
   // The dot of q with row r; `row` holds dim floats for a row in f16.
   float dot(const float* q, int r, int dim, float* row) const {
@@ -306,46 +318,116 @@ void prepare_queries(const ItemView<Mask>& view, const float* q, int n_heads, co
   }
 }
 
+constexpr int kMinRowsToWidenKeys = 8;
+
+#if defined(__AVX2__) && defined(__FMA__)
+// Scores (dot + offset) * scale of keys *k, *k + 1, ... in runs of eight
+// while a whole run lies within hi, into out (the first key's score first);
+// `row` is *k's row in the page. Advances *k past the runs and returns the
+// running maximum.
+inline float score_runs_of_eight(const PageKeys& keys, const float* q, float offset, float scale, int row, int hi, int dim,
+                                 float* out, float max, int* k) {
+  __m256 max8 = _mm256_set1_ps(max);
+  const __m256 offset8 = _mm256_set1_ps(offset), scale8 = _mm256_set1_ps(scale);
+  for (; *k + 8 <= hi + 1; *k += 8, row += 8, out += 8) {
+    const __m256 s = _mm256_mul_ps(_mm256_add_ps(keys.dot8_vector(q, row, dim), offset8), scale8);
+    _mm256_storeu_ps(out, s);
+    max8 = _mm256_max_ps(s, max8);  // the second operand where the first is NaN
+  }
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(max8), _mm256_extractf128_ps(max8, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+#endif
+
+// Pages a prompt's score pass widens together (about 256 keys): each row
+// then scores a long run of keys in one pass, where page by page its runs
+// were 16 keys long and their setup cost as much as their products.
+inline int pages_per_key_block(const PagedKv& kv) { return std::max(1, 256 / kv.page_size); }
+
+// The floats score_rows needs in `rows`.
+inline size_t score_rows_floats(const PagedKv& kv) {
+  return size_t(pages_per_key_block(kv)) * size_t(kv.page_size) * size_t(kv.head_dim);
+}
+
+// Scores of every row for its keys within [from, to] that lie in one block
+// of keys [block_first, block_first + block_rows), key k at row k -
+// block_first of `keys`; see score_rows. `row`: head_dim floats of scratch.
+template <class Mask, class Score>
+void score_key_block(const ItemView<Mask>& view, const PageKeys& keys, int block_first, int block_rows, const float* queries,
+                     const float* offsets, const Score& score_mod, float score_scale, int from, int to, float* weights,
+                     float* row_max, float* row) {
+  const int dim = view.kv.head_dim, span = view.span.size();
+  for (int r = 0; r < view.n_rows; ++r) {
+    const int pos = view.batch.positions[view.token(r)], head = view.head(r);
+    const int lo = std::max({block_first, view.mask.first(pos), from});
+    const int hi = std::min({block_first + block_rows - 1, view.mask.last(pos, view.prefix), to});
+    if (lo > hi) continue;
+    const float* qv = queries + size_t(r) * size_t(dim);
+    float* const row_weights = weights + size_t(r) * size_t(span);
+    // The running maximum stays in a register: the compiler cannot tell
+    // the scratch buffers apart, so a store per score would be kept.
+    float max = row_max[size_t(r)];
+    const float offset = offsets[r];
+    auto record = [&](int k, float dot) {
+      const float s = score_mod((dot + offset) * score_scale, head, pos, k);
+      row_weights[k - view.span.first] = s;
+      max = std::max(max, s);
+    };
+    int k = lo;
+#if defined(__AVX2__) && defined(__FMA__)
+    // Without a score modifier, eight scores are scaled, stored and
+    // maximised in one vector each (the same products; a maximum is exact
+    // in any order, and a NaN score leaves it as std::max does).
+    if constexpr (std::is_same_v<Score, NoScoreMod>) {
+      if (dim % kLanes == 0) {
+        max = score_runs_of_eight(keys, qv, offset, score_scale, k - block_first, hi, dim, row_weights + (k - view.span.first),
+                                  max, &k);
+      }
+    }
+#endif
+    if (dim % kLanes == 0) {
+      for (; k + 8 <= hi + 1; k += 8) {
+        float dots[8];
+        keys.dot8(qv, k - block_first, dim, dots);
+        for (int i = 0; i < 8; ++i) record(k + i, dots[i]);
+      }
+    }
+    for (; k <= hi; ++k) record(k, keys.dot(qv, k - block_first, dim, row));
+    row_max[size_t(r)] = max;
+  }
+}
+
 // Scores of every row for the keys it sees within [from, to], into
 // weights[r][k - span.first], and each row's running maximum in row_max.
-// `rows`: page_size * head_dim floats for keys converted from the cache.
+// `rows`: score_rows_floats(kv) floats for keys converted from the cache.
 template <class Mask, class Score>
 void score_rows(const ItemView<Mask>& view, const float* queries, const float* offsets, const Score& score_mod,
                 float score_scale, int from, int to, float* weights, float* row_max, float* rows) {
   const PagedKv& kv = view.kv;
-  const int dim = kv.head_dim, span = view.span.size();
-  const bool keys_in_place = PageKeys::read_in_place(kv);
+  const int dim = kv.head_dim;
+  // Many rows (a prompt's tile) share each page: an f16 page is widened
+  // once rather than once a row, the rows then reading f32 keys.
+  const bool keys_in_place = PageKeys::read_in_place(kv) && (kv.dtype == DType::kF32 || view.n_rows < kMinRowsToWidenKeys);
+  auto score = [&](const PageKeys& keys, int first, int n) {
+    score_key_block(view, keys, first, n, queries, offsets, score_mod, score_scale, from, to, weights, row_max, rows);
+  };
+  // Widened pages gather in blocks: the pages visited follow one another
+  // in the sequence, so a block's keys are contiguous from its first.
+  const int block_pages = pages_per_key_block(kv);
+  int pending = 0, block_first = 0, block_rows = 0;
   view.for_each_page(from, to, [&](int page, int page_first, int page_rows) {
-    const PageKeys keys = keys_in_place ? PageKeys::in_cache(kv, kv.k, page, view.item.kv_head) : PageKeys{kv, rows};
-    if (!keys_in_place) load_rows(kv, kv.k, kv.k_scales, page, view.item.kv_head, 0, page_rows, rows);
-    for (int r = 0; r < view.n_rows; ++r) {
-      const int pos = view.batch.positions[view.token(r)], head = view.head(r);
-      const int lo = std::max({page_first, view.mask.first(pos), from});
-      const int hi = std::min({page_first + page_rows - 1, view.mask.last(pos, view.prefix), to});
-      if (lo > hi) continue;
-      const float* qv = queries + size_t(r) * size_t(dim);
-      float* const row_weights = weights + size_t(r) * size_t(span);
-      // The running maximum stays in a register: the compiler cannot tell
-      // the scratch buffers apart, so a store per score would be kept.
-      float max = row_max[size_t(r)];
-      const float offset = offsets[r];
-      auto record = [&](int k, float dot) {
-        const float s = score_mod((dot + offset) * score_scale, head, pos, k);
-        row_weights[k - view.span.first] = s;
-        max = std::max(max, s);
-      };
-      int k = lo;
-      if (dim % kLanes == 0) {
-        for (; k + 8 <= hi + 1; k += 8) {
-          float dots[8];
-          keys.dot8(qv, k - page_first, dim, dots);
-          for (int i = 0; i < 8; ++i) record(k + i, dots[i]);
-        }
-      }
-      for (; k <= hi; ++k) record(k, keys.dot(qv, k - page_first, dim, rows));
-      row_max[size_t(r)] = max;
+    if (keys_in_place) return score(PageKeys::in_cache(kv, kv.k, page, view.item.kv_head), page_first, page_rows);
+    if (pending == 0) block_first = page_first;
+    load_rows(kv, kv.k, kv.k_scales, page, view.item.kv_head, 0, page_rows, rows + size_t(page_first - block_first) * size_t(dim));
+    block_rows = page_first + page_rows - block_first;
+    if (++pending == block_pages) {
+      score(PageKeys{kv, rows}, block_first, block_rows);
+      pending = 0;
     }
   });
+  if (pending > 0) score(PageKeys{kv, rows}, block_first, block_rows);
 }
 
 // The values of keys [from, to] into their lanes (LaneValues), converted to f32.

@@ -170,7 +170,7 @@ void run_split(const std::vector<WorkItem>& items, const float* q, int n_heads, 
     prepare_queries(it.view, q, n_heads, params, queries, offsets);
     float* const row_max = it.maxima + size_t(c.index) * size_t(n_rows);
     std::fill_n(row_max, n_rows, -std::numeric_limits<float>::infinity());
-    float* const rows = scratch_floats(scratch.rows, size_t(kv.page_size) * size_t(dim));
+    float* const rows = scratch_floats(scratch.rows, score_rows_floats(kv));
     const float score_scale = params.scale_queries ? 1.0f : params.scale;
     score_rows(it.view, queries, offsets, score_mod, score_scale, c.from, c.to, it.weights, row_max, rows);
   });

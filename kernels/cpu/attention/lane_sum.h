@@ -75,9 +75,10 @@ static inline __m512 load16_as_f32(const uint16_t* p) {
 // a transpose, instead of one scalar tree per vector.
 // Y: float, or uint16_t (f16 values, widened exactly as they are loaded;
 // on builds with F16C only).
-template <class Y>
-static inline void lane16_dot8(const float* x, const Y* y, size_t stride, int n, float* out) {
 #if defined(__AVX2__) && defined(__FMA__)
+// The eight sums as one vector, vector v's in lane v.
+template <class Y>
+__attribute__((always_inline)) static inline __m256 lane16_dot8_vector(const float* x, const Y* y, size_t stride, int n) {
   __m256 folded[8];  // folded[v] lane i: acc[i + 8] + acc[i] of vector v
 #if defined(__AVX512F__)
   // One 16-lane accumulator a vector, eight independent chains.
@@ -127,7 +128,14 @@ static inline void lane16_dot8(const float* x, const Y* y, size_t stride, int n,
   lanes[3] = _mm256_permute2f128_ps(b3, b7, 0x20), lanes[7] = _mm256_permute2f128_ps(b3, b7, 0x31);
   __m256 quarter[4];
   for (int i = 0; i < 4; ++i) quarter[i] = _mm256_add_ps(lanes[i + 4], lanes[i]);
-  _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(quarter[0], quarter[2]), _mm256_add_ps(quarter[1], quarter[3])));
+  return _mm256_add_ps(_mm256_add_ps(quarter[0], quarter[2]), _mm256_add_ps(quarter[1], quarter[3]));
+}
+#endif
+
+template <class Y>
+static inline void lane16_dot8(const float* x, const Y* y, size_t stride, int n, float* out) {
+#if defined(__AVX2__) && defined(__FMA__)
+  _mm256_storeu_ps(out, lane16_dot8_vector(x, y, stride, n));
 #else
   for (int v = 0; v < 8; ++v) out[v] = lane16_dot(x, y + size_t(v) * stride, n);
 #endif
