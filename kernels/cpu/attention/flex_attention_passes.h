@@ -329,11 +329,13 @@ inline float score_runs_of_eight(const PageKeys& keys, const float* q, float off
                                  float* out, float max, int* k) {
   __m256 max8 = _mm256_set1_ps(max);
   const __m256 offset8 = _mm256_set1_ps(offset), scale8 = _mm256_set1_ps(scale);
-  for (; *k + 8 <= hi + 1; *k += 8, row += 8, out += 8) {
+  int key = *k;  // a local: through the pointer it went to memory every run
+  for (; key + 8 <= hi + 1; key += 8, row += 8, out += 8) {
     const __m256 s = _mm256_mul_ps(_mm256_add_ps(keys.dot8_vector(q, row, dim), offset8), scale8);
     _mm256_storeu_ps(out, s);
     max8 = _mm256_max_ps(s, max8);  // the second operand where the first is NaN
   }
+  *k = key;
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(max8), _mm256_extractf128_ps(max8, 1));
   m = _mm_max_ps(m, _mm_movehl_ps(m, m));
   m = _mm_max_ss(m, _mm_movehdup_ps(m));

@@ -156,11 +156,13 @@ void lane_values_in_registers(const float* const* w, const LaneValues& v, int fi
     int k = lo + (l - lo % kLanes + kLanes) % kLanes;  // the first key of this lane
     const float* vk = k <= hi ? v.row(k) + d0 + e0 : nullptr;
     for (; k <= hi; k += kLanes, vk += v.dim) {
-      __m256 vv[kVectors];
-      for (int j = 0; j < kVectors; ++j) vv[j] = _mm256_loadu_ps(vk + 8 * j);
-      for (int i = 0; i < kRows; ++i) {
-        const __m256 p = _mm256_broadcast_ss(&w[i][k - first]);
-        for (int j = 0; j < kVectors; ++j) a[i][j] = _mm256_fmadd_ps(vv[j], p, a[i][j]);
+      // Each row's probability, then one value at a time: kRows + 1 live
+      // vectors beside the sums.
+      __m256 p[kRows];
+      for (int i = 0; i < kRows; ++i) p[i] = _mm256_broadcast_ss(&w[i][k - first]);
+      for (int j = 0; j < kVectors; ++j) {
+        const __m256 vv = _mm256_loadu_ps(vk + 8 * j);
+        for (int i = 0; i < kRows; ++i) a[i][j] = _mm256_fmadd_ps(vv, p[i], a[i][j]);
       }
     }
     for (int i = 0; i < kRows; ++i) {
@@ -195,8 +197,15 @@ void weighted_values(const float* const* w, const LaneValues& v, int first, int 
       continue;
     }
 #elif defined(__AVX2__) && defined(__FMA__)
-    // Sixteen elements of d a pass: 2 * kRows sums, two values and a
-    // probability stay in the 16 registers.
+    // Up to three rows take 32 elements of d a pass (4 * kRows sums, kRows
+    // probabilities and a value in the 16 registers): with 16 elements
+    // their 2 * kRows chains of multiply-adds were too few to hide the
+    // instruction's latency. Four rows take 16 (eight chains).
+    if (kRows <= 3 && dn % 32 == 0) {
+      for (int e0 = 0; e0 < dn; e0 += 32) lane_values_in_registers<kRows, 4>(w, v, first, lo, hi, d0, e0, acc);
+      reduce_value_lanes<kRows>(acc, dn, o, d0);
+      continue;
+    }
     if (dn % 16 == 0) {
       for (int e0 = 0; e0 < dn; e0 += 16) lane_values_in_registers<kRows, 2>(w, v, first, lo, hi, d0, e0, acc);
       reduce_value_lanes<kRows>(acc, dn, o, d0);

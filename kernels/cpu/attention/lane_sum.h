@@ -95,6 +95,7 @@ __attribute__((always_inline)) static inline __m256 lane16_dot8_vector(const flo
   // Four vectors side by side: eight independent chains of multiply-adds
   // keep both FMA units busy where one vector's two chains would wait on
   // their own latency.
+#pragma GCC unroll 2
   for (int v0 = 0; v0 < 8; v0 += 4) {
     const Y* yv[4];
     __m256 lo[4], hi[4];
