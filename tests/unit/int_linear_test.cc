@@ -373,8 +373,9 @@ class IntLinearKernels : public ::testing::TestWithParam<Case> {};
 
 TEST_P(IntLinearKernels, MatchTheDequantizedProductOnEveryInstructionSet) {
   const Case c = GetParam();
-  // Two full tiles of 16 tokens and a partial one; rows end inside a group.
-  const int64_t rows = 37, n_tokens = 37;
+  // Two full tiles of 16 tokens and a partial one; rows end inside a group,
+  // and each of two threads takes more than one block of eight groups.
+  const int64_t rows = 301, n_tokens = 37;
   const auto w = random_values(size_t(rows * c.cols), 2);
   const auto x = random_values(size_t(n_tokens * c.cols), 3, 61);
   const quant::IntMatrix m = quant::quantize_rtn(c.name, w.data(), rows, c.cols, c.config);
