@@ -117,28 +117,18 @@ void a8_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t
   }
 }
 
-// Groups a prompt takes through every tile of tokens before the next ones:
-// eight groups' weights (56 KiB at 896 columns and 4 bits, 304 KiB at
-// 4,864) stay in L2 while the tiles pass over them, where a thread's whole
-// share of the weight (about 1 MiB for Qwen2.5's gate at 4 bits) came
-// again from beyond L2 for every tile of four tokens.
-constexpr int64_t kGroupBlock = 8;
-
-// Blocks of groups outside, token tiles inside, groups innermost: for one
-// to four tokens (one tile) the weights stream once, in order.
+// Token tiles outside, groups inside: for one to four tokens the weights
+// stream once, in order.
 template <template <int> class Fn>
 void over_token_tiles(const IntGroupLayout& l, const IntGroupTask& t) {
-  for (int64_t g0 = 0; g0 < t.groups; g0 += kGroupBlock) {
-    const int64_t g1 = std::min(t.groups, g0 + kGroupBlock);
-    for (int64_t t0 = 0; t0 < t.n_tokens; t0 += kTokenTile) {
-      const int64_t n = std::min<int64_t>(kTokenTile, t.n_tokens - t0);
-      for (int64_t g = g0; g < g1; ++g) {
-        switch (n) {
-          case 1: Fn<1>::run(l, t, g, t0); break;
-          case 2: Fn<2>::run(l, t, g, t0); break;
-          case 3: Fn<3>::run(l, t, g, t0); break;
-          default: Fn<4>::run(l, t, g, t0); break;
-        }
+  for (int64_t t0 = 0; t0 < t.n_tokens; t0 += kTokenTile) {
+    const int64_t n = std::min<int64_t>(kTokenTile, t.n_tokens - t0);
+    for (int64_t g = 0; g < t.groups; ++g) {
+      switch (n) {
+        case 1: Fn<1>::run(l, t, g, t0); break;
+        case 2: Fn<2>::run(l, t, g, t0); break;
+        case 3: Fn<3>::run(l, t, g, t0); break;
+        default: Fn<4>::run(l, t, g, t0); break;
       }
     }
   }
