@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/tensor/half.h"
@@ -21,6 +22,7 @@ struct AttentionStep {
   int heads, kv_heads, page, tokens;
   std::vector<int32_t> kv_len, query_start, positions, page_indptr, page_indices, prefix_len;
   std::vector<float> k32, v32, q, k_scales, v_scales, k_center, sinks;  // q: (tokens of the batch, heads, kDim)
+  std::vector<float> slopes = {0.5f, 0.25f, 0.125f, 0.0625f, 0.03f, 0.02f, 0.01f, 0.005f, 0.002f};  // ALiBi, up to 9 heads
   std::vector<uint16_t> k16, v16;
   std::vector<int8_t> k8, v8;
 
@@ -52,6 +54,33 @@ struct AttentionStep {
     q.resize(positions.size() * size_t(heads) * kDim);
     for (float& x : q) x = dist(rng);
     for (int h = 0; h < heads; ++h) sinks.push_back(dist(rng));
+  }
+  // Every mask with every score modifier (a window whose first key lies
+  // inside a group of 16), then sinks without either.
+  std::vector<AttentionParams> every_modifier() const {
+    std::vector<AttentionParams> all;
+    for (MaskMod mask : {MaskMod::kCausal, MaskMod::kSlidingWindow, MaskMod::kPrefixLm}) {
+      for (ScoreMod score : {ScoreMod::kNone, ScoreMod::kSoftcap, ScoreMod::kAlibi}) {
+        AttentionParams p;
+        p.mask = mask;
+        p.score = score;
+        p.scale = 0.125f;
+        p.window = 517;
+        p.softcap = 2.0f;
+        p.alibi_slopes = slopes.data();
+        all.push_back(p);
+      }
+    }
+    AttentionParams with_sinks;
+    with_sinks.scale = 0.125f;
+    with_sinks.sinks = sinks.data();
+    all.push_back(with_sinks);
+    return all;
+  }
+  // The cache type and parameters, for failure messages.
+  std::string describe(const AttentionParams& p) const {
+    return std::string(dtype_name(dtype)) + " mask " + std::to_string(int(p.mask)) + " score " + std::to_string(int(p.score)) +
+           (p.sinks ? " sinks" : "");
   }
   PagedKv kv() const {
     if (dtype == DType::kF16) return {k16.data(), v16.data(), dtype, page, kv_heads, kDim};

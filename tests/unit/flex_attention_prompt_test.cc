@@ -25,43 +25,17 @@ std::vector<AttentionStep> prompts(DType dtype) {
   return {AttentionStep(dtype, {600}, 9, 3, 16, 40), AttentionStep(dtype, {530, 300}, 4, 1, 24, 24)};
 }
 
-std::vector<AttentionParams> every_modifier(const AttentionStep& step, const std::vector<float>& slopes) {
-  std::vector<AttentionParams> all;
-  for (MaskMod mask : {MaskMod::kCausal, MaskMod::kSlidingWindow, MaskMod::kPrefixLm}) {
-    for (ScoreMod score : {ScoreMod::kNone, ScoreMod::kSoftcap, ScoreMod::kAlibi}) {
-      AttentionParams p;
-      p.mask = mask;
-      p.score = score;
-      p.scale = 0.125f;
-      p.window = 517;  // the window's first key lies inside a group
-      p.softcap = 2.0f;
-      p.alibi_slopes = slopes.data();
-      all.push_back(p);
-    }
-  }
-  AttentionParams sinks;
-  sinks.scale = 0.125f;
-  sinks.sinks = step.sinks.data();
-  all.push_back(sinks);
-  return all;
-}
-
-std::string what(DType dtype, const AttentionParams& p, size_t token) {
-  return std::string(dtype_name(dtype)) + " mask " + std::to_string(int(p.mask)) + " score " + std::to_string(int(p.score)) +
-         (p.sinks ? " sinks" : "") + ", token " + std::to_string(token);
-}
-
 TEST(FlexAttentionPrompt, EachTokenGivesItsDecodeBits) {
-  const std::vector<float> slopes = {0.5f, 0.25f, 0.125f, 0.0625f, 0.03f, 0.02f, 0.01f, 0.005f, 0.002f};
   const IsaFeatures isa = detect_isa();
   for (DType dtype : {DType::kF32, DType::kF16, DType::kI8}) {
     for (const AttentionStep& step : prompts(dtype)) {
-      for (const AttentionParams& p : every_modifier(step, slopes)) {
+      for (const AttentionParams& p : step.every_modifier()) {
         const std::vector<float> prompt = step.run(p, 2, isa);
         const size_t per_token = size_t(step.heads) * kDim;
         for (size_t t = 0; t < step.positions.size(); ++t) {
           const std::vector<float> alone = step.run_token(t, p, isa);
-          ASSERT_EQ(0, std::memcmp(prompt.data() + t * per_token, alone.data(), per_token * sizeof(float))) << what(dtype, p, t);
+          ASSERT_EQ(0, std::memcmp(prompt.data() + t * per_token, alone.data(), per_token * sizeof(float)))
+              << step.describe(p) << ", token " << t;
         }
       }
     }

@@ -20,11 +20,6 @@ namespace {
 constexpr int kDim = AttentionStep::kDim;
 using DecodeStep = AttentionStep;  // one query token a sequence
 
-std::string what(DType dtype, const AttentionParams& p, int threads) {
-  return std::string(dtype_name(dtype)) + " mask " + std::to_string(int(p.mask)) + " score " + std::to_string(int(p.score)) +
-         (p.sinks ? " sinks" : "") + ", " + std::to_string(threads) + " threads";
-}
-
 // Every thread count above the step's number of query heads cuts the keys
 // differently (two parts a thread); fewer threads split the heads, and a
 // pool of one runs items whole.
@@ -36,34 +31,19 @@ void expect_split_matches_whole(const DecodeStep& step, const AttentionParams& p
     const std::vector<float> split = step.run(p, threads, isa, &chunks);
     // With fewer query heads than threads, more chunks than items: the keys were split.
     const size_t items = size_t(step.kv_heads) * step.kv_len.size();
-    if (step.heads * step.kv_len.size() < size_t(threads)) ASSERT_GT(chunks, items) << what(step.dtype, p, threads);
-    else ASSERT_EQ(chunks, 0u) << what(step.dtype, p, threads);
-    ASSERT_EQ(0, std::memcmp(whole.data(), split.data(), whole.size() * sizeof(float))) << what(step.dtype, p, threads);
+    const std::string why = step.describe(p) + ", " + std::to_string(threads) + " threads";
+    if (step.heads * step.kv_len.size() < size_t(threads)) ASSERT_GT(chunks, items) << why;
+    else ASSERT_EQ(chunks, 0u) << why;
+    ASSERT_EQ(0, std::memcmp(whole.data(), split.data(), whole.size() * sizeof(float))) << why;
   }
 }
 
 TEST(FlexAttentionSplit, EveryThreadCountGivesTheWholeItemsBits) {
   // SmolLM2's grouping (3 KV heads of 3 queries) at 700 keys and Gemma 3's
   // (one KV head of 4) at 1,000 and 300; pages of 24 keys end inside groups of 16.
-  const std::vector<float> slopes = {0.5f, 0.25f, 0.125f, 0.0625f, 0.03f, 0.02f, 0.01f, 0.005f, 0.002f};
   for (DType dtype : {DType::kF32, DType::kF16, DType::kI8}) {
     for (const DecodeStep& step : {DecodeStep(dtype, {700}, 9, 3, 16), DecodeStep(dtype, {1000, 300}, 4, 1, 24)}) {
-      for (MaskMod mask : {MaskMod::kCausal, MaskMod::kSlidingWindow, MaskMod::kPrefixLm}) {
-        for (ScoreMod score : {ScoreMod::kNone, ScoreMod::kSoftcap, ScoreMod::kAlibi}) {
-          AttentionParams p;
-          p.mask = mask;
-          p.score = score;
-          p.scale = 0.125f;
-          p.window = 517;  // the window's first key lies inside a group
-          p.softcap = 2.0f;
-          p.alibi_slopes = slopes.data();
-          expect_split_matches_whole(step, p, detect_isa());
-        }
-      }
-      AttentionParams sinks;
-      sinks.scale = 0.125f;
-      sinks.sinks = step.sinks.data();
-      expect_split_matches_whole(step, sinks, detect_isa());
+      for (const AttentionParams& p : step.every_modifier()) expect_split_matches_whole(step, p, detect_isa());
     }
   }
 }

@@ -323,7 +323,7 @@ constexpr int kMinRowsToWidenKeys = 8;
 #if defined(__AVX2__) && defined(__FMA__)
 // Scores (dot + offset) * scale of keys *k, *k + 1, ... in runs of eight
 // while a whole run lies within hi, into out (the first key's score first);
-// `row` is *k's row in the page. Advances *k past the runs and returns the
+// `row` is *k's row in `keys`. Advances *k past the runs and returns the
 // running maximum.
 inline float score_runs_of_eight(const PageKeys& keys, const float* q, float offset, float scale, int row, int hi, int dim,
                                  float* out, float max, int* k) {
