@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include "engine/tensor/half.h"
+#include "kernels/cpu/linear/vec_dot_avx2_kquants.h"
 #include "kernels/cpu/linear/vec_dot_avx2_rows.h"
 #include "kernels/cpu/linear/vec_dot_mxfp4.h"
 #include "kernels/cpu/linear/vec_dot_x86_impl.h"
@@ -85,6 +86,8 @@ VecDotKernel avx2_vec_dot(DType weight_type) {
     case DType::kQ5_0: k.fn_rows = dot_signed_rows<BlockQ5_0, q5_0_values>; break;
     case DType::kQ8_0: k.fn_rows = dot_signed_rows<BlockQ8_0, q8_0_values>; break;
     case DType::kQ4_1: k.fn_rows = dot_q4_1_rows; break;
+    case DType::kQ4_K: k.fn8_k_pairs = dot8_q4_k_pairs_avx2; break;
+    case DType::kQ6_K: k.fn8_k_pairs = dot8_q6_k_pairs_avx2; break;
     default: break;
   }
   return k;
