@@ -6,6 +6,8 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/core/error.h"
 #include "engine/tensor/half.h"
@@ -208,34 +210,55 @@ TEST(Matmul, OneAndManyTokensMatchPerRowDots) {
   }
 }
 
-// Rows of 75 blocks: the eight-token kernels take their block scales in
-// runs of 32 blocks, so these rows end in a part run after two whole ones.
-// Random bytes with each block's f16 scales (the first one or two halves of
-// the block) set to small normal values.
-TEST(Matmul, EightTokenKernelsGiveTheOneRowBitsOnWideRows) {
-  IsaFeatures avx2_only = detect_isa();
-  avx2_only.avx512f = avx2_only.avx512bw = avx2_only.avx512vl = avx2_only.avx512_vnni = false;
-  constexpr int64_t kRows = 12, kCols = 75 * 32;
-  std::mt19937 rng(5);
+// `rows` rows of `cols` elements of random bytes, each block's f16 scales
+// (the halves at `scale_offsets` in the block) set to small normal values.
+std::vector<uint8_t> random_blocks(DType dtype, int64_t rows, int64_t cols, const std::vector<size_t>& scale_offsets,
+                                   std::mt19937& rng) {
+  const DTypeInfo& info = dtype_info(dtype);
   std::uniform_int_distribution<int> byte(0, 255);
   std::normal_distribution<float> scale(0.0f, 0.02f);
+  std::vector<uint8_t> bytes(size_t(rows * cols / info.block_elems) * info.block_bytes);
+  for (uint8_t& b : bytes) b = uint8_t(byte(rng));
+  for (size_t block = 0; block < bytes.size(); block += info.block_bytes) {
+    for (const size_t at : scale_offsets) {
+      const uint16_t half = f32_to_f16(scale(rng));
+      std::memcpy(&bytes[block + at], &half, sizeof half);
+    }
+  }
+  return bytes;
+}
+
+// Every output of `tokens` tokens (8 and 21) against random weights of each
+// type gives the one-row bits, on each instruction set this CPU has.
+void expect_wide_rows_give_one_row_bits(const std::vector<std::pair<const char*, std::vector<size_t>>>& types, int64_t rows,
+                                        int64_t cols, unsigned seed) {
+  IsaFeatures avx2_only = detect_isa();
+  avx2_only.avx512f = avx2_only.avx512bw = avx2_only.avx512vl = avx2_only.avx512_vnni = false;
+  std::mt19937 rng(seed);
   for (const IsaFeatures& isa : {detect_isa(), avx2_only}) {
-    for (const char* type : {"Q4_0", "Q4_1", "Q5_0", "Q8_0"}) {
+    for (const auto& [type, scale_offsets] : types) {
       const DType dtype = dtype_named(type);
-      const DTypeInfo& info = dtype_info(dtype);
-      std::vector<uint8_t> bytes(size_t(kRows * kCols / 32) * info.block_bytes);
-      for (uint8_t& b : bytes) b = uint8_t(byte(rng));
-      const int halves = dtype == DType::kQ4_1 ? 2 : 1;  // d, and Q4_1's m
-      for (size_t block = 0; block < bytes.size(); block += info.block_bytes) {
-        for (int h = 0; h < halves; ++h) {
-          const uint16_t half = f32_to_f16(scale(rng));
-          std::memcpy(&bytes[block + 2 * size_t(h)], &half, sizeof half);
-        }
-      }
-      const LinearWeight weight("test.weight", dtype, bytes.data(), kRows, kCols, isa, false);
+      const std::vector<uint8_t> bytes = random_blocks(dtype, rows, cols, scale_offsets, rng);
+      const LinearWeight weight("test.weight", dtype, bytes.data(), rows, cols, isa, false);
       for (const int64_t tokens : {8, 21}) test_support::expect_one_row_bits(weight, tokens, 9, type);
     }
   }
+}
+
+// Rows of 75 blocks: the eight-token kernels take their block scales in
+// runs of 32 blocks, so these rows end in a part run after two whole ones.
+// The scales are d, and Q4_1's m after it.
+TEST(Matmul, EightTokenKernelsGiveTheOneRowBitsOnWideRows) {
+  expect_wide_rows_give_one_row_bits({{"Q4_0", {0}}, {"Q4_1", {0, 2}}, {"Q5_0", {0}}, {"Q8_0", {0}}}, 12, 75 * 32, 5);
+}
+
+// Rows of 13 super-blocks (every six-bit scale and min, every high bit at
+// random; Q4_K's d and dmin lead its block, Q6_K's d ends it): the
+// eight-token kernels (pair blocks on both instruction sets) carry their
+// integer sums across the super-blocks' chunks.
+TEST(Matmul, EightTokenKQuantKernelsGiveTheOneRowBitsOnWideRows) {
+  const size_t q6_k_d = dtype_info(DType::kQ6_K).block_bytes - 2;
+  expect_wide_rows_give_one_row_bits({{"Q4_K", {0, 2}}, {"Q6_K", {q6_k_d}}}, 7, 13 * 256, 11);
 }
 
 TEST(Matmul, FourRowKernelsGiveTheOneRowBits) {
