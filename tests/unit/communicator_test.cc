@@ -101,10 +101,11 @@ TEST(GlooCommunicator, CollectivesThroughTheTcpStore) {
 }
 
 // Rank 1 leaves the second all-reduce to rank 0 alone, either by closing
-// (its communicator destroyed) or by hanging past the timeout.
+// (its communicator destroyed) or by hanging past the timeout (for 5 s,
+// well past `max_seconds`). Rank 0's time is taken over the second
+// all-reduce alone, so a slow start on a loaded machine cannot fail it.
 void second_collective_alone(bool hang, double max_seconds) {
   const auto timeout = std::chrono::milliseconds(1000);
-  const auto start = std::chrono::steady_clock::now();
   std::string rank0_error;
   std::vector<CollectiveRecord> rank0_records;
   double rank0_seconds = 0;
@@ -112,9 +113,10 @@ void second_collective_alone(bool hang, double max_seconds) {
     float x = 1.0f;
     comm.all_reduce_sum(&x, 1, stream);
     if (rank == 1) {
-      if (hang) std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+      if (hang) std::this_thread::sleep_for(std::chrono::milliseconds(5000));
       return;
     }
+    const auto start = std::chrono::steady_clock::now();
     try {
       comm.all_reduce_sum(&x, 1, stream);
     } catch (const CollectiveError& e) {
