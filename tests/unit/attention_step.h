@@ -16,6 +16,25 @@
 
 namespace tessera::cpu {
 
+// Every mask with every score modifier: scale 1/8, softcap 2, the given
+// sliding window and ALiBi slopes (one a head).
+inline std::vector<AttentionParams> every_mask_and_score(int window, const float* slopes) {
+  std::vector<AttentionParams> all;
+  for (MaskMod mask : {MaskMod::kCausal, MaskMod::kSlidingWindow, MaskMod::kPrefixLm}) {
+    for (ScoreMod score : {ScoreMod::kNone, ScoreMod::kSoftcap, ScoreMod::kAlibi}) {
+      AttentionParams p;
+      p.mask = mask;
+      p.score = score;
+      p.scale = 0.125f;
+      p.window = window;
+      p.softcap = 2.0f;
+      p.alibi_slopes = slopes;
+      all.push_back(p);
+    }
+  }
+  return all;
+}
+
 struct AttentionStep {
   static constexpr int kDim = 64;
   DType dtype;
@@ -58,19 +77,7 @@ struct AttentionStep {
   // Every mask with every score modifier (a window whose first key lies
   // inside a group of 16), then sinks without either.
   std::vector<AttentionParams> every_modifier() const {
-    std::vector<AttentionParams> all;
-    for (MaskMod mask : {MaskMod::kCausal, MaskMod::kSlidingWindow, MaskMod::kPrefixLm}) {
-      for (ScoreMod score : {ScoreMod::kNone, ScoreMod::kSoftcap, ScoreMod::kAlibi}) {
-        AttentionParams p;
-        p.mask = mask;
-        p.score = score;
-        p.scale = 0.125f;
-        p.window = 517;
-        p.softcap = 2.0f;
-        p.alibi_slopes = slopes.data();
-        all.push_back(p);
-      }
-    }
+    std::vector<AttentionParams> all = every_mask_and_score(517, slopes.data());
     AttentionParams with_sinks;
     with_sinks.scale = 0.125f;
     with_sinks.sinks = sinks.data();

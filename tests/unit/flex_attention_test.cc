@@ -15,6 +15,7 @@
 #include "kernels/cpu/attention/flex_attention.h"
 #include "kernels/cpu/attention/hadamard.h"
 #include "kernels/cpu/attention/kv_pages.h"
+#include "tests/unit/attention_step.h"
 
 namespace tessera::cpu {
 namespace {
@@ -275,22 +276,13 @@ TEST(FlexAttentionBuilds, AgreeBitForBitAtHeadDim64) {
 TEST(FlexAttentionBuilds, AgreeBitForBitWithEveryModifierAtHeadDim64) {
   for (DType dtype : {DType::kF32, DType::kF16, DType::kI8}) {
     const Fixture f(dtype, 64, 24);
-    for (MaskMod mask : {MaskMod::kCausal, MaskMod::kSlidingWindow, MaskMod::kPrefixLm}) {
-      for (ScoreMod score : {ScoreMod::kNone, ScoreMod::kSoftcap, ScoreMod::kAlibi}) {
-        AttentionParams p;
-        p.mask = mask;
-        p.score = score;
-        p.scale = 0.125f;
-        p.window = 7;
-        p.softcap = 2.0f;
-        p.alibi_slopes = f.slopes.data();
-        ThreadPool pool(2);
-        std::vector<float> portable(f.q.size(), NAN), native(f.q.size(), NAN);
-        flex_attention(f.q.data(), kHeads, f.kv(), f.batch(), p, portable.data(), pool, IsaFeatures{});
-        flex_attention(f.q.data(), kHeads, f.kv(), f.batch(), p, native.data(), pool, detect_isa());
-        EXPECT_EQ(0, std::memcmp(portable.data(), native.data(), native.size() * sizeof(float)))
-            << dtype_name(dtype) << " mask " << int(mask) << " score " << int(score);
-      }
+    for (const AttentionParams& p : every_mask_and_score(7, f.slopes.data())) {
+      ThreadPool pool(2);
+      std::vector<float> portable(f.q.size(), NAN), native(f.q.size(), NAN);
+      flex_attention(f.q.data(), kHeads, f.kv(), f.batch(), p, portable.data(), pool, IsaFeatures{});
+      flex_attention(f.q.data(), kHeads, f.kv(), f.batch(), p, native.data(), pool, detect_isa());
+      EXPECT_EQ(0, std::memcmp(portable.data(), native.data(), native.size() * sizeof(float)))
+          << dtype_name(dtype) << " mask " << int(p.mask) << " score " << int(p.score);
     }
   }
 }
