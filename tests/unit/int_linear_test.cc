@@ -31,6 +31,8 @@ const Case kCases[] = {
     {"a16w4_g128_asym_576", {4, 128, false, ActivationPolicy::kNone}, 576},  // last group of 64
     {"a16w4_g64_sym_896", {4, 64, true, ActivationPolicy::kNone}, 896},
     {"a16w4_g32_asym_96", {4, 32, false, ActivationPolicy::kNone}, 96},  // padded to 128
+    {"a16w4_g32_asym_576", {4, 32, false, ActivationPolicy::kNone}, 576},
+    {"a16w4_g32_sym_160", {4, 32, true, ActivationPolicy::kNone}, 160},  // five spans in three chunks
     {"a16w4_g128_asym_4864", {4, 128, false, ActivationPolicy::kNone}, 4864},
     {"da8w8_576", {8, 0, true, ActivationPolicy::kDynamicInt8Token}, 576},
     {"da8w8_96", {8, 0, true, ActivationPolicy::kDynamicInt8Token}, 96},
@@ -399,7 +401,9 @@ TEST_P(IntLinearKernels, MatchTheDequantizedProductOnEveryInstructionSet) {
   std::vector<float> da8_reference, groups_reference;
   ThreadPool pool(2);
   const int64_t group = c.config.group_size == 0 ? c.cols : c.config.group_size;
-  for (const KernelChoice& choice : kernel_choices(group == c.cols || group % 64 == 0)) {
+  // Row groups take groups of whole 64-column chunks, and 4-bit groups of 32.
+  const bool groups_fit = group == c.cols || group % 64 == 0 || (c.config.bits == 4 && group == 32);
+  for (const KernelChoice& choice : kernel_choices(groups_fit)) {
     SCOPED_TRACE(std::string(c.name) + " on " + choice.name);
     const IntLinear lin(view, choice.isa, choice.layout);
     ASSERT_EQ(lin.row_groups(), choice.layout == IntLayout::kRowGroups);

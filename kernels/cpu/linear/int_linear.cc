@@ -62,9 +62,11 @@ IntLinear::IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa, IntLay
       seen[size_t(i)] = true;
     }
   }
-  const bool groups_fit = isa.avx2 && isa.fma && (per_channel || group % kGroupChunk == 0);
+  // 4-bit groups of 32 columns are the two nibble halves of a 64-column chunk.
+  const bool group_in_chunks = group % kGroupChunk == 0 || (bits_ == 4 && group == kGroupChunk / 2);
+  const bool groups_fit = isa.avx2 && isa.fma && (per_channel || group_in_chunks);
   if (layout == IntLayout::kRowGroups && !groups_fit) {
-    throw Error("weight '" + desc.name + "': row groups need AVX2 and groups of a multiple of 64 columns");
+    throw Error("weight '" + desc.name + "': row groups need AVX2 and groups of a multiple of 64 columns (or 32 at 4 bits)");
   }
   row_groups_ = groups_fit && layout != IntLayout::kRows;
   if (!row_groups_) {
@@ -330,7 +332,8 @@ void group_matmul(const IntLinear& w, IntActivations& x, int64_t n_tokens, float
   const IntGroupLayout& l = w.group_layout();
   const IntGroupKernels& k = w.group_kernels();
   const IntGroupFn amx = l.int8_activations ? k.amx_a8 : k.amx_a16;
-  const bool tiles = amx && n_tokens >= kAmxMinTokens;
+  // AMX tiles sum 64 columns a product: spans of half a chunk go through VNNI.
+  const bool tiles = amx && n_tokens >= kAmxMinTokens && l.span % kGroupChunk == 0;
   const bool few = !l.int8_activations && k.a16_few_tokens && n_tokens <= kFewTokens;
   const IntGroupFn fn = tiles ? amx : l.int8_activations ? k.a8 : few ? k.a16_few_tokens : k.a16;
   if (!l.int8_activations) {

@@ -104,6 +104,47 @@ __attribute__((always_inline)) inline void close_span(const IntGroupLayout& l, c
   }
 }
 
+// Where span s lies in the blocks: chunks [c0, c1), and in each the lines
+// [q0, q1) of the 8-bit layout. A span of 32 columns is half a chunk: lines
+// 0-7 or 8-15 of an 8-bit block, the low or the high nibbles (`half` 0 or 1)
+// of a 4-bit one; half is -1 for spans of whole chunks.
+struct SpanLines {
+  int64_t c0, c1;
+  int q0, q1, half;
+};
+
+SpanLines span_lines(const IntGroupLayout& l, int64_t s) {
+  if (l.span < kGroupChunk) {
+    const int half = int(s % 2);
+    return {s / 2, s / 2 + 1, 8 * half, 8 * half + 8, half};
+  }
+  const int64_t c0 = s * (l.span / kGroupChunk);
+  return {c0, std::min(l.chunks, c0 + l.span / kGroupChunk), 0, l.bits == 8 ? 16 : 8, -1};
+}
+
+// A 4-bit block's low (half 0) or high (half 1) nibbles, columns 32 * half
+// onwards of the chunk at xc, into the Q x T sums (see a16_pass).
+template <int T, int Q>
+__attribute__((always_inline)) inline void half_chunk_products(const IntGroupLayout& l, const uint8_t* block,
+                                                               const int16_t* xc, int half, __m256i (&sum)[Q][T]) {
+  const __m256i nibble = _mm256_set1_epi16(0x0F);
+  const __m128i shift = _mm_cvtsi32_si128(4 * half);
+  const int16_t* xh = xc + 32 * half;
+  for (int q = 0; q < 8; ++q) {
+    const uint8_t* line = block + q * 64;
+    prefetch_weights_ahead(line);
+    __m256i w[Q];
+    #pragma GCC unroll 4
+    for (int i = 0; i < Q; ++i) w[i] = _mm256_and_si256(_mm256_srl_epi16(widen_unsigned(line + 16 * i), shift), nibble);
+    #pragma GCC unroll 4
+    for (int k = 0; k < T; ++k) {
+      const __m256i xb = broadcast8(xh + k * l.padded_cols + 4 * q);
+      #pragma GCC unroll 4
+      for (int i = 0; i < Q; ++i) sum[i][k] = _mm256_add_epi32(sum[i][k], _mm256_madd_epi16(w[i], xb));
+    }
+  }
+}
+
 // One group's A16 products, rows 4 * q0 .. 4 * (q0 + Q) - 1, for T tokens
 // from t0, over the given spans. Q quarters (2 or 4) and T tokens are
 // register tiles: Q * T integer sums.
@@ -114,17 +155,21 @@ void a16_pass(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t
   const uint8_t* group = t.w + size_t(g) * size_t(l.chunks) * l.block_bytes;
   const int16_t* x = t.x16 + t0 * l.padded_cols;  // token t0 + k at x + k * padded_cols
   for (int64_t s = spans.begin; s < spans.end; ++s) {
-    const int64_t c0 = s * (l.span / kGroupChunk), c1 = std::min(l.chunks, c0 + l.span / kGroupChunk);
+    const SpanLines at = span_lines(l, s);
     __m256i sum[Q][T];
     #pragma GCC unroll 4
     for (int i = 0; i < Q; ++i) {
       #pragma GCC unroll 4
       for (int k = 0; k < T; ++k) sum[i][k] = _mm256_setzero_si256();
     }
-    for (int64_t c = c0; c < c1; ++c) {
+    for (int64_t c = at.c0; c < at.c1; ++c) {
       const uint8_t* block = group + size_t(c) * l.block_bytes;
       const int16_t* xc = x + c * kGroupChunk;
-      for (int q = 0; q < (Bits == 8 ? 16 : 8); ++q) {
+      if (Bits == 4 && at.half >= 0) {
+        half_chunk_products<T, Q>(l, block + 16 * q0, xc, at.half, sum);
+        continue;
+      }
+      for (int q = at.q0; q < at.q1; ++q) {
         const uint8_t* line = block + q * 64 + 16 * q0;
         prefetch_weights_ahead(line);
         // The quarters' weights first, then one token at a time: Q weight

@@ -25,6 +25,15 @@ __m512i broadcast4(const uint8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
+// Span s of group g for one token: its two byte products' sums joined to acc.
+template <int Bits>
+__attribute__((always_inline)) inline __m512 close_span(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t token,
+                                                        int64_t s, __m512i hi, __m512i lo, __m512 acc) {
+  const size_t at = size_t((g * l.n_spans + s) * kRowGroup);
+  const int32_t x_sum = Bits == 4 ? t.x_span_sums[token * l.n_spans + s] : 0;
+  return a16_span_close(hi, lo, t, at, x_sum, acc);
+}
+
 // One group's A16 products for T tokens starting at t0.
 template <int Bits, int T>
 void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) {
@@ -32,10 +41,17 @@ void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_
   __m512 acc[T];
   for (auto& a : acc) a = _mm512_setzero_ps();
   const uint8_t* group = t.w + size_t(g) * size_t(l.chunks) * l.block_bytes;
-  for (int64_t s = 0; s < l.n_spans; ++s) {
-    const int64_t c0 = s * (l.span / kGroupChunk), c1 = std::min(l.chunks, c0 + l.span / kGroupChunk);
-    // Two accumulators a sum (even and odd lines): the integer sums are
-    // exact in any order, and two chains hide vpdpbusd's latency.
+  // Spans of 32 columns (4 bits only) are the two nibble halves of a chunk:
+  // a pass over chunk c closes span 2c from the low nibbles' sums ([0]) and
+  // span 2c + 1 from the high ones' ([1]). Longer spans take whole chunks.
+  const bool half_chunks = Bits == 4 && l.span < kGroupChunk;
+  const int64_t span_chunks = half_chunks ? 1 : l.span / kGroupChunk;
+  const int64_t passes = half_chunks ? l.chunks : l.n_spans;
+  for (int64_t p = 0; p < passes; ++p) {
+    const int64_t c0 = p * span_chunks, c1 = std::min(l.chunks, c0 + span_chunks);
+    // Two accumulators a sum (8 bits: even and odd lines; 4 bits: low and
+    // high nibbles): the integer sums are exact in any order, and two
+    // chains hide vpdpbusd's latency.
     __m512i hi[T][2], lo[T][2];
     for (int k = 0; k < T; ++k) hi[k][0] = hi[k][1] = lo[k][0] = lo[k][1] = _mm512_setzero_si512();
     for (int64_t c = c0; c < c1; ++c) {
@@ -59,8 +75,9 @@ void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_
         for (int q = 0; q < 8; ++q) {
           prefetch_weights_ahead(block + q * 64);
           const __m512i line = _mm512_load_si512(block + q * 64);
-          const __m512i w0 = _mm512_and_si512(line, nibble);
-          const __m512i w1 = _mm512_and_si512(_mm512_srli_epi16(line, 4), nibble);
+          __m512i w0 = _mm512_and_si512(line, nibble);
+          __m512i w1 = _mm512_and_si512(_mm512_srli_epi16(line, 4), nibble);
+          asm("" : "+v"(w0), "+v"(w1));
           for (int k = 0; k < T; ++k) {
             const int64_t at = (t0 + k) * l.padded_cols + c * kGroupChunk + 4 * q;
             dpbusd_into(hi[k][0], broadcast4(t.x_hi + at), w0);
@@ -71,10 +88,19 @@ void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_
         }
       }
     }
-    const size_t at = size_t((g * l.n_spans + s) * kRowGroup);
-    for (int k = 0; k < T; ++k) {
-      const int32_t x_sum = Bits == 4 ? t.x_span_sums[(t0 + k) * l.n_spans + s] : 0;
-      acc[k] = a16_span_close(_mm512_add_epi32(hi[k][0], hi[k][1]), _mm512_add_epi32(lo[k][0], lo[k][1]), t, at, x_sum, acc[k]);
+    if (!half_chunks) {
+#pragma GCC unroll 4
+      for (int k = 0; k < T; ++k) {
+        acc[k] = close_span<Bits>(l, t, g, t0 + k, p, _mm512_add_epi32(hi[k][0], hi[k][1]), _mm512_add_epi32(lo[k][0], lo[k][1]), acc[k]);
+      }
+    } else {
+      // The padding's half chunk, past the last span, holds no span.
+      const bool second = 2 * p + 1 < l.n_spans;
+#pragma GCC unroll 4
+      for (int k = 0; k < T; ++k) {
+        acc[k] = close_span<Bits>(l, t, g, t0 + k, 2 * p, hi[k][0], lo[k][0], acc[k]);
+        if (second) acc[k] = close_span<Bits>(l, t, g, t0 + k, 2 * p + 1, hi[k][1], lo[k][1], acc[k]);
+      }
     }
   }
   const __mmask16 valid = row_mask(t.rows - g * kRowGroup);
