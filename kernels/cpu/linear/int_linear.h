@@ -99,7 +99,8 @@ IntLinearKernels select_int_kernels(const IsaFeatures& isa);
 
 // Where a weight's rows go: one after another (every instruction set), or
 // in groups of 16 (int_linear_groups.h: AVX2, AVX-512 VNNI, and AMX tiles
-// where the OS grants them; spans must be multiples of 64 columns).
+// where the OS grants them; spans must be multiples of 64 columns, or 32
+// at 4 bits).
 enum class IntLayout { kAuto, kRows, kRowGroups };
 
 // An integer linear weight in the kernels' layout:

@@ -13,6 +13,10 @@
 //           high, so the low nibbles of the eight lines are the tile's first
 //           eight rows and the high nibbles its last eight.
 //
+// Spans are whole chunks, or at 4 bits 32 columns: a chunk's low nibbles
+// (span 2c) and its high ones (span 2c + 1). AMX tiles take whole chunks
+// only; half-chunk spans go through the VNNI kernels on AMX machines.
+//
 // Arithmetic (bit for bit the same in the AMX, the VNNI and the AVX2
 // kernels, so a token's result depends neither on its batch nor on the
 // instruction set):

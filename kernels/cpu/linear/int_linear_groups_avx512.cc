@@ -3,7 +3,8 @@
 // rows, so one vpdpbusd against four activation bytes broadcast to every
 // lane adds those columns to all 16 rows at once, and the lanes end as the
 // rows' exact span sums with no horizontal reduction. Up to four tokens
-// share each weight load.
+// share each weight load, and 4-bit weights go two groups at a time, so
+// each broadcast serves two lines.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -24,6 +25,12 @@ __m512i broadcast4(const uint8_t* p) {
   std::memcpy(&v, p, sizeof v);
   return _mm512_set1_epi32(v);
 }
+
+// Four activation bytes as a memory operand of an asm statement.
+struct FourBytes {
+  uint8_t b[4];
+};
+inline const FourBytes& four_bytes(const uint8_t* p) { return *reinterpret_cast<const FourBytes*>(p); }
 
 // Span s of group g for one token: its two byte products' sums joined to acc.
 template <int Bits>
@@ -110,6 +117,75 @@ void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_
   }
 }
 
+// Two groups' A16 products of 4-bit weights for T tokens from t0 (spans of
+// whole chunks): each activation broadcast serves both groups' lines, so a
+// line's products need half the broadcasts of a16_group's. One sum a
+// (group, token, byte), 16 chains, and the products of a line and a token
+// written out in one statement: with the intrinsics GCC 12 spilled the
+// nibble vectors and sums to the stack on every line.
+template <int T>
+void a16_w4_group_pair(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) {
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  __m512 acc[2][T];
+#pragma GCC unroll 4
+  for (int k = 0; k < T; ++k) acc[0][k] = acc[1][k] = _mm512_setzero_ps();
+  const size_t group_bytes = size_t(l.chunks) * l.block_bytes;
+  const uint8_t* first = t.w + size_t(g) * group_bytes;
+  const int64_t span_chunks = l.span / kGroupChunk;
+  for (int64_t s = 0; s < l.n_spans; ++s) {
+    const int64_t c0 = s * span_chunks, c1 = std::min(l.chunks, c0 + span_chunks);
+    __m512i hi[2][T], lo[2][T];
+#pragma GCC unroll 4
+    for (int k = 0; k < T; ++k) hi[0][k] = hi[1][k] = lo[0][k] = lo[1][k] = _mm512_setzero_si512();
+    for (int64_t c = c0; c < c1; ++c) {
+      const uint8_t* b0 = first + size_t(c) * l.block_bytes;
+      const uint8_t* b1 = b0 + group_bytes;
+      for (int q = 0; q < 8; ++q) {
+        prefetch_weights_ahead(b0 + q * 64);
+        prefetch_weights_ahead(b1 + q * 64);
+        const __m512i line0 = _mm512_load_si512(b0 + q * 64), line1 = _mm512_load_si512(b1 + q * 64);
+        __m512i w00 = _mm512_and_si512(line0, nibble), w01 = _mm512_and_si512(_mm512_srli_epi16(line0, 4), nibble);
+        __m512i w10 = _mm512_and_si512(line1, nibble), w11 = _mm512_and_si512(_mm512_srli_epi16(line1, 4), nibble);
+        asm("" : "+v"(w00), "+v"(w01), "+v"(w10), "+v"(w11));
+#pragma GCC unroll 4
+        for (int k = 0; k < T; ++k) {
+          const int64_t at = (t0 + k) * l.padded_cols + c * kGroupChunk + 4 * q;
+          __m512i b0, b1;
+          asm("vpbroadcastd %[xh0], %[b0]\n\t"
+              "vpbroadcastd %[xl0], %[b1]\n\t"
+              "vpdpbusd %[w00], %[b0], %[h0]\n\t"
+              "vpdpbusd %[w10], %[b0], %[h1]\n\t"
+              "vpdpbusd %[w00], %[b1], %[l0]\n\t"
+              "vpdpbusd %[w10], %[b1], %[l1]\n\t"
+              "vpbroadcastd %[xh1], %[b0]\n\t"
+              "vpbroadcastd %[xl1], %[b1]\n\t"
+              "vpdpbusd %[w01], %[b0], %[h0]\n\t"
+              "vpdpbusd %[w11], %[b0], %[h1]\n\t"
+              "vpdpbusd %[w01], %[b1], %[l0]\n\t"
+              "vpdpbusd %[w11], %[b1], %[l1]"
+              : [h0] "+v"(hi[0][k]), [h1] "+v"(hi[1][k]), [l0] "+v"(lo[0][k]), [l1] "+v"(lo[1][k]), [b0] "=&v"(b0), [b1] "=&v"(b1)
+              : [w00] "v"(w00), [w01] "v"(w01), [w10] "v"(w10), [w11] "v"(w11), [xh0] "m"(four_bytes(t.x_hi + at)),
+                [xl0] "m"(four_bytes(t.x_lo + at)), [xh1] "m"(four_bytes(t.x_hi + at + 32)), [xl1] "m"(four_bytes(t.x_lo + at + 32)));
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int k = 0; k < T; ++k) {
+      acc[0][k] = close_span<4>(l, t, g, t0 + k, s, hi[0][k], lo[0][k], acc[0][k]);
+      acc[1][k] = close_span<4>(l, t, g + 1, t0 + k, s, hi[1][k], lo[1][k], acc[1][k]);
+    }
+  }
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; ++i) {
+    const __mmask16 valid = row_mask(t.rows - (g + i) * kRowGroup);
+#pragma GCC unroll 4
+    for (int k = 0; k < T; ++k) {
+      float* y = t.y + (t0 + k) * t.y_stride + (g + i) * kRowGroup;
+      _mm512_mask_storeu_ps(y, valid, _mm512_mul_ps(acc[i][k], _mm512_set1_ps(t.x_scales[t0 + k])));
+    }
+  }
+}
+
 template <int T>
 void a8_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) {
   // Even lines into `even`, odd ones into `odd`: two chains a token. The
@@ -168,6 +244,25 @@ template <int T>
 struct A16W4 {
   static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) { a16_group<4, T>(l, t, g, t0); }
 };
+// 4-bit spans of whole chunks: full tiles of tokens take the groups two at
+// a time, the rest one at a time (the same sums, so the same bits).
+void a16_w4_in_pairs(const IntGroupLayout& l, const IntGroupTask& t) {
+  for (int64_t t0 = 0; t0 < t.n_tokens; t0 += kTokenTile) {
+    const int64_t n = std::min<int64_t>(kTokenTile, t.n_tokens - t0);
+    int64_t g = 0;
+    if (n == kTokenTile) {
+      for (; g + 1 < t.groups; g += 2) a16_w4_group_pair<kTokenTile>(l, t, g, t0);
+    }
+    for (; g < t.groups; ++g) {
+      switch (n) {
+        case 1: a16_group<4, 1>(l, t, g, t0); break;
+        case 2: a16_group<4, 2>(l, t, g, t0); break;
+        case 3: a16_group<4, 3>(l, t, g, t0); break;
+        default: a16_group<4, 4>(l, t, g, t0); break;
+      }
+    }
+  }
+}
 template <int T>
 struct A8W8 {
   static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) { a8_group<T>(l, t, g, t0); }
@@ -175,6 +270,7 @@ struct A8W8 {
 
 void a16(const IntGroupLayout& l, const IntGroupTask& t) {
   if (l.bits == 8) over_token_tiles<A16W8>(l, t);
+  else if (l.span >= kGroupChunk) a16_w4_in_pairs(l, t);
   else over_token_tiles<A16W4>(l, t);
 }
 
