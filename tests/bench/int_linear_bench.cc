@@ -19,10 +19,11 @@ constexpr int kThreads = 2;
 quant::IntQuantConfig scheme(int64_t id) {
   if (id == 0) return {8, 0, true, ActivationPolicy::kNone};
   if (id == 1) return {4, 128, false, ActivationPolicy::kNone};
+  if (id == 3) return {4, 32, false, ActivationPolicy::kNone};  // the last layer of a16w4 checkpoints
   return {8, 0, true, ActivationPolicy::kDynamicInt8Token};
 }
 
-const char* scheme_name(int64_t id) { return id == 0 ? "a16w8" : id == 1 ? "a16w4/g128" : "da8w8"; }
+const char* scheme_name(int64_t id) { return id == 0 ? "a16w8" : id == 1 ? "a16w4/g128" : id == 2 ? "da8w8" : "a16w4/g32"; }
 
 const char* kLevels[] = {" avx2", " avx512", " avx512 row groups", " amx row groups", " avx2 row groups"};
 
@@ -59,7 +60,7 @@ void BM_IntMatmul(benchmark::State& state) {
 // Qwen2.5-0.5B's ffn_up, ffn_down and output head; SmolLM2's ffn_up.
 void shapes(benchmark::internal::Benchmark* b, int64_t tokens) {
   const std::vector<std::pair<int64_t, int64_t>> layers = {{4864, 896}, {896, 4864}, {151936, 896}, {1536, 576}};
-  for (int64_t s = 0; s < 3; ++s) {
+  for (int64_t s = 0; s < 4; ++s) {
     for (const auto& [rows, cols] : layers) {
       if (tokens > 1 && rows > 100000) continue;  // the head runs for one token per sequence
       for (int64_t level : {0, 1, 2, 3, 4}) b->Args({s, rows, cols, tokens, level});
@@ -128,7 +129,7 @@ void BM_IntLayerFromMemory(benchmark::State& state) {
 }
 // SmolLM2-135M's and Qwen2.5-0.5B's layers.
 BENCHMARK(BM_IntLayerFromMemory)->Apply([](benchmark::internal::Benchmark* b) {
-  for (int64_t s = 0; s < 3; ++s) {
+  for (int64_t s = 0; s < 4; ++s) {
     for (int64_t layout : {0, 1, 2, 3}) b->Args({s, 576, 576, 192, 1536, layout})->Args({s, 896, 896, 128, 4864, layout});
   }
 })->UseRealTime();
