@@ -83,7 +83,7 @@ struct IntGroupKernels {
   // their bytes h + 128 and l.
   bool int16_activations = false;
   // Optional: A16 for one or two tokens, reading the int16 activations
-  // (the AVX2 kernel, on AVX-512 machines).
+  // (the AVX2 kernel, on AVX-512 machines), for spans of whole chunks.
   IntGroupFn a16_few_tokens = nullptr;
 };
 

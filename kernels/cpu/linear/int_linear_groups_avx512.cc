@@ -41,6 +41,18 @@ __attribute__((always_inline)) inline __m512 close_span(const IntGroupLayout& l,
   return a16_span_close(hi, lo, t, at, x_sum, acc);
 }
 
+// Group g's f32 sums for tokens t0 .. t0 + T - 1, scaled by each token's
+// scale, into y (its real rows only).
+template <int T>
+__attribute__((always_inline)) inline void store_a16_tile(const IntGroupTask& t, int64_t g, int64_t t0, const __m512 (&acc)[T]) {
+  const __mmask16 valid = row_mask(t.rows - g * kRowGroup);
+#pragma GCC unroll 4
+  for (int k = 0; k < T; ++k) {
+    float* y = t.y + (t0 + k) * t.y_stride + g * kRowGroup;
+    _mm512_mask_storeu_ps(y, valid, _mm512_mul_ps(acc[k], _mm512_set1_ps(t.x_scales[t0 + k])));
+  }
+}
+
 // One group's A16 products for T tokens starting at t0.
 template <int Bits, int T>
 void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0) {
@@ -110,11 +122,7 @@ void a16_group(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_
       }
     }
   }
-  const __mmask16 valid = row_mask(t.rows - g * kRowGroup);
-  for (int k = 0; k < T; ++k) {
-    float* y = t.y + (t0 + k) * t.y_stride + g * kRowGroup;
-    _mm512_mask_storeu_ps(y, valid, _mm512_mul_ps(acc[k], _mm512_set1_ps(t.x_scales[t0 + k])));
-  }
+  store_a16_tile<T>(t, g, t0, acc);
 }
 
 // Two groups' A16 products of 4-bit weights for T tokens from t0 (spans of
@@ -175,15 +183,8 @@ void a16_w4_group_pair(const IntGroupLayout& l, const IntGroupTask& t, int64_t g
       acc[1][k] = close_span<4>(l, t, g + 1, t0 + k, s, hi[1][k], lo[1][k], acc[1][k]);
     }
   }
-#pragma GCC unroll 2
-  for (int i = 0; i < 2; ++i) {
-    const __mmask16 valid = row_mask(t.rows - (g + i) * kRowGroup);
-#pragma GCC unroll 4
-    for (int k = 0; k < T; ++k) {
-      float* y = t.y + (t0 + k) * t.y_stride + (g + i) * kRowGroup;
-      _mm512_mask_storeu_ps(y, valid, _mm512_mul_ps(acc[i][k], _mm512_set1_ps(t.x_scales[t0 + k])));
-    }
-  }
+  store_a16_tile<T>(t, g, t0, acc[0]);
+  store_a16_tile<T>(t, g + 1, t0, acc[1]);
 }
 
 template <int T>
