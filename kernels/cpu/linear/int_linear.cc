@@ -328,6 +328,9 @@ void split_int16(IntActivations& x, ThreadPool& pool) {
   std::memset(lo + real, 0, x.x_lo.size() - real);
 }
 
+constexpr int64_t kClaimedMinTokens = 16;
+constexpr int kClaimedChunksPerThread = 4;
+
 void group_matmul(const IntLinear& w, IntActivations& x, int64_t n_tokens, float* y, ThreadPool& pool) {
   const IntGroupLayout& l = w.group_layout();
   const IntGroupKernels& k = w.group_kernels();
@@ -344,7 +347,11 @@ void group_matmul(const IntLinear& w, IntActivations& x, int64_t n_tokens, float
     if (l.bits == 4 && !tiles) compute_span_sums(x, l.span, l.n_spans, pool);
   }
   const int64_t groups = (w.rows() + kRowGroup - 1) / kRowGroup;
-  pool.parallel_for(groups, 2, [&](int, int64_t begin, int64_t end) {
+  // A prompt's groups are many equal pieces of compute: claimed as threads
+  // free up, so a thread on a slowed vCPU takes fewer. One token's product
+  // reads memory, and each thread streams one contiguous half.
+  const int per_thread = n_tokens >= kClaimedMinTokens ? kClaimedChunksPerThread : 1;
+  pool.parallel_for_claimed(groups, 2, per_thread, [&](int, int64_t begin, int64_t end) {
     IntGroupTask t = w.group_task(begin, end - begin);
     t.x_hi = x.x_hi.data();
     t.x_lo = x.x_lo.data();

@@ -119,7 +119,7 @@ SpanLines span_lines(const IntGroupLayout& l, int64_t s) {
     return {s / 2, s / 2 + 1, 8 * half, 8 * half + 8, half};
   }
   const int64_t c0 = s * (l.span / kGroupChunk);
-  return {c0, std::min(l.chunks, c0 + l.span / kGroupChunk), 0, l.bits == 8 ? 16 : 8, -1};
+  return {c0, std::min(l.chunks, c0 + l.span / kGroupChunk), 0, l.bits == 4 ? 8 : 16, -1};
 }
 
 // A 4-bit block's low (half 0) or high (half 1) nibbles, columns 32 * half
@@ -169,18 +169,24 @@ void a16_pass(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t
         half_chunk_products<T, Q>(l, block + 16 * q0, xc, at.half, sum);
         continue;
       }
-      for (int q = at.q0; q < at.q1; ++q) {
-        const uint8_t* line = block + q * 64 + 16 * q0;
+      // Token k's columns of line q at xq + k * padded_cols: pointers that
+      // step with the lines, where indices recomputed each line's addresses.
+      constexpr int kLineBytes = Bits == 16 ? 128 : 64;
+      const int16_t* xq = xc + 4 * at.q0;
+      const uint8_t* line = block + at.q0 * kLineBytes + (kLineBytes / 4) * q0;
+      for (int q = at.q0; q < at.q1; ++q, line += kLineBytes, xq += 4) {
         prefetch_weights_ahead(line);
         // The quarters' weights first, then one token at a time: Q weight
         // vectors, one activation and Q * T sums are live, all in registers.
-        if constexpr (Bits == 8) {
+        if constexpr (Bits >= 8) {
           __m256i w[Q];
           #pragma GCC unroll 4
-          for (int i = 0; i < Q; ++i) w[i] = widen_signed(line + 16 * i);
+          for (int i = 0; i < Q; ++i) {
+            w[i] = Bits == 16 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(line + 32 * i)) : widen_signed(line + 16 * i);
+          }
           #pragma GCC unroll 4
           for (int k = 0; k < T; ++k) {
-            const __m256i xb = broadcast8(xc + k * l.padded_cols + 4 * q);
+            const __m256i xb = broadcast8(xq + k * l.padded_cols);
             #pragma GCC unroll 4
             for (int i = 0; i < Q; ++i) sum[i][k] = _mm256_add_epi32(sum[i][k], _mm256_madd_epi16(w[i], xb));
           }
@@ -195,8 +201,8 @@ void a16_pass(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t
           }
           #pragma GCC unroll 4
           for (int k = 0; k < T; ++k) {
-            const __m256i x_low = broadcast8(xc + k * l.padded_cols + 4 * q);
-            const __m256i x_high = broadcast8(xc + k * l.padded_cols + 4 * q + 32);
+            const __m256i x_low = broadcast8(xq + k * l.padded_cols);
+            const __m256i x_high = broadcast8(xq + k * l.padded_cols + 32);
             #pragma GCC unroll 4
             for (int i = 0; i < Q; ++i) {
               sum[i][k] = _mm256_add_epi32(sum[i][k], _mm256_madd_epi16(low[i], x_low));
@@ -286,6 +292,12 @@ struct A16W8 {
   }
 };
 template <int T>
+struct A16W16 {  // weights widened to int16 (widen_groups)
+  static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0, Spans spans) {
+    a16_group<16, T>(l, t, g, t0, spans);
+  }
+};
+template <int T>
 struct A16W4 {
   static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0, Spans spans) {
     a16_group<4, T>(l, t, g, t0, spans);
@@ -332,35 +344,43 @@ void over_token_tiles(const IntGroupLayout& l, const IntGroupTask& t) {
   for (int64_t g0 = 0; g0 < t.groups; g0 += kGroupBlock) token_tiles<Fn>(l, t, g0, std::min(t.groups, g0 + kGroupBlock));
 }
 
-// From this many tokens, 4-bit groups are widened to the 8-bit layout
-// (unsigned nibbles as bytes) a block at a time: the nibbles are unpacked
-// once for every tile of tokens rather than once a tile.
+// From this many tokens, groups are widened to int16 a block at a time:
+// the weights are widened once for every tile of tokens rather than once a
+// tile, and the products then load them as they are, leaving the vector
+// units to the multiplies and sums (each 8-bit line was widened again by
+// every tile, a quarter of the loop's vector instructions).
 constexpr int64_t kWidenMinTokens = 16;
+constexpr size_t kWideBlockBytes = 2048;  // 16 lines x 16 rows x 4 columns x int16
 
-// `n` groups of 4-bit blocks as 8-bit blocks: line q of a 4-bit block holds
-// lines q (low nibbles) and q + 8 (high nibbles) of the 8-bit one.
-void widen_groups(const IntGroupLayout& l, const uint8_t* w4, int64_t n, uint8_t* w8) {
-  const __m256i nibble = _mm256_set1_epi8(0x0F);
+// `n` groups of 8- or 4-bit blocks as int16 blocks, each line's quarters
+// (four rows of four columns) in order: line q of a 4-bit block holds lines
+// q (low nibbles) and q + 8 (high nibbles), unsigned, of the wide one.
+void widen_groups(const IntGroupLayout& l, const uint8_t* w, int64_t n, uint8_t* wide) {
+  const __m256i nibble = _mm256_set1_epi16(0x0F);
   for (int64_t b = 0; b < n * l.chunks; ++b) {
-    const uint8_t* in = w4 + size_t(b) * l.block_bytes;
-    uint8_t* out = w8 + size_t(b) * 1024;
-    for (int q = 0; q < 8; ++q) {
-      for (int half = 0; half < 2; ++half) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + q * 64 + 32 * half));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + q * 64 + 32 * half), _mm256_and_si256(v, nibble));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (q + 8) * 64 + 32 * half),
-                            _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
+    const uint8_t* in = w + size_t(b) * l.block_bytes;
+    auto* out = reinterpret_cast<__m256i*>(wide + size_t(b) * kWideBlockBytes);  // (16 lines, 4 quarters)
+    for (int q = 0; q < (l.bits == 8 ? 16 : 8); ++q) {
+      for (int i = 0; i < 4; ++i) {
+        const uint8_t* quarter = in + q * 64 + 16 * i;
+        if (l.bits == 8) {
+          _mm256_storeu_si256(out + 4 * q + i, widen_signed(quarter));
+          continue;
+        }
+        const __m256i v = widen_unsigned(quarter);
+        _mm256_storeu_si256(out + 4 * q + i, _mm256_and_si256(v, nibble));
+        _mm256_storeu_si256(out + 4 * (q + 8) + i, _mm256_srli_epi16(v, 4));
       }
     }
   }
 }
 
-void a16_w4_widened(const IntGroupLayout& l, const IntGroupTask& t) {
+void a16_widened(const IntGroupLayout& l, const IntGroupTask& t) {
   IntGroupLayout wide = l;
-  wide.bits = 8;
-  wide.block_bytes = 1024;
+  wide.bits = 16;
+  wide.block_bytes = kWideBlockBytes;
   // Every byte is written by widen_groups before it is read: no fill.
-  const auto block = std::make_unique_for_overwrite<uint8_t[]>(size_t(std::min(kGroupBlock, t.groups) * l.chunks) * wide.block_bytes);
+  const auto block = std::make_unique_for_overwrite<uint8_t[]>(size_t(std::min(kGroupBlock, t.groups) * l.chunks) * kWideBlockBytes);
   for (int64_t g0 = 0; g0 < t.groups; g0 += kGroupBlock) {
     const int64_t n = std::min(kGroupBlock, t.groups - g0);
     widen_groups(l, t.w + size_t(g0 * l.chunks) * l.block_bytes, n, block.get());
@@ -369,18 +389,18 @@ void a16_w4_widened(const IntGroupLayout& l, const IntGroupTask& t) {
     IntGroupTask sub = t;
     sub.w = block.get();
     sub.scales = t.scales + at;
-    sub.zeros = t.zeros + at;
-    sub.offsets = t.offsets + at;
+    sub.zeros = t.zeros ? t.zeros + at : nullptr;
+    sub.offsets = t.offsets ? t.offsets + at : nullptr;
     sub.groups = n;
     sub.rows = t.rows - g0 * kRowGroup;
     sub.y = t.y + g0 * kRowGroup;
-    token_tiles<A16W8>(wide, sub, 0, n);
+    token_tiles<A16W16>(wide, sub, 0, n);
   }
 }
 
 void a16(const IntGroupLayout& l, const IntGroupTask& t) {
-  if (l.bits == 8) over_token_tiles<A16W8>(l, t);
-  else if (t.n_tokens >= kWidenMinTokens) a16_w4_widened(l, t);
+  if (t.n_tokens >= kWidenMinTokens) a16_widened(l, t);
+  else if (l.bits == 8) over_token_tiles<A16W8>(l, t);
   else over_token_tiles<A16W4>(l, t);
 }
 

@@ -116,9 +116,19 @@ void ThreadPool::wait_for_chunks(int chunks) {
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int, int64_t, int64_t)>& fn) {
+  run_loop(n, grain, 1, fn);
+}
+
+void ThreadPool::parallel_for_claimed(int64_t n, int64_t grain, int per_thread,
+                                      const std::function<void(int, int64_t, int64_t)>& fn) {
+  run_loop(n, grain, std::max(1, per_thread), fn);
+}
+
+void ThreadPool::run_loop(int64_t n, int64_t grain, int per_thread, const std::function<void(int, int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   const int64_t most = n / std::max<int64_t>(grain, 1);
-  const int chunks = int(std::clamp<int64_t>(most, 1, std::min(active_.count(), kMaxChunks)));
+  const int threads = active_.count();
+  const int chunks = threads == 1 ? 1 : int(std::clamp<int64_t>(most, 1, std::min<int64_t>(int64_t(threads) * per_thread, kMaxChunks)));
   if (chunks == 1 || workers_.empty()) {
     fn(0, 0, n);
     if (most > 1 && !workers_.empty()) active_.after_loop(false, ActiveThreads::Clock::now);  // shrunk to one thread
@@ -137,7 +147,9 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   if (sleeping_.load() > 0) wake_.notify_all();
   run_chunks(generation, false);
   wait_for_chunks(chunks);
-  active_.after_loop(participants_.load(std::memory_order_relaxed) < chunks - 1, ActiveThreads::Clock::now);
+  // Late: fewer workers took part than the loop had chunks for them.
+  const int worker_chunks = std::min(chunks, size()) - 1;
+  active_.after_loop(participants_.load(std::memory_order_relaxed) < worker_chunks, ActiveThreads::Clock::now);
 }
 
 }  // namespace tessera::cpu

@@ -36,12 +36,20 @@ class ThreadPool {
   // (not the thread that runs it).
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int, int64_t, int64_t)>& fn);
 
+  // As parallel_for, in up to `per_thread` chunks a thread, which threads
+  // claim as they free up: a thread whose core runs slower (a busy
+  // neighbour on its vCPU) takes fewer, and the loop ends when the work
+  // does, not when the slowest thread's fixed share does. For loops of many
+  // equal, independent pieces. chunk_index < per_thread * size().
+  void parallel_for_claimed(int64_t n, int64_t grain, int per_thread, const std::function<void(int, int64_t, int64_t)>& fn);
+
  private:
   void worker_loop();
   bool wait_for_job(uint32_t seen);
   // Claims and runs chunks of loop `generation` until none is left.
   void run_chunks(uint32_t generation, bool worker);
   void wait_for_chunks(int chunks);
+  void run_loop(int64_t n, int64_t grain, int per_thread, const std::function<void(int, int64_t, int64_t)>& fn);
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
