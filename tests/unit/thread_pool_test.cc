@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <vector>
 
@@ -28,6 +29,27 @@ TEST(ThreadPool, EveryIndexRunsOnceWhateverTheChunking) {
         for (int64_t i = begin; i < end; ++i) hits[size_t(i)]++;
       });
       for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[size_t(i)].load(), 1) << "n " << n << " grain " << grain << " index " << i;
+    }
+  }
+}
+
+// Claimed chunks: up to per_thread a thread, non-empty, each index once,
+// and all of them once the loop is long enough to fill them.
+TEST(ThreadPool, ClaimedChunksCoverEveryIndexOnceInUpToPerThreadChunksEach) {
+  ThreadPool pool(2);
+  for (const int64_t n : {1, 5, 8, 96, 1001}) {
+    for (const int per_thread : {1, 4}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      std::atomic<int> chunks{0};
+      pool.parallel_for_claimed(n, 2, per_thread, [&](int chunk, int64_t begin, int64_t end) {
+        EXPECT_LT(chunk, per_thread * pool.size());
+        EXPECT_LT(begin, end);
+        chunks++;
+        for (int64_t i = begin; i < end; ++i) hits[size_t(i)]++;
+      });
+      for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[size_t(i)].load(), 1) << "n " << n << " per thread " << per_thread;
+      EXPECT_LE(chunks.load(), std::max<int64_t>(1, std::min<int64_t>(n / 2, per_thread * pool.size())));
+      if (n >= 96) EXPECT_EQ(chunks.load(), per_thread * pool.size()) << "n " << n;
     }
   }
 }
