@@ -25,8 +25,8 @@ namespace {
 constexpr int kTokenTile = 4;
 // Groups a thread takes in turn through every tile of tokens, and the
 // columns of a block of spans, so that the block's weights (16 rows x 1024
-// columns x 8 groups, 128 KiB in bytes) stay in L2 while the tiles pass
-// over them (token_tiles).
+// columns x 8 groups: 128 KiB in bytes, 256 KiB widened to int16) stay in
+// L2 while the tiles pass over them (token_tiles).
 constexpr int64_t kGroupBlock = 8;
 constexpr int64_t kBlockColumns = 1024;
 
@@ -147,7 +147,8 @@ __attribute__((always_inline)) inline void half_chunk_products(const IntGroupLay
 
 // One group's A16 products, rows 4 * q0 .. 4 * (q0 + Q) - 1, for T tokens
 // from t0, over the given spans. Q quarters (2 or 4) and T tokens are
-// register tiles: Q * T integer sums.
+// register tiles: Q * T integer sums. Bits: 8 or 4 as stored, 16 for the
+// int16 blocks of widen_groups.
 template <int Bits, int T, int Q>
 void a16_pass(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0, int q0, Spans spans) {
   const __m256i nibble = _mm256_set1_epi16(0x0F);
