@@ -204,9 +204,9 @@ def read_header(path):
 
 
 # (id, values, bytes) per block of every type a header may name: those
-# written here, and Q4_1, Q5_1, Q2_K, Q3_K and Q5_K.
+# written here, and Q4_1, Q5_1, Q2_K, Q3_K, Q5_K and BF16.
 BLOCKS = {t[0]: t for t in (T.F32, T.F16, T.Q4_0, T.Q5_0, T.Q8_0, T.Q4_K, T.Q6_K, T.MXFP4, (3, 32, 20), (7, 32, 24),
-                            (10, 256, 84), (11, 256, 110), (13, 256, 176))}
+                            (10, 256, 84), (11, 256, 110), (13, 256, 176), (30, 1, 2))}
 
 
 def tensor_bytes(dims, kind):
