@@ -75,10 +75,11 @@ __m256i row_sums(__m256i first_quarter, __m256i second_quarter) {
 }
 
 // The end of span s for the pass's rows and tokens: each row's exact span
-// sum (less zero * sum(x) for 4-bit weights, stored as such or widened)
-// joins its f32 sum, which waits in y between spans (a store and a load
-// keep every bit, and leave the registers to the integer sums); the last
-// span scales it by the token's scale.
+// sum (less zero * sum(x) for 4-bit weights read as nibbles; widened ones
+// carry their zero points, see widen_groups) joins its f32 sum, which
+// waits in y between spans (a store and a load keep every bit, and leave
+// the registers to the integer sums); the last span scales it by the
+// token's scale.
 template <int T, int Q>
 __attribute__((always_inline)) inline void close_span(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0,
                                                       int q0, int64_t s, const RowLanes (&lanes)[2],
@@ -353,24 +354,44 @@ void over_token_tiles(const IntGroupLayout& l, const IntGroupTask& t) {
 constexpr int64_t kWidenMinTokens = 16;
 constexpr size_t kWideBlockBytes = 2048;  // 16 lines x 16 rows x 4 columns x int16
 
+// Four rows' zero points (int32, from `zeros`) as the int16 lanes of a
+// widened quarter: each row's zero in its four columns' lanes.
+__m256i quarter_zeros(const int32_t* zeros) {
+  const auto lane = [&](int n) { return int64_t(uint16_t(zeros[n])) * 0x0001000100010001LL; };
+  return _mm256_setr_epi64x(lane(0), lane(1), lane(2), lane(3));
+}
+
 // `n` groups of 8- or 4-bit blocks as int16 blocks, each line's quarters
 // (four rows of four columns) in order: line q of a 4-bit block holds lines
-// q (low nibbles) and q + 8 (high nibbles), unsigned, of the wide one.
-void widen_groups(const IntGroupLayout& l, const uint8_t* w, int64_t n, uint8_t* wide) {
+// q (low nibbles) and q + 8 (high nibbles) of the wide one, less each row's
+// zero point for the span the column lies in (`zeros`, laid out as
+// IntGroupTask::zeros for these groups), so the products give
+// sum(x w) - zero * sum(x) as they are and no span end multiplies zeros by
+// activation sums.
+void widen_groups(const IntGroupLayout& l, const uint8_t* w, const int32_t* zeros, int64_t n, uint8_t* wide) {
   const __m256i nibble = _mm256_set1_epi16(0x0F);
   for (int64_t b = 0; b < n * l.chunks; ++b) {
     const uint8_t* in = w + size_t(b) * l.block_bytes;
     auto* out = reinterpret_cast<__m256i*>(wide + size_t(b) * kWideBlockBytes);  // (16 lines, 4 quarters)
-    for (int q = 0; q < (l.bits == 8 ? 16 : 8); ++q) {
-      for (int i = 0; i < 4; ++i) {
-        const uint8_t* quarter = in + q * 64 + 16 * i;
-        if (l.bits == 8) {
-          _mm256_storeu_si256(out + 4 * q + i, widen_signed(quarter));
-          continue;
-        }
-        const __m256i v = widen_unsigned(quarter);
-        _mm256_storeu_si256(out + 4 * q + i, _mm256_and_si256(v, nibble));
-        _mm256_storeu_si256(out + 4 * (q + 8) + i, _mm256_srli_epi16(v, 4));
+    if (l.bits == 8) {
+      for (int q = 0; q < 16; ++q) {
+        for (int i = 0; i < 4; ++i) _mm256_storeu_si256(out + 4 * q + i, widen_signed(in + q * 64 + 16 * i));
+      }
+      continue;
+    }
+    // Zero points of quarter i's rows in the span of column `col`: the
+    // chunk's low nibbles (columns 0-31) and high ones (32-63) may lie in
+    // different spans.
+    const int64_t g = b / l.chunks, column = (b % l.chunks) * kGroupChunk;
+    const auto zero_of = [&](int64_t col, int i) {
+      return zeros ? quarter_zeros(zeros + size_t((g * l.n_spans + col / l.span) * kRowGroup + 4 * i)) : _mm256_setzero_si256();
+    };
+    for (int i = 0; i < 4; ++i) {
+      const __m256i low_zero = zero_of(column, i), high_zero = zero_of(column + 32, i);
+      for (int q = 0; q < 8; ++q) {
+        const __m256i v = widen_unsigned(in + q * 64 + 16 * i);
+        _mm256_storeu_si256(out + 4 * q + i, _mm256_sub_epi16(_mm256_and_si256(v, nibble), low_zero));
+        _mm256_storeu_si256(out + 4 * (q + 8) + i, _mm256_sub_epi16(_mm256_srli_epi16(v, 4), high_zero));
       }
     }
   }
@@ -384,13 +405,14 @@ void a16_widened(const IntGroupLayout& l, const IntGroupTask& t) {
   const auto block = std::make_unique_for_overwrite<uint8_t[]>(size_t(std::min(kGroupBlock, t.groups) * l.chunks) * kWideBlockBytes);
   for (int64_t g0 = 0; g0 < t.groups; g0 += kGroupBlock) {
     const int64_t n = std::min(kGroupBlock, t.groups - g0);
-    widen_groups(l, t.w + size_t(g0 * l.chunks) * l.block_bytes, n, block.get());
-    // The block's groups as a task of their own, counted from its first.
+    // The block's groups as a task of their own, counted from its first;
+    // their zero points are in the widened weights.
     const size_t at = size_t(g0 * l.n_spans * kRowGroup);
+    widen_groups(l, t.w + size_t(g0 * l.chunks) * l.block_bytes, t.zeros ? t.zeros + at : nullptr, n, block.get());
     IntGroupTask sub = t;
     sub.w = block.get();
     sub.scales = t.scales + at;
-    sub.zeros = t.zeros ? t.zeros + at : nullptr;
+    sub.zeros = nullptr;
     sub.offsets = t.offsets ? t.offsets + at : nullptr;
     sub.groups = n;
     sub.rows = t.rows - g0 * kRowGroup;
