@@ -381,10 +381,12 @@ void widen_groups(const IntGroupLayout& l, const uint8_t* w, const int32_t* zero
     }
     // Zero points of quarter i's rows in the span of column `col`: the
     // chunk's low nibbles (columns 0-31) and high ones (32-63) may lie in
-    // different spans.
+    // different spans, and the last span runs on to the padded end.
     const int64_t g = b / l.chunks, column = (b % l.chunks) * kGroupChunk;
     const auto zero_of = [&](int64_t col, int i) {
-      return zeros ? quarter_zeros(zeros + size_t((g * l.n_spans + col / l.span) * kRowGroup + 4 * i)) : _mm256_setzero_si256();
+      if (!zeros) return _mm256_setzero_si256();
+      const int64_t span = std::min(col / l.span, l.n_spans - 1);
+      return quarter_zeros(zeros + size_t((g * l.n_spans + span) * kRowGroup + 4 * i));
     };
     for (int i = 0; i < 4; ++i) {
       const __m256i low_zero = zero_of(column, i), high_zero = zero_of(column + 32, i);
