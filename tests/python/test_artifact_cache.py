@@ -7,6 +7,8 @@ import re
 import shutil
 import subprocess
 
+import pytest
+
 from daemon import Daemon
 
 HEADER = 176  # magic, build ABI, key, payload size, payload SHA-256
@@ -43,10 +45,25 @@ def run_once(tessera_bin, model, cache_dir):
         assert d.stop() == 0, d.log_text()
 
 
-def test_a_warm_start_reads_what_the_cold_one_quantized(tessera_bin, smollm2, tmp_path):
-    store = tmp_path / "cache"
+@pytest.fixture(scope="module")
+def cold_start(tessera_bin, smollm2, tmp_path_factory):
+    """One cold start's store, count of linears made and answer: quantizing
+    at load is the slow part, so the tests below start from copies of it."""
+    store = tmp_path_factory.mktemp("cold") / "cache"
     made, read, cold = run_once(tessera_bin, smollm2, store)
     assert made > 0 and read == 0
+    return store, made, cold
+
+
+def copy_of_cold_store(cold_start, tmp_path):
+    store, made, cold = cold_start
+    copy = tmp_path / "cache"
+    shutil.copytree(store, copy)
+    return copy, made, cold
+
+
+def test_a_warm_start_reads_what_the_cold_one_quantized(tessera_bin, smollm2, cold_start, tmp_path):
+    store, made, cold = copy_of_cold_store(cold_start, tmp_path)
     listed = cache(tessera_bin, "ls", "--dir", store)
     assert listed.returncode == 0 and f"{made} entries" in listed.stdout, listed.stdout
     made_again, read_again, warm = run_once(tessera_bin, smollm2, store)
@@ -54,9 +71,8 @@ def test_a_warm_start_reads_what_the_cold_one_quantized(tessera_bin, smollm2, tm
     assert warm == cold  # the same tokens and log-probabilities
 
 
-def test_a_damaged_entry_is_made_again(tessera_bin, smollm2, tmp_path):
-    store = tmp_path / "cache"
-    made, _, cold = run_once(tessera_bin, smollm2, store)
+def test_a_damaged_entry_is_made_again(tessera_bin, smollm2, cold_start, tmp_path):
+    store, made, cold = copy_of_cold_store(cold_start, tmp_path)
     entry = sorted((store / "int-matrix").iterdir())[0]
     data = bytearray(entry.read_bytes())
     data[HEADER + 5] ^= 0x10
@@ -69,9 +85,8 @@ def test_a_damaged_entry_is_made_again(tessera_bin, smollm2, tmp_path):
     assert cache(tessera_bin, "verify", "--dir", store).returncode == 0
 
 
-def test_export_import_warms_another_folder_and_another_build_is_left_out(tessera_bin, smollm2, tmp_path):
-    store = tmp_path / "cache"
-    made, _, cold = run_once(tessera_bin, smollm2, store)
+def test_export_import_warms_another_folder_and_another_build_is_left_out(tessera_bin, smollm2, cold_start, tmp_path):
+    store, made, cold = copy_of_cold_store(cold_start, tmp_path)
     archive = tmp_path / "cache.tar"
     out = cache(tessera_bin, "export", "--dir", store, archive)
     assert out.returncode == 0 and f"exported {made} entries" in out.stdout, out.stdout
@@ -99,9 +114,8 @@ def test_export_import_warms_another_folder_and_another_build_is_left_out(tesser
     assert (made_other, read_other) == (made, 0)
 
 
-def test_prune_keeps_the_limit(tessera_bin, smollm2, tmp_path):
-    store = tmp_path / "cache"
-    run_once(tessera_bin, smollm2, store)
+def test_prune_keeps_the_limit(tessera_bin, cold_start, tmp_path):
+    store, _, _ = copy_of_cold_store(cold_start, tmp_path)
     total = sum(f.stat().st_size for f in (store / "int-matrix").iterdir())
     half = total // 2 // (1 << 20)
     assert cache(tessera_bin, "prune", "--dir", store, "--max-mib", half).returncode == 0
