@@ -27,7 +27,7 @@ LinearWeight::LinearWeight(std::string name, DType dtype, const void* data, int6
   row_bytes_ = *row_bytes;
   act_row_bytes_ = *act_bytes;
   if (prompt_copy && kernel_.fn_row_group) {
-    if (auto groups = RowGroups::repack(dtype, data, rows, cols)) row_groups_ = std::make_shared<const RowGroups>(std::move(*groups));
+    if (auto groups = RowGroups::repack(dtype, data, rows, cols, kernel_.row_group_offset)) row_groups_ = std::make_shared<const RowGroups>(std::move(*groups));
   }
   // A small f32 matrix (an MoE router: experts x d_model) costs oneDNN's call
   // overhead many times its arithmetic: the dot products serve every token
@@ -70,6 +70,7 @@ struct ConvertedInput {
   const Q8_KPairBlock* k_pairs = nullptr;  // Q8_K: [n_tokens / 8][super-blocks], likewise
   const TokenBlock* token_blocks = nullptr;  // Q8_0: [n_tokens][blocks], for row-group kernels
   const float* token_scales = nullptr;       // [n_tokens][blocks], their scales
+  int token_offset = 0;                      // the weight offset token_blocks' biases take off
 };
 
 // Where token m's block scales go in the block-major tables (null when the
@@ -129,16 +130,16 @@ const Pair* pack_groups(const uint8_t* acts, size_t row_bytes, int64_t cols, int
   return out.data();
 }
 
-// Every token's Q8_0 row as TokenBlocks for the row-group kernels.
-void pack_tokens(const uint8_t* acts, size_t row_bytes, int64_t cols, int64_t n_tokens, std::vector<TokenBlock>& blocks_out,
-                 std::vector<float>& scales_out, ThreadPool& pool) {
+// Every token's Q8_0 row as TokenBlocks for row-group kernels at `offset`.
+void pack_tokens(const uint8_t* acts, size_t row_bytes, int64_t cols, int64_t n_tokens, int offset,
+                 std::vector<TokenBlock>& blocks_out, std::vector<float>& scales_out, ThreadPool& pool) {
   const int64_t blocks = cols / kQK;
   if (blocks_out.size() < size_t(n_tokens * blocks)) blocks_out.resize(size_t(n_tokens * blocks));
   if (scales_out.size() < size_t(n_tokens * blocks)) scales_out.resize(size_t(n_tokens * blocks));
   pool.parallel_for(n_tokens, 1, [&](int, int64_t begin, int64_t end) {
     for (int64_t m = begin; m < end; ++m) {
       const auto* row = reinterpret_cast<const BlockQ8_0*>(acts + size_t(m) * row_bytes);
-      pack_token_blocks(row, blocks, blocks_out.data() + m * blocks, scales_out.data() + m * blocks);
+      pack_token_blocks(row, blocks, offset, blocks_out.data() + m * blocks, scales_out.data() + m * blocks);
     }
   });
 }
@@ -209,10 +210,16 @@ ConvertedInput converted_input(const LinearWeight& w, const float* x, int64_t n_
   }
   ConvertedInput& in = done.items[slot];
   if (uses_row_groups(w, n_tokens)) {
+    const int offset = w.row_groups()->offset();
     if (!in.token_blocks) {
-      pack_tokens(in.rows, row_bytes, cols, n_tokens, scratch.token_blocks[slot], scratch.token_scales[slot], pool);
+      pack_tokens(in.rows, row_bytes, cols, n_tokens, offset, scratch.token_blocks[slot], scratch.token_scales[slot], pool);
       in.token_blocks = scratch.token_blocks[slot].data();
       in.token_scales = scratch.token_scales[slot].data();
+      in.token_offset = offset;
+    } else if (in.token_offset != offset) {
+      // One kernel table gives every copy its offset; weights of one input never differ.
+      throw Error("matmul: weight '" + w.name() + "' keeps its row groups at offset " + std::to_string(offset) +
+                  ", another weight of its input at " + std::to_string(in.token_offset));
     }
     return in;
   }

@@ -43,19 +43,28 @@ BlockValues values_of(const BlockQ8_0& b) {
 }
 
 // Row k of `out` takes `v`.
-void place_row(const BlockValues& v, int k, RowGroupBlock& out) {
-  for (int e = 0; e < kQK; ++e) out.q[e / 4][k * 4 + e % 4] = uint8_t(int(v.q[e]) + 128);
+void place_row(const BlockValues& v, int k, int offset, RowGroupBlock& out) {
+  for (int e = 0; e < kQK; ++e) out.q[e / 4][k * 4 + e % 4] = uint8_t(int(v.q[e]) + offset);
   out.d[k] = f16_to_f32(v.d);
 }
 
 // A padding row: values 0, scale 0.
-void place_empty_row(int k, RowGroupBlock& out) {
-  for (int e = 0; e < kQK; ++e) out.q[e / 4][k * 4 + e % 4] = 128;
+void place_empty_row(int k, int offset, RowGroupBlock& out) {
+  for (int e = 0; e < kQK; ++e) out.q[e / 4][k * 4 + e % 4] = uint8_t(offset);
   out.d[k] = 0.0f;
 }
 
+// The least offset that makes every value of `dtype` a byte 0..255.
+int least_offset(DType dtype) {
+  switch (dtype) {
+    case DType::kQ4_0: return 8;
+    case DType::kQ5_0: return 16;
+    default: return 128;
+  }
+}
+
 template <class Block>
-void fill(const void* data, int64_t rows, int64_t blocks, RowGroupBlock* out) {
+void fill(const void* data, int64_t rows, int64_t blocks, int offset, RowGroupBlock* out) {
   const auto* w = static_cast<const Block*>(data);
   const int64_t groups = (rows + kGroupRows - 1) / kGroupRows;
   for (int64_t g = 0; g < groups; ++g) {
@@ -64,9 +73,9 @@ void fill(const void* data, int64_t rows, int64_t blocks, RowGroupBlock* out) {
       for (int k = 0; k < kGroupRows; ++k) {
         const int64_t r = g * kGroupRows + k;
         if (r < rows) {
-          place_row(values_of(w[r * blocks + b]), k, o);
+          place_row(values_of(w[r * blocks + b]), k, offset, o);
         } else {
-          place_empty_row(k, o);
+          place_empty_row(k, offset, o);
         }
       }
     }
@@ -75,25 +84,27 @@ void fill(const void* data, int64_t rows, int64_t blocks, RowGroupBlock* out) {
 
 }  // namespace
 
-std::optional<RowGroups> RowGroups::repack(DType dtype, const void* data, int64_t rows, int64_t cols) {
+std::optional<RowGroups> RowGroups::repack(DType dtype, const void* data, int64_t rows, int64_t cols, int offset) {
   if (dtype != DType::kQ4_0 && dtype != DType::kQ5_0 && dtype != DType::kQ8_0) return std::nullopt;
   if (rows <= 0 || cols <= 0 || cols % kQK != 0) return std::nullopt;
+  // Past 128, the largest value (127) would no longer be a byte.
+  if (offset < least_offset(dtype) || offset > 128) return std::nullopt;
   const int64_t blocks = cols / kQK, groups = (rows + kGroupRows - 1) / kGroupRows;
-  RowGroups out(groups, blocks);
+  RowGroups out(groups, blocks, offset);
   switch (dtype) {
-    case DType::kQ4_0: fill<BlockQ4_0>(data, rows, blocks, out.data_.data()); break;
-    case DType::kQ5_0: fill<BlockQ5_0>(data, rows, blocks, out.data_.data()); break;
-    default: fill<BlockQ8_0>(data, rows, blocks, out.data_.data()); break;
+    case DType::kQ4_0: fill<BlockQ4_0>(data, rows, blocks, offset, out.data_.data()); break;
+    case DType::kQ5_0: fill<BlockQ5_0>(data, rows, blocks, offset, out.data_.data()); break;
+    default: fill<BlockQ8_0>(data, rows, blocks, offset, out.data_.data()); break;
   }
   return out;
 }
 
-void pack_token_blocks(const BlockQ8_0* row, int64_t blocks, TokenBlock* out, float* scales) {
+void pack_token_blocks(const BlockQ8_0* row, int64_t blocks, int offset, TokenBlock* out, float* scales) {
   for (int64_t b = 0; b < blocks; ++b) {
     std::memcpy(out[b].qs, row[b].qs, kQK);
     for (int i = 0; i < 8; ++i) {
       const int8_t* q = row[b].qs + 4 * i;
-      out[b].bias[i] = -128 * (int32_t(q[0]) + q[1] + q[2] + q[3]);
+      out[b].bias[i] = -offset * (int32_t(q[0]) + q[1] + q[2] + q[3]);
     }
     scales[b] = f16_to_f32(row[b].d);
   }

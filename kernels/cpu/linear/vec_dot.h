@@ -75,6 +75,7 @@ struct VecDotKernel {
   VecDotPairsRowsFn fn8_pairs_rows = nullptr;  // optional, with fn8_pairs for the rows left over
   VecDotKPairsFn fn8_k_pairs = nullptr;  // optional; preferred over fn4 (Q8_K activations only)
   RowGroupFn fn_row_group = nullptr;  // optional; for prompts, where the weight has a row-group copy
+  int row_group_offset = 128;  // what fn_row_group's copy adds to each value (RowGroups::repack)
 };
 
 // The activation format a weight format is multiplied against, or nullopt.

@@ -5,6 +5,7 @@
 
 #include "engine/tensor/half.h"
 #include "kernels/cpu/linear/vec_dot_avx2_kquants.h"
+#include "kernels/cpu/linear/vec_dot_avx2_row_groups.h"
 #include "kernels/cpu/linear/vec_dot_avx2_rows.h"
 #include "kernels/cpu/linear/vec_dot_mxfp4.h"
 #include "kernels/cpu/linear/vec_dot_x86_impl.h"
@@ -82,8 +83,12 @@ VecDotKernel avx2_vec_dot(DType weight_type) {
   }
   VecDotKernel k = x86_quant_vec_dot<madd_us>(weight_type);
   switch (weight_type) {
-    case DType::kQ4_0: k.fn_rows = dot_signed_rows<BlockQ4_0, q4_0_values>; break;
-    case DType::kQ5_0: k.fn_rows = dot_signed_rows<BlockQ5_0, q5_0_values>; break;
+    case DType::kQ4_0:
+    case DType::kQ5_0:
+      k.fn_rows = weight_type == DType::kQ4_0 ? dot_signed_rows<BlockQ4_0, q4_0_values> : dot_signed_rows<BlockQ5_0, q5_0_values>;
+      k.fn_row_group = row_group_dot_avx2;
+      k.row_group_offset = kAvx2RowGroupOffset;
+      break;
     case DType::kQ8_0: k.fn_rows = dot_signed_rows<BlockQ8_0, q8_0_values>; break;
     case DType::kQ4_1: k.fn_rows = dot_q4_1_rows; break;
     case DType::kQ4_K: k.fn8_k_pairs = dot8_q4_k_pairs_avx2; break;
