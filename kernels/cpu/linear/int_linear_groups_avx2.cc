@@ -321,8 +321,8 @@ struct A8W8 {  // DA8 has one span, the whole row
 // (Qwen2.5's down projection, 4,864 columns, read at 20 GB/s against 31
 // for gate/up, whose 896 columns make one block).
 template <template <int> class Fn>
-void token_tiles(const IntGroupLayout& l, const IntGroupTask& t, int64_t g0, int64_t g1, int64_t block_columns = kBlockColumns) {
-  const int64_t block = t.n_tokens <= kTokenTile ? l.n_spans : std::max<int64_t>(1, block_columns / l.span);
+void token_tiles(const IntGroupLayout& l, const IntGroupTask& t, int64_t g0, int64_t g1, int64_t block = 0) {
+  if (block == 0) block = t.n_tokens <= kTokenTile ? l.n_spans : std::max<int64_t>(1, kBlockColumns / l.span);
   for (int64_t s0 = 0; s0 < l.n_spans; s0 += block) {
     const Spans spans{s0, std::min(l.n_spans, s0 + block)};
     for (int64_t t0 = 0; t0 < t.n_tokens; t0 += kTokenTile) {
@@ -353,16 +353,27 @@ void over_token_tiles(const IntGroupLayout& l, const IntGroupTask& t) {
 // every tile, a quarter of the loop's vector instructions).
 constexpr int64_t kWidenMinTokens = 16;
 constexpr size_t kWideBlockBytes = 2048;  // 16 lines x 16 rows x 4 columns x int16
-// Widened weights go one group at a time, in blocks of 512 columns: a
-// block's int16 weights (16 rows x 512 columns, 16 KiB) and a tile's
-// activations (4 tokens, 4 KiB) then stay in L1 while every tile passes
-// over them, where eight groups of 1024 columns (256 KiB) were read from
-// L2 by each tile. Every tile still reads each block's activations anew
+// Widened weights go one group at a time, in blocks of at most 640
+// columns: a block's int16 weights (16 rows x 640 columns, 20 KiB) and a
+// tile's activations (4 tokens, 5 KiB) then stay in L1 while every tile
+// passes over them, where eight groups of 1024 columns (256 KiB) were read
+// from L2 by each tile. Every tile still reads each block's activations anew
 // (from L2 or L3, far fewer bytes than the weights were). Qwen2.5's a16w4
 // prompt on an AVX2-only EPYC, interleaved runs: 185-233 tok/s against
 // 171-193 with the eight-group blocks.
 constexpr int64_t kWidenGroupBlock = 1;
-constexpr int64_t kWidenBlockColumns = 512;
+constexpr int64_t kWidenBlockColumns = 640;
+
+// Spans a block of widened columns takes: at most kWidenBlockColumns
+// columns, the row's spans shared evenly among the fewest such blocks (a
+// 576-column row is one block, not 512 columns and a short pass of 64
+// whose setup weighs like a long one's).
+int64_t widened_block_spans(const IntGroupLayout& l) {
+  if (l.padded_cols <= kWidenBlockColumns) return l.n_spans;
+  const int64_t most = std::max<int64_t>(1, kWidenBlockColumns / l.span);
+  const int64_t blocks = (l.n_spans + most - 1) / most;
+  return (l.n_spans + blocks - 1) / blocks;
+}
 
 // Four rows' zero points (int32, from `zeros`) as the int16 lanes of a
 // widened quarter: each row's zero in its four columns' lanes.
@@ -429,7 +440,7 @@ void a16_widened(const IntGroupLayout& l, const IntGroupTask& t) {
     sub.groups = n;
     sub.rows = t.rows - g0 * kRowGroup;
     sub.y = t.y + g0 * kRowGroup;
-    token_tiles<A16W16>(wide, sub, 0, n, kWidenBlockColumns);
+    token_tiles<A16W16>(wide, sub, 0, n, widened_block_spans(l));
   }
 }
 
