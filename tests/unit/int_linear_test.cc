@@ -450,5 +450,36 @@ TEST_P(IntLinearKernels, MatchTheDequantizedProductOnEveryInstructionSet) {
 INSTANTIATE_TEST_SUITE_P(Schemes, IntLinearKernels, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
+// A long prompt goes through the row groups in runs of tokens (each group
+// widened again for every run): every token of a prompt longer than two
+// runs, the last one partial, gets the bits it gets alone, on every
+// row-group kernel this host runs.
+TEST(IntLinearKernels, LongPromptsGiveEachTokenItsOwnBits) {
+  const int64_t rows = 40, cols = 896, n_tokens = 261;
+  const quant::IntQuantConfig config{4, 128, false, ActivationPolicy::kNone};
+  const auto w = random_values(size_t(rows * cols), 12);
+  const auto x = random_values(size_t(n_tokens * cols), 13, 61);
+  const quant::IntMatrix m = quant::quantize_rtn("long", w.data(), rows, cols, config);
+  const QuantizedLinear view = m.view("long");
+  ThreadPool pool(2);
+  for (const KernelChoice& choice : kernel_choices(true)) {
+    if (choice.layout != IntLayout::kRowGroups) continue;
+    SCOPED_TRACE(choice.name);
+    const IntLinear lin(view, choice.isa, choice.layout);
+    const IntLinear* ws[] = {&lin};
+    IntActivations acts;
+    quantize_int_activations(ws, x.data(), n_tokens, acts);
+    std::vector<float> y(static_cast<size_t>(n_tokens * rows));
+    int_matmul(lin, acts, n_tokens, y.data(), pool);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      IntActivations alone;
+      quantize_int_activations(ws, x.data() + t * cols, 1, alone);
+      std::vector<float> y1(static_cast<size_t>(rows));
+      int_matmul(lin, alone, 1, y1.data(), pool);
+      for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(y1[size_t(r)], y[size_t(t * rows + r)]) << "token " << t << " row " << r;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera::cpu

@@ -362,6 +362,13 @@ constexpr size_t kWideBlockBytes = 2048;  // 16 lines x 16 rows x 4 columns x in
 // prompt on an AVX2-only EPYC, interleaved runs: 185-233 tok/s against
 // 171-193 with the eight-group blocks.
 constexpr int64_t kWidenGroupBlock = 1;
+// Tokens that go through every group before the next tokens do: their
+// activations (128 x 896 columns as int16, 224 KiB for Qwen2.5's gate/up)
+// stay in L2 for all the groups, where all of a prompt's (896 KiB) were
+// read from L3 once a group. Each group is widened again for each run of
+// tokens, about 1 µs against 40 µs of products. Qwen2.5's a16w4 prompt,
+// five interleaved runs on the EPYC: median 176 tok/s against 156.
+constexpr int64_t kWidenTokenChunk = 128;
 constexpr int64_t kWidenBlockColumns = 640;
 
 // Spans a block of widened columns takes: at most kWidenBlockColumns
@@ -420,27 +427,45 @@ void widen_groups(const IntGroupLayout& l, const uint8_t* w, const int32_t* zero
   }
 }
 
+// Tokens [t0, t0 + n) of task t as a task of their own, counted from t0.
+IntGroupTask token_range(const IntGroupLayout& l, const IntGroupTask& t, int64_t t0, int64_t n) {
+  IntGroupTask sub = t;
+  const size_t columns = size_t(t0 * l.padded_cols);
+  if (t.x16) sub.x16 = t.x16 + columns;
+  if (t.x_hi) sub.x_hi = t.x_hi + columns;
+  if (t.x_lo) sub.x_lo = t.x_lo + columns;
+  if (t.x8) sub.x8 = t.x8 + columns;
+  sub.x_scales = t.x_scales + t0;
+  if (t.x_span_sums) sub.x_span_sums = t.x_span_sums + t0 * l.n_spans;
+  sub.y = t.y + t0 * t.y_stride;
+  sub.n_tokens = n;
+  return sub;
+}
+
 void a16_widened(const IntGroupLayout& l, const IntGroupTask& t) {
   IntGroupLayout wide = l;
   wide.bits = 16;
   wide.block_bytes = kWideBlockBytes;
   // Every byte is written by widen_groups before it is read: no fill.
   const auto block = std::make_unique_for_overwrite<uint8_t[]>(size_t(std::min(kWidenGroupBlock, t.groups) * l.chunks) * kWideBlockBytes);
-  for (int64_t g0 = 0; g0 < t.groups; g0 += kWidenGroupBlock) {
-    const int64_t n = std::min(kWidenGroupBlock, t.groups - g0);
-    // The block's groups as a task of their own, counted from its first;
-    // their zero points are in the widened weights.
-    const size_t at = size_t(g0 * l.n_spans * kRowGroup);
-    widen_groups(l, t.w + size_t(g0 * l.chunks) * l.block_bytes, t.zeros ? t.zeros + at : nullptr, n, block.get());
-    IntGroupTask sub = t;
-    sub.w = block.get();
-    sub.scales = t.scales + at;
-    sub.zeros = nullptr;
-    sub.offsets = t.offsets ? t.offsets + at : nullptr;
-    sub.groups = n;
-    sub.rows = t.rows - g0 * kRowGroup;
-    sub.y = t.y + g0 * kRowGroup;
-    token_tiles<A16W16>(wide, sub, 0, n, widened_block_spans(l));
+  for (int64_t t0 = 0; t0 < t.n_tokens; t0 += kWidenTokenChunk) {
+    const IntGroupTask tokens = token_range(l, t, t0, std::min(kWidenTokenChunk, t.n_tokens - t0));
+    for (int64_t g0 = 0; g0 < t.groups; g0 += kWidenGroupBlock) {
+      const int64_t n = std::min(kWidenGroupBlock, t.groups - g0);
+      // The block's groups as a task of their own, counted from its first;
+      // their zero points are in the widened weights.
+      const size_t at = size_t(g0 * l.n_spans * kRowGroup);
+      widen_groups(l, t.w + size_t(g0 * l.chunks) * l.block_bytes, t.zeros ? t.zeros + at : nullptr, n, block.get());
+      IntGroupTask sub = tokens;
+      sub.w = block.get();
+      sub.scales = t.scales + at;
+      sub.zeros = nullptr;
+      sub.offsets = t.offsets ? t.offsets + at : nullptr;
+      sub.groups = n;
+      sub.rows = t.rows - g0 * kRowGroup;
+      sub.y = tokens.y + g0 * kRowGroup;
+      token_tiles<A16W16>(wide, sub, 0, n, widened_block_spans(l));
+    }
   }
 }
 
