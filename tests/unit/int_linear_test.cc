@@ -371,6 +371,28 @@ TEST(IntQuant, OnlyKernelsThatTakeSpreadRowsSayTheyDo) {
   }
 }
 
+// The product of `lin` with all `n_tokens` rows of x at once, into y.
+std::vector<float> product_of_all(const IntLinear& lin, const std::vector<float>& x, int64_t n_tokens, ThreadPool& pool) {
+  const IntLinear* ws[] = {&lin};
+  IntActivations acts;
+  quantize_int_activations(ws, x.data(), n_tokens, acts);
+  std::vector<float> y(static_cast<size_t>(n_tokens * lin.rows()));
+  int_matmul(lin, acts, n_tokens, y.data(), pool);
+  return y;
+}
+
+// Token t of x alone through `lin` gives y's bits for it.
+void expect_alone_the_same(const IntLinear& lin, const std::vector<float>& x, int64_t t, const std::vector<float>& y,
+                           ThreadPool& pool) {
+  const int64_t rows = lin.rows(), cols = lin.cols();
+  const IntLinear* ws[] = {&lin};
+  IntActivations alone;
+  quantize_int_activations(ws, x.data() + t * cols, 1, alone);
+  std::vector<float> y1(static_cast<size_t>(rows));
+  int_matmul(lin, alone, 1, y1.data(), pool);
+  for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(y1[size_t(r)], y[size_t(t * rows + r)]) << "token " << t << " row " << r;
+}
+
 class IntLinearKernels : public ::testing::TestWithParam<Case> {};
 
 TEST_P(IntLinearKernels, MatchTheDequantizedProductOnEveryInstructionSet) {
@@ -407,11 +429,7 @@ TEST_P(IntLinearKernels, MatchTheDequantizedProductOnEveryInstructionSet) {
     SCOPED_TRACE(std::string(c.name) + " on " + choice.name);
     const IntLinear lin(view, choice.isa, choice.layout);
     ASSERT_EQ(lin.row_groups(), choice.layout == IntLayout::kRowGroups);
-    const IntLinear* ws[] = {&lin};
-    IntActivations acts;
-    quantize_int_activations(ws, x.data(), n_tokens, acts);
-    std::vector<float> y(static_cast<size_t>(n_tokens * rows));
-    int_matmul(lin, acts, n_tokens, y.data(), pool);
+    const std::vector<float> y = product_of_all(lin, x, n_tokens, pool);
     for (int64_t t = 0; t < n_tokens; ++t) {
       float amax = 0;
       for (int64_t i = 0; i < c.cols; ++i) amax = std::max(amax, std::fabs(x[size_t(t * c.cols + i)]));
@@ -423,12 +441,7 @@ TEST_P(IntLinearKernels, MatchTheDequantizedProductOnEveryInstructionSet) {
         ASSERT_NEAR(y[i], expected[i], bound) << "token " << t << " row " << r;
       }
       // The same token alone gives the same bits.
-      IntActivations alone;
-      quantize_int_activations(ws, x.data() + t * c.cols, 1, alone);
-      std::vector<float> y1(static_cast<size_t>(rows));
-      int_matmul(lin, alone, 1, y1.data(), pool);
-      for (int64_t r = 0; r < rows; ++r)
-        ASSERT_EQ(y1[size_t(r)], y[size_t(t * rows + r)]) << "token " << t << " row " << r;
+      ASSERT_NO_FATAL_FAILURE(expect_alone_the_same(lin, x, t, y, pool));
     }
     if (int8_acts) {
       if (da8_reference.empty())
@@ -466,18 +479,8 @@ TEST(IntLinearKernels, LongPromptsGiveEachTokenItsOwnBits) {
     if (choice.layout != IntLayout::kRowGroups) continue;
     SCOPED_TRACE(choice.name);
     const IntLinear lin(view, choice.isa, choice.layout);
-    const IntLinear* ws[] = {&lin};
-    IntActivations acts;
-    quantize_int_activations(ws, x.data(), n_tokens, acts);
-    std::vector<float> y(static_cast<size_t>(n_tokens * rows));
-    int_matmul(lin, acts, n_tokens, y.data(), pool);
-    for (int64_t t = 0; t < n_tokens; ++t) {
-      IntActivations alone;
-      quantize_int_activations(ws, x.data() + t * cols, 1, alone);
-      std::vector<float> y1(static_cast<size_t>(rows));
-      int_matmul(lin, alone, 1, y1.data(), pool);
-      for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(y1[size_t(r)], y[size_t(t * rows + r)]) << "token " << t << " row " << r;
-    }
+    const std::vector<float> y = product_of_all(lin, x, n_tokens, pool);
+    for (int64_t t = 0; t < n_tokens; ++t) ASSERT_NO_FATAL_FAILURE(expect_alone_the_same(lin, x, t, y, pool));
   }
 }
 
