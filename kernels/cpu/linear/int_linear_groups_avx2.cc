@@ -353,15 +353,6 @@ void over_token_tiles(const IntGroupLayout& l, const IntGroupTask& t) {
 // every tile, a quarter of the loop's vector instructions).
 constexpr int64_t kWidenMinTokens = 16;
 constexpr size_t kWideBlockBytes = 2048;  // 16 lines x 16 rows x 4 columns x int16
-// Widened weights go one group at a time, in blocks of at most 640
-// columns: a block's int16 weights (16 rows x 640 columns, 20 KiB) and a
-// tile's activations (4 tokens, 5 KiB) then stay in L1 while every tile
-// passes over them, where eight groups of 1024 columns (256 KiB) were read
-// from L2 by each tile. Every tile still reads each block's activations anew
-// (from L2 or L3, far fewer bytes than the weights were). Qwen2.5's a16w4
-// prompt on an AVX2-only EPYC, interleaved runs: 185-233 tok/s against
-// 171-193 with the eight-group blocks.
-constexpr int64_t kWidenGroupBlock = 1;
 // Tokens that go through every group before the next tokens do: their
 // activations (128 x 896 columns as int16, 224 KiB for Qwen2.5's gate/up)
 // stay in L2 for all the groups, where all of a prompt's (896 KiB) were
@@ -369,6 +360,13 @@ constexpr int64_t kWidenGroupBlock = 1;
 // tokens, about 1 µs against 40 µs of products. Qwen2.5's a16w4 prompt,
 // five interleaved runs on the EPYC: median 176 tok/s against 156.
 constexpr int64_t kWidenTokenChunk = 128;
+// Widened weights go one group at a time, in blocks of at most 640
+// columns: a block's int16 weights (16 rows x 640 columns, 20 KiB) and a
+// tile's activations (4 tokens, 5 KiB) then stay in L1 while every tile
+// passes over them, where eight groups of 1024 columns (256 KiB) were read
+// from L2 by each tile. Qwen2.5's a16w4 prompt on an AVX2-only EPYC,
+// interleaved runs: 185-233 tok/s against 171-193 with the eight-group
+// blocks.
 constexpr int64_t kWidenBlockColumns = 640;
 
 // Spans a block of widened columns takes: at most kWidenBlockColumns
@@ -446,25 +444,24 @@ void a16_widened(const IntGroupLayout& l, const IntGroupTask& t) {
   IntGroupLayout wide = l;
   wide.bits = 16;
   wide.block_bytes = kWideBlockBytes;
-  // Every byte is written by widen_groups before it is read: no fill.
-  const auto block = std::make_unique_for_overwrite<uint8_t[]>(size_t(std::min(kWidenGroupBlock, t.groups) * l.chunks) * kWideBlockBytes);
+  const int64_t block_spans = widened_block_spans(l);
+  // One group widened; every byte is written by widen_groups before it is read: no fill.
+  const auto group = std::make_unique_for_overwrite<uint8_t[]>(size_t(l.chunks) * kWideBlockBytes);
   for (int64_t t0 = 0; t0 < t.n_tokens; t0 += kWidenTokenChunk) {
     const IntGroupTask tokens = token_range(l, t, t0, std::min(kWidenTokenChunk, t.n_tokens - t0));
-    for (int64_t g0 = 0; g0 < t.groups; g0 += kWidenGroupBlock) {
-      const int64_t n = std::min(kWidenGroupBlock, t.groups - g0);
-      // The block's groups as a task of their own, counted from its first;
-      // their zero points are in the widened weights.
-      const size_t at = size_t(g0 * l.n_spans * kRowGroup);
-      widen_groups(l, t.w + size_t(g0 * l.chunks) * l.block_bytes, t.zeros ? t.zeros + at : nullptr, n, block.get());
+    for (int64_t g = 0; g < t.groups; ++g) {
+      // The group as a task of its own; its zero points are in the widened weights.
+      const size_t at = size_t(g * l.n_spans * kRowGroup);
+      widen_groups(l, t.w + size_t(g * l.chunks) * l.block_bytes, t.zeros ? t.zeros + at : nullptr, 1, group.get());
       IntGroupTask sub = tokens;
-      sub.w = block.get();
+      sub.w = group.get();
       sub.scales = t.scales + at;
       sub.zeros = nullptr;
       sub.offsets = t.offsets ? t.offsets + at : nullptr;
-      sub.groups = n;
-      sub.rows = t.rows - g0 * kRowGroup;
-      sub.y = tokens.y + g0 * kRowGroup;
-      token_tiles<A16W16>(wide, sub, 0, n, widened_block_spans(l));
+      sub.groups = 1;
+      sub.rows = t.rows - g * kRowGroup;
+      sub.y = tokens.y + g * kRowGroup;
+      token_tiles<A16W16>(wide, sub, 0, 1, block_spans);
     }
   }
 }
