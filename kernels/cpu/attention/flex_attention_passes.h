@@ -180,6 +180,20 @@ inline void exponentiate(float* w, int first, int lo, int hi, float row_max) {
 inline float group_sum(const float* w, int first, int group_first, int lo, int hi) {
 #if defined(__AVX512F__)
   return reduce_16_lanes(_mm512_maskz_loadu_ps(visible_lanes(group_first, lo, hi), w + (group_first - first)));
+#elif defined(__AVX2__)
+  const float* lanes = w + (group_first - first);
+  if (group_first >= lo && group_first + kLanes - 1 <= hi) {
+    return reduce_16_lanes(_mm256_loadu_ps(lanes), _mm256_loadu_ps(lanes + 8));
+  }
+  // The group at an end of [lo, hi]: lanes outside it load as zero, and
+  // are not read (a masked load does not touch them).
+  const __m256i low_keys = _mm256_add_epi32(_mm256_set1_epi32(group_first), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256i high_keys = _mm256_add_epi32(low_keys, _mm256_set1_epi32(8));
+  const __m256i after_lo = _mm256_set1_epi32(lo - 1), before_hi = _mm256_set1_epi32(hi + 1);
+  const auto visible = [&](__m256i keys) {
+    return _mm256_and_si256(_mm256_cmpgt_epi32(keys, after_lo), _mm256_cmpgt_epi32(before_hi, keys));
+  };
+  return reduce_16_lanes(_mm256_maskload_ps(lanes, visible(low_keys)), _mm256_maskload_ps(lanes + 8, visible(high_keys)));
 #else
   float lanes[kLanes] = {};
   for (int l = 0; l < kLanes; ++l) {

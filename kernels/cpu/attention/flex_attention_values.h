@@ -143,6 +143,22 @@ void lane_values_in_registers(const float* const* w, const LaneValues& v, int fi
   }
 }
 #elif defined(__AVX2__) && defined(__FMA__)
+// reduce_value_lanes for dn % 8 == 0, eight elements of d at a time.
+template <int kRows>
+void reduce_value_lanes_avx2(const float* lanes, int dn, float* const* o, int d0) {
+  for (int i = 0; i < kRows; ++i) {
+    const float* row = lanes + size_t(i) * kLanes * kValueChunk;
+    for (int d = 0; d < dn; d += 8) {
+      __m256 half[8], quarter[4];
+      for (int h = 0; h < 8; ++h) {
+        half[h] = _mm256_add_ps(_mm256_loadu_ps(row + size_t(h + 8) * kValueChunk + d), _mm256_loadu_ps(row + size_t(h) * kValueChunk + d));
+      }
+      for (int h = 0; h < 4; ++h) quarter[h] = _mm256_add_ps(half[h + 4], half[h]);
+      _mm256_storeu_ps(o[i] + d0 + d, _mm256_add_ps(_mm256_add_ps(quarter[0], quarter[2]), _mm256_add_ps(quarter[1], quarter[3])));
+    }
+  }
+}
+
 // Lane l's sums for kRows rows and elements [d0 + e0, d0 + e0 + 8 * kVectors)
 // of d, in registers over all its keys (k = l mod 16, increasing): the
 // general pass's multiply-adds in its order, each lane stored once.
@@ -203,12 +219,12 @@ void weighted_values(const float* const* w, const LaneValues& v, int first, int 
     // instruction's latency. Four rows take 16 (eight chains).
     if (kRows <= 3 && dn % 32 == 0) {
       for (int e0 = 0; e0 < dn; e0 += 32) lane_values_in_registers<kRows, 4>(w, v, first, lo, hi, d0, e0, acc);
-      reduce_value_lanes<kRows>(acc, dn, o, d0);
+      reduce_value_lanes_avx2<kRows>(acc, dn, o, d0);
       continue;
     }
     if (dn % 16 == 0) {
       for (int e0 = 0; e0 < dn; e0 += 16) lane_values_in_registers<kRows, 2>(w, v, first, lo, hi, d0, e0, acc);
-      reduce_value_lanes<kRows>(acc, dn, o, d0);
+      reduce_value_lanes_avx2<kRows>(acc, dn, o, d0);
       continue;
     }
 #endif

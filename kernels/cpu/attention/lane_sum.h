@@ -34,6 +34,17 @@ static inline float reduce_16_lanes(__m512 a) {
 }
 #endif
 
+#if defined(__AVX2__) && !defined(__AVX512F__)
+// reduce_16_lanes of lanes 0-7 (`low`) and 8-15 (`high`): the same
+// additions, as vector operations.
+static inline float reduce_16_lanes(__m256 low, __m256 high) {
+  const __m256 halves = _mm256_add_ps(high, low);
+  const __m128 quarters = _mm_add_ps(_mm256_extractf128_ps(halves, 1), _mm256_castps256_ps128(halves));
+  const __m128 pairs = _mm_add_ps(quarters, _mm_movehl_ps(quarters, quarters));  // (0 + 2, 1 + 3)
+  return _mm_cvtss_f32(_mm_add_ss(pairs, _mm_shuffle_ps(pairs, pairs, 1)));
+}
+#endif
+
 // sum_i x[i] * y[i] with one 16-lane accumulator: lane l takes i = l, l+16, …
 // by fused multiply-add, then the lanes are reduced. For n % 16 == 0.
 static inline float lane16_dot(const float* x, const float* y, int n) {
