@@ -180,7 +180,7 @@ inline void exponentiate(float* w, int first, int lo, int hi, float row_max) {
 inline float group_sum(const float* w, int first, int group_first, int lo, int hi) {
 #if defined(__AVX512F__)
   return reduce_16_lanes(_mm512_maskz_loadu_ps(visible_lanes(group_first, lo, hi), w + (group_first - first)));
-#elif defined(__AVX2__)
+#elif defined(__AVX2__) && defined(__FMA__)
   const float* lanes = w + (group_first - first);
   if (group_first >= lo && group_first + kLanes - 1 <= hi) {
     return reduce_16_lanes(_mm256_loadu_ps(lanes), _mm256_loadu_ps(lanes + 8));

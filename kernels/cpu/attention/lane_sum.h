@@ -34,7 +34,7 @@ static inline float reduce_16_lanes(__m512 a) {
 }
 #endif
 
-#if defined(__AVX2__) && !defined(__AVX512F__)
+#if defined(__AVX2__) && defined(__FMA__)
 // reduce_16_lanes of lanes 0-7 (`low`) and 8-15 (`high`): the same
 // additions, as vector operations.
 static inline float reduce_16_lanes(__m256 low, __m256 high) {

@@ -76,7 +76,7 @@ __m256i row_sums(__m256i first_quarter, __m256i second_quarter) {
 
 // The end of span s for the pass's rows and tokens: each row's exact span
 // sum (less zero * sum(x) for 4-bit weights read as nibbles; widened ones
-// carry their zero points, see widen_groups) joins its f32 sum, which
+// carry their zero points, see widen_group) joins its f32 sum, which
 // waits in y between spans (a store and a load keep every bit, and leave
 // the registers to the integer sums); the last span scales it by the
 // token's scale.
@@ -149,7 +149,7 @@ __attribute__((always_inline)) inline void half_chunk_products(const IntGroupLay
 // One group's A16 products, rows 4 * q0 .. 4 * (q0 + Q) - 1, for T tokens
 // from t0, over the given spans. Q quarters (2 or 4) and T tokens are
 // register tiles: Q * T integer sums. Bits: 8 or 4 as stored, 16 for the
-// int16 blocks of widen_groups.
+// int16 blocks of widen_group.
 template <int Bits, int T, int Q>
 void a16_pass(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0, int q0, Spans spans) {
   const __m256i nibble = _mm256_set1_epi16(0x0F);
@@ -294,7 +294,7 @@ struct A16W8 {
   }
 };
 template <int T>
-struct A16W16 {  // weights widened to int16 (widen_groups)
+struct A16W16 {  // weights widened to int16 (widen_group)
   static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0, Spans spans) {
     a16_group<16, T>(l, t, g, t0, spans);
   }
@@ -310,19 +310,12 @@ struct A8W8 {  // DA8 has one span, the whole row
   static void run(const IntGroupLayout& l, const IntGroupTask& t, int64_t g, int64_t t0, Spans) { a8_group<T>(l, t, g, t0); }
 };
 
-// Groups [g0, g1) of the task: the spans in blocks of about kBlockColumns
-// columns, and every tile of tokens through a block of spans before the
-// next. A tile's activations for a block (4 tokens x 1024 columns, 8 KiB)
-// then stay in L1 for every group, and each (row, token) still takes its
-// spans in order, as the arithmetic wants. A single tile (decode) takes
-// each group's spans in one pass: it has no later tile to keep activations
-// for, and a group read whole is one sequential stream, where blocks of
-// columns interleaved the groups' streams and the prefetchers lost them
-// (Qwen2.5's down projection, 4,864 columns, read at 20 GB/s against 31
-// for gate/up, whose 896 columns make one block).
+// Groups [g0, g1) of the task: the spans in blocks of `block` spans, and
+// every tile of tokens through a block of spans before the next, so that
+// each (row, token) still takes its spans in order, as the arithmetic
+// wants.
 template <template <int> class Fn>
-void token_tiles(const IntGroupLayout& l, const IntGroupTask& t, int64_t g0, int64_t g1, int64_t block = 0) {
-  if (block == 0) block = t.n_tokens <= kTokenTile ? l.n_spans : std::max<int64_t>(1, kBlockColumns / l.span);
+void token_tiles(const IntGroupLayout& l, const IntGroupTask& t, int64_t g0, int64_t g1, int64_t block) {
   for (int64_t s0 = 0; s0 < l.n_spans; s0 += block) {
     const Spans spans{s0, std::min(l.n_spans, s0 + block)};
     for (int64_t t0 = 0; t0 < t.n_tokens; t0 += kTokenTile) {
@@ -340,10 +333,21 @@ void token_tiles(const IntGroupLayout& l, const IntGroupTask& t, int64_t g0, int
 }
 
 // Blocks of groups outside, tiles of tokens inside them: a block's weights
-// are read from memory once and from cache by every later tile.
+// are read from memory once and from cache by every later tile. Spans go
+// in blocks of about kBlockColumns columns: a tile's activations for a
+// block (4 tokens x 1024 columns, 8 KiB) then stay in L1 for every group.
+// A single tile (decode) takes each group's spans in one pass: it has no
+// later tile to keep activations for, and a group read whole is one
+// sequential stream, where blocks of columns interleaved the groups'
+// streams and the prefetchers lost them (Qwen2.5's down projection, 4,864
+// columns, read at 20 GB/s against 31 for gate/up, whose 896 columns make
+// one block).
 template <template <int> class Fn>
 void over_token_tiles(const IntGroupLayout& l, const IntGroupTask& t) {
-  for (int64_t g0 = 0; g0 < t.groups; g0 += kGroupBlock) token_tiles<Fn>(l, t, g0, std::min(t.groups, g0 + kGroupBlock));
+  const int64_t block = t.n_tokens <= kTokenTile ? l.n_spans : std::max<int64_t>(1, kBlockColumns / l.span);
+  for (int64_t g0 = 0; g0 < t.groups; g0 += kGroupBlock) {
+    token_tiles<Fn>(l, t, g0, std::min(t.groups, g0 + kGroupBlock), block);
+  }
 }
 
 // From this many tokens, groups are widened to int16 a block at a time:
@@ -387,18 +391,17 @@ __m256i quarter_zeros(const int32_t* zeros) {
   return _mm256_setr_epi64x(lane(0), lane(1), lane(2), lane(3));
 }
 
-// `n` groups of 8- or 4-bit blocks as int16 blocks, each line's quarters
+// One group of 8- or 4-bit blocks as int16 blocks, each line's quarters
 // (four rows of four columns) in order: line q of a 4-bit block holds lines
 // q (low nibbles) and q + 8 (high nibbles) of the wide one, less each row's
-// zero point for the span the column lies in (`zeros`, laid out as
-// IntGroupTask::zeros for these groups), so the products give
-// sum(x w) - zero * sum(x) as they are and no span end multiplies zeros by
-// activation sums.
-void widen_groups(const IntGroupLayout& l, const uint8_t* w, const int32_t* zeros, int64_t n, uint8_t* wide) {
+// zero point for the span the column lies in (`zeros`: the group's
+// (n_spans, 16) zero points), so the products give sum(x w) - zero * sum(x)
+// as they are and no span end multiplies zeros by activation sums.
+void widen_group(const IntGroupLayout& l, const uint8_t* w, const int32_t* zeros, uint8_t* wide) {
   const __m256i nibble = _mm256_set1_epi16(0x0F);
-  for (int64_t b = 0; b < n * l.chunks; ++b) {
-    const uint8_t* in = w + size_t(b) * l.block_bytes;
-    auto* out = reinterpret_cast<__m256i*>(wide + size_t(b) * kWideBlockBytes);  // (16 lines, 4 quarters)
+  for (int64_t c = 0; c < l.chunks; ++c) {
+    const uint8_t* in = w + size_t(c) * l.block_bytes;
+    auto* out = reinterpret_cast<__m256i*>(wide + size_t(c) * kWideBlockBytes);  // (16 lines, 4 quarters)
     if (l.bits == 8) {
       for (int q = 0; q < 16; ++q) {
         for (int i = 0; i < 4; ++i) _mm256_storeu_si256(out + 4 * q + i, widen_signed(in + q * 64 + 16 * i));
@@ -408,11 +411,11 @@ void widen_groups(const IntGroupLayout& l, const uint8_t* w, const int32_t* zero
     // Zero points of quarter i's rows in the span of column `col`: the
     // chunk's low nibbles (columns 0-31) and high ones (32-63) may lie in
     // different spans, and the last span runs on to the padded end.
-    const int64_t g = b / l.chunks, column = (b % l.chunks) * kGroupChunk;
+    const int64_t column = c * kGroupChunk;
     const auto zero_of = [&](int64_t col, int i) {
       if (!zeros) return _mm256_setzero_si256();
       const int64_t span = std::min(col / l.span, l.n_spans - 1);
-      return quarter_zeros(zeros + size_t((g * l.n_spans + span) * kRowGroup + 4 * i));
+      return quarter_zeros(zeros + size_t(span * kRowGroup + 4 * i));
     };
     for (int i = 0; i < 4; ++i) {
       const __m256i low_zero = zero_of(column, i), high_zero = zero_of(column + 32, i);
@@ -445,14 +448,14 @@ void a16_widened(const IntGroupLayout& l, const IntGroupTask& t) {
   wide.bits = 16;
   wide.block_bytes = kWideBlockBytes;
   const int64_t block_spans = widened_block_spans(l);
-  // One group widened; every byte is written by widen_groups before it is read: no fill.
+  // One group widened; every byte is written by widen_group before it is read: no fill.
   const auto group = std::make_unique_for_overwrite<uint8_t[]>(size_t(l.chunks) * kWideBlockBytes);
   for (int64_t t0 = 0; t0 < t.n_tokens; t0 += kWidenTokenChunk) {
     const IntGroupTask tokens = token_range(l, t, t0, std::min(kWidenTokenChunk, t.n_tokens - t0));
     for (int64_t g = 0; g < t.groups; ++g) {
       // The group as a task of its own; its zero points are in the widened weights.
       const size_t at = size_t(g * l.n_spans * kRowGroup);
-      widen_groups(l, t.w + size_t(g * l.chunks) * l.block_bytes, t.zeros ? t.zeros + at : nullptr, 1, group.get());
+      widen_group(l, t.w + size_t(g * l.chunks) * l.block_bytes, t.zeros ? t.zeros + at : nullptr, group.get());
       IntGroupTask sub = tokens;
       sub.w = group.get();
       sub.scales = t.scales + at;
