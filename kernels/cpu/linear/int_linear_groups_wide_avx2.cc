@@ -31,16 +31,15 @@ namespace {
 // a tile ran about 10% slower on Zen 3).
 constexpr int kTileTokens = 6;
 constexpr int64_t kPairBytes = 64;  // one pair line: 16 rows x 2 columns x int16
-// Tokens that go through every group before the next tokens do (whole
-// tiles): their activations (132 x 896 columns as int16, 231 KiB for
-// Qwen2.5's gate/up)
-// stay in L2 for all the groups, where all of a prompt's (896 KiB) were
-// read from L3 once a group. Each group is widened again for each run of
-// tokens, about 1 µs against 40 µs of products.
+// Tokens that go through every group before the next tokens do, in whole
+// tiles: their activations (132 x 896 columns as int16, 231 KiB for
+// Qwen2.5's gate/up) stay in L2 for all the groups, where all of a
+// prompt's (896 KiB) were read from L3 once a group. Each group is widened
+// again for each run of tokens, about 1 µs against 40 µs of products.
 constexpr int64_t kTokenRun = 22 * kTileTokens;
 // Widened weights go in blocks of at most 640 columns: a block (16 rows x
-// 640 columns, 20 KiB) and a tile's activations (4 tokens, 5 KiB) then stay
-// in L1 while every tile passes over them.
+// 640 columns, 20 KiB) and a tile's activations (6 tokens, 7.5 KiB) then
+// stay in L1 while every tile passes over them.
 constexpr int64_t kBlockColumns = 640;
 
 struct Spans {
@@ -155,19 +154,47 @@ void pack_tiles(const IntGroupLayout& l, const int16_t* x, int64_t n, int16_t* t
   }
 }
 
+// The end of a span for a tile of T tokens: the span's exact sums join the
+// rows' f32 sums, which wait in y (token k's 16 rows at y + k * y_stride)
+// between spans; the last span scales them by the token's scale.
+template <int T>
+__attribute__((always_inline)) inline void join_span(const __m256i (&sum)[2][T], const float* scales, float* y, int64_t y_stride,
+                                                     bool first, bool last, const float (&x_scale)[T],
+                                                     const RowLanes (&lanes)[2]) {
+  #pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    const __m256 scale = _mm256_loadu_ps(scales + 8 * h);
+    #pragma GCC unroll 6
+    for (int k = 0; k < T; ++k) {
+      float* out = y + k * y_stride + 8 * h;
+      const __m256 before = first ? _mm256_setzero_ps() : lanes[h].load(out);
+      __m256 acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[h][k]), scale, before);
+      if (last) acc = _mm256_mul_ps(acc, _mm256_set1_ps(x_scale[k]));
+      lanes[h].store(out, acc);
+    }
+  }
+}
+
 // The products of one widened group (t.w, pair lines) with the tile of T
 // tokens from t0 (t.x16, pack_tiles) over the given spans: 2 x T sums, the
-// group's 16 rows in two vectors for each token.
+// group's 16 rows in two vectors for each token. What the loops read of
+// the task is copied to locals first: stores to y could alias it.
 template <int T>
 void tile_products(const IntGroupLayout& l, const IntGroupTask& t, int64_t t0, Spans spans) {
   const RowLanes lanes[2] = {RowLanes(t.rows), RowLanes(t.rows - 8)};
   const int16_t* x = t.x16 + t0 * l.padded_cols;
+  const uint8_t* w = t.w;
+  const float* scales = t.scales;
+  float* y = t.y + t0 * t.y_stride;
+  const int64_t y_stride = t.y_stride, span = l.span, n_spans = l.n_spans, pairs = l.padded_cols / 2;
+  float x_scale[T];
+  for (int k = 0; k < T; ++k) x_scale[k] = t.x_scales[t0 + k];
   for (int64_t s = spans.begin; s < spans.end; ++s) {
-    const int64_t begin = s * l.span / 2, end = s + 1 == l.n_spans ? l.padded_cols / 2 : (s + 1) * l.span / 2;  // pair lines
+    const int64_t begin = s * span / 2, end = s + 1 == n_spans ? pairs : (s + 1) * span / 2;  // pair lines
     __m256i sum[2][T];
     #pragma GCC unroll 6
     for (int k = 0; k < T; ++k) sum[0][k] = sum[1][k] = _mm256_setzero_si256();
-    const uint8_t* line = t.w + begin * kPairBytes;
+    const uint8_t* line = w + begin * kPairBytes;
     const int16_t* xp = x + begin * 2 * T;
     for (int64_t i = begin; i < end; ++i, line += kPairBytes, xp += 2 * T) {
       const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(line));
@@ -181,20 +208,7 @@ void tile_products(const IntGroupLayout& l, const IntGroupTask& t, int64_t t0, S
         sum[1][k] = _mm256_add_epi32(sum[1][k], _mm256_madd_epi16(w1, xb));
       }
     }
-    // The span's exact sums join the rows' f32 sums, which wait in y between
-    // spans; the last span scales them by the token's scale.
-    #pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      const __m256 scale = _mm256_loadu_ps(t.scales + s * kRowGroup + 8 * h);
-      #pragma GCC unroll 6
-      for (int k = 0; k < T; ++k) {
-        float* y = t.y + (t0 + k) * t.y_stride + 8 * h;
-        const __m256 before = s == 0 ? _mm256_setzero_ps() : lanes[h].load(y);
-        __m256 acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[h][k]), scale, before);
-        if (s + 1 == l.n_spans) acc = _mm256_mul_ps(acc, _mm256_set1_ps(t.x_scales[t0 + k]));
-        lanes[h].store(y, acc);
-      }
-    }
+    join_span<T>(sum, scales + s * kRowGroup, y, y_stride, s == 0, s + 1 == n_spans, x_scale, lanes);
   }
 }
 
