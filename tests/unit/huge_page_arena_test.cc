@@ -1,9 +1,10 @@
 // Weights copied into huge-page chunks: the bytes are the source's, each
 // copy 64-byte aligned, small copies share a chunk, the same bytes share a
 // copy, a chunk is unmapped once no copy in it is held, and bytes the loader
-// owns are read in place.
+// owns are read in place; space reserved for packing is zeroed and its own.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -36,6 +37,24 @@ TEST(HugePageArena, CopiesAreAlignedAndSmallOnesShareAChunk) {
   ASSERT_TRUE(cbig.data);
   EXPECT_NE(cbig.chunk, ca.chunk);
   EXPECT_EQ(std::memcmp(cbig.data, big.data(), big.size()), 0);
+}
+
+// Space reserved for packing in place: zeroed, aligned, in the chunk the
+// copies use, never handed out twice.
+TEST(HugePageArena, ReservedSpaceIsZeroedAlignedAndItsOwn) {
+  HugePageArena arena;
+  const std::vector<uint8_t> a = counting_bytes(1000);
+  const HugePageArena::Copy ca = arena.copy(a.data(), a.size());
+  const HugePageArena::Space first = arena.reserve(3000), second = arena.reserve(100);
+  ASSERT_TRUE(ca.data && first.data && second.data);
+  EXPECT_EQ(first.chunk, ca.chunk);
+  EXPECT_EQ(first.data, ca.data + 1024);
+  EXPECT_EQ(second.data, first.data + 3008);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(second.data) % 64, 0u);
+  EXPECT_TRUE(std::all_of(first.data, first.data + 3000, [](uint8_t b) { return b == 0; }));
+  std::memset(first.data, 0xab, 3000);  // writable; the copy before it is untouched
+  EXPECT_EQ(std::memcmp(ca.data, a.data(), a.size()), 0);
+  EXPECT_EQ(arena.reserve(0).data, nullptr);
 }
 
 // A tied embedding and output head ask for the same bytes: one copy, while

@@ -484,5 +484,23 @@ TEST(IntLinearKernels, LongPromptsGiveEachTokenItsOwnBits) {
   }
 }
 
+// Packed into a huge-page arena (as the CPU backend loads them), weights
+// give the bits they give packed on their own, in both layouts.
+TEST(IntLinearKernels, WeightsPackedInAnArenaGiveTheSameBits) {
+  const int64_t rows = 50, cols = 576, n_tokens = 5;
+  const quant::IntQuantConfig config{4, 128, false, ActivationPolicy::kNone};
+  const auto w = random_values(size_t(rows * cols), 21);
+  const auto x = random_values(size_t(n_tokens * cols), 22);
+  const quant::IntMatrix m = quant::quantize_rtn("arena", w.data(), rows, cols, config);
+  ThreadPool pool(2);
+  HugePageArena arena;
+  for (const KernelChoice& choice : kernel_choices(true)) {
+    SCOPED_TRACE(choice.name);
+    const IntLinear alone(m.view("arena"), choice.isa, choice.layout);
+    const IntLinear placed(m.view("arena"), choice.isa, choice.layout, &arena);
+    EXPECT_EQ(product_of_all(placed, x, n_tokens, pool), product_of_all(alone, x, n_tokens, pool));
+  }
+}
+
 }  // namespace
 }  // namespace tessera::cpu

@@ -41,7 +41,7 @@ IntLinearKernels select_int_kernels(const IsaFeatures& isa) {
   return scalar_int_kernels();
 }
 
-IntLinear::IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa, IntLayout layout)
+IntLinear::IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa, IntLayout layout, HugePageArena* arena)
     : rows_(desc.rows), cols_(desc.cols), kernels_(select_int_kernels(isa)) {
   quant::validate_int_linear(desc);
   bits_ = desc.scheme.storage == DType::kI8 ? 8 : 4;
@@ -70,7 +70,7 @@ IntLinear::IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa, IntLay
   }
   row_groups_ = groups_fit && layout != IntLayout::kRows;
   if (!row_groups_) {
-    pack_rows(desc);
+    pack_rows(desc, arena);
     return;
   }
   group_kernels_ = !has_avx512_vnni(isa) ? avx2_group_kernels() : isa.amx_int8 ? amx_group_kernels() : avx512_group_kernels();
@@ -78,7 +78,21 @@ IntLinear::IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa, IntLay
   // take whichever is faster: for one or two tokens, read from memory, the
   // AVX2 kernels measured ahead of the AVX-512 ones (docs/performance.md).
   if (has_avx512_vnni(isa)) group_kernels_.a16_few_tokens = avx2_group_kernels().a16;
-  pack_row_groups(desc);
+  pack_row_groups(desc, arena);
+}
+
+uint8_t* IntLinear::allocate_packed(size_t bytes, HugePageArena* arena) {
+  if (arena) {
+    if (HugePageArena::Space space = arena->reserve(bytes); space.data) {
+      arena_chunk_ = std::move(space.chunk);
+      weights_ = space.data;
+      return space.data;  // zero: fresh anonymous memory
+    }
+  }
+  packed_ = AlignedBuffer(bytes);
+  weights_ = packed_.data_as<uint8_t>();
+  std::memset(packed_.data(), 0, bytes);
+  return packed_.data_as<uint8_t>();
 }
 
 void pack_row_group_block(int bits, const int8_t* codes, uint8_t* block) {
@@ -93,7 +107,7 @@ void pack_row_group_block(int bits, const int8_t* codes, uint8_t* block) {
   }
 }
 
-void IntLinear::pack_row_groups(const QuantizedLinear& desc) {
+void IntLinear::pack_row_groups(const QuantizedLinear& desc, HugePageArena* arena) {
   const int64_t n_qgroups = quant::group_count(cols_, desc.scheme.group_size), padded = layout_.padded_cols;
   IntGroupLayout& l = group_layout_;
   l.bits = bits_;
@@ -104,7 +118,7 @@ void IntLinear::pack_row_groups(const QuantizedLinear& desc) {
   l.n_spans = int8_activations_ ? 1 : quant::group_count(cols_, l.span);
   l.block_bytes = bits_ == 8 ? 1024 : 512;
   const int64_t groups = (rows_ + kRowGroup - 1) / kRowGroup;
-  packed_ = AlignedBuffer(size_t(groups * l.chunks) * l.block_bytes);
+  uint8_t* packed = allocate_packed(size_t(groups * l.chunks) * l.block_bytes, arena);
   const size_t entries = size_t(groups * l.n_spans * kRowGroup);
   group_scales_.assign(entries, 0.0f);
   group_offsets_.assign(entries, 0);
@@ -140,7 +154,7 @@ void IntLinear::pack_row_groups(const QuantizedLinear& desc) {
       for (int n = 0; n < kRowGroup; ++n) {
         std::memcpy(tile.data() + n * kGroupChunk, codes.data() + (g * kRowGroup + n) * padded + c * kGroupChunk, kGroupChunk);
       }
-      pack_row_group_block(bits_, tile.data(), packed_.data_as<uint8_t>() + size_t(g * l.chunks + c) * l.block_bytes);
+      pack_row_group_block(bits_, tile.data(), packed + size_t(g * l.chunks + c) * l.block_bytes);
     }
   }
 }
@@ -149,7 +163,7 @@ IntGroupTask IntLinear::group_task(int64_t group, int64_t n) const {
   const IntGroupLayout& l = group_layout_;
   const size_t at = size_t(group * l.n_spans * kRowGroup);
   IntGroupTask t{};
-  t.w = packed_.data_as<uint8_t>() + size_t(group * l.chunks) * l.block_bytes;
+  t.w = weights_ + size_t(group * l.chunks) * l.block_bytes;
   t.scales = group_scales_.data() + at;
   t.offsets = group_offsets_.data() + at;
   t.zeros = group_zeros_.empty() ? nullptr : group_zeros_.data() + at;
@@ -158,11 +172,10 @@ IntGroupTask IntLinear::group_task(int64_t group, int64_t n) const {
   return t;
 }
 
-void IntLinear::pack_rows(const QuantizedLinear& desc) {
+void IntLinear::pack_rows(const QuantizedLinear& desc, HugePageArena* arena) {
   const int64_t padded = layout_.padded_cols, n_groups = quant::group_count(cols_, desc.scheme.group_size);
   row_bytes_ = size_t(bits_ == 8 ? padded : padded / 2);
-  packed_ = AlignedBuffer(row_bytes_ * size_t(rows_));
-  std::memset(packed_.data(), 0, packed_.size());
+  uint8_t* packed = allocate_packed(row_bytes_ * size_t(rows_), arena);
   scales_.resize(size_t(rows_ * layout_.n_spans));
   if (bits_ == 4) zeros_.resize(size_t(rows_ * layout_.n_spans));
   if (int8_activations_) row_sums_.resize(size_t(rows_));
@@ -170,7 +183,7 @@ void IntLinear::pack_rows(const QuantizedLinear& desc) {
   const auto* zeros = static_cast<const int8_t*>(desc.zero_points);
   for (int64_t r = 0; r < rows_; ++r) {
     const auto* src = static_cast<const uint8_t*>(desc.data) + uint64_t(r) * desc.row_stride;
-    uint8_t* dst = packed_.data_as<uint8_t>() + size_t(r) * row_bytes_;
+    uint8_t* dst = packed + size_t(r) * row_bytes_;
     for (int64_t s = 0; s < layout_.n_spans; ++s) {
       // Spans are the groups, or slices of the row's single group.
       const int64_t g = n_groups == 1 ? 0 : s;
@@ -203,7 +216,7 @@ void IntLinear::pack_rows(const QuantizedLinear& desc) {
 
 IntRowTask IntLinear::row_task(int64_t row, int n_rows) const {
   IntRowTask t{};
-  t.w = packed_.data_as<uint8_t>() + size_t(row) * row_bytes_;
+  t.w = weights_ + size_t(row) * row_bytes_;
   t.w_stride = row_bytes_;
   t.scales = scales_.data() + row * layout_.n_spans;
   t.zeros = zeros_.empty() ? nullptr : zeros_.data() + row * layout_.n_spans;

@@ -23,6 +23,7 @@
 
 #include "engine/tensor/aligned_buffer.h"
 #include "kernels/cpu/linear/int_linear_groups.h"
+#include "kernels/cpu/runtime/huge_page_arena.h"
 #include "kernels/cpu/runtime/isa.h"
 #include "kernels/cpu/runtime/thread_pool.h"
 #include "quant/weight_scheme.h"
@@ -114,8 +115,11 @@ class IntLinear {
   // Throws tessera::Error naming the weight if `desc` is malformed. kAuto
   // takes row groups wherever AVX2 runs and the groups allow them (their
   // kernels beat the rows' at every batch size, on AVX2, AVX-512 VNNI and
-  // AMX tiles alike).
-  IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa, IntLayout layout = IntLayout::kAuto);
+  // AMX tiles alike). With an arena the packed weights move into it, where
+  // a decode step streams them from huge pages (they stay in ordinary pages
+  // where it cannot map one).
+  IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa, IntLayout layout = IntLayout::kAuto,
+            HugePageArena* arena = nullptr);
 
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
@@ -135,15 +139,20 @@ class IntLinear {
   IntRowTask row_task(int64_t row, int n_rows) const;
 
  private:
-  void pack_rows(const QuantizedLinear& desc);
-  void pack_row_groups(const QuantizedLinear& desc);
+  void pack_rows(const QuantizedLinear& desc, HugePageArena* arena);
+  void pack_row_groups(const QuantizedLinear& desc, HugePageArena* arena);
+  // Zeroed space for the packed weights: in the arena where one is given and
+  // can map it, else in packed_.
+  uint8_t* allocate_packed(size_t bytes, HugePageArena* arena);
 
   int64_t rows_, cols_;
   int bits_;
   bool int8_activations_;
   IntRowLayout layout_{};
   IntLinearKernels kernels_;
-  AlignedBuffer packed_;
+  AlignedBuffer packed_;              // the packed weights, when not in an arena
+  std::shared_ptr<const void> arena_chunk_;  // holds them, when in one
+  const uint8_t* weights_ = nullptr;  // the packed weights, wherever they lie
   size_t row_bytes_ = 0;
   std::vector<float> scales_;     // (rows, n_spans)
   std::vector<int16_t> zeros_;    // (rows, n_spans), 4 bits

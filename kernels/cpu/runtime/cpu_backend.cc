@@ -64,7 +64,10 @@ const void* weight_bytes(HugePageArena* arena, const void* data, size_t bytes, s
 CpuLinear::CpuLinear(const QuantizedLinear& desc, const IsaFeatures& isa, HugePageArena* arena) : PreparedLinear(desc) {
   const WeightScheme& scheme = desc.scheme;
   if (quant::is_int_scheme(scheme)) {
-    int_weight_ = std::make_unique<IntLinear>(desc, isa);
+    int_weight_ = std::make_unique<IntLinear>(desc, isa, IntLayout::kAuto, arena);
+    // Packed into a copy of their own: the checkpoint's pages of the codes
+    // leave resident memory (read again from the file should anything ask).
+    if (!desc.loader_owned && desc.data) release_pages(desc.data, size_t(uint64_t(desc.rows) * desc.row_stride));
     return;
   }
   if (desc.scales || desc.zero_points || scheme.activation != ActivationPolicy::kNone) {

@@ -56,6 +56,30 @@ bool HugePageArena::wanted() {
   return !modes.empty() && modes.find("[never]") == std::string::npos;
 }
 
+std::shared_ptr<HugePageArena::Chunk> HugePageArena::take(size_t bytes, size_t& at) {
+  std::shared_ptr<Chunk> chunk = current_.lock();
+  at = round_up(used_, kAlignment);
+  if (!chunk || at + bytes > chunk->size) {
+    chunk = std::make_shared<Chunk>(std::max(bytes, kChunkBytes));
+    if (!chunk->base) return nullptr;
+    current_ = chunk;
+    at = 0;
+    std::erase_if(made_, [](const auto& entry) { return entry.second.chunk.expired(); });
+  }
+  used_ = at + bytes;
+  return chunk;
+}
+
+HugePageArena::Space HugePageArena::reserve(size_t bytes) {
+  if (bytes == 0) return {};
+  std::lock_guard lock(mutex_);
+  size_t at = 0;
+  std::shared_ptr<Chunk> chunk = take(bytes, at);
+  if (!chunk) return {};
+  uint8_t* data = chunk->base + at;
+  return {std::move(chunk), data};
+}
+
 HugePageArena::Copy HugePageArena::copy(const void* data, size_t bytes) {
   if (!data || bytes == 0) return {};
   std::shared_ptr<Chunk> chunk;
@@ -69,16 +93,8 @@ HugePageArena::Copy HugePageArena::copy(const void* data, size_t bytes) {
       }
       made_.erase(it);
     }
-    chunk = current_.lock();
-    at = round_up(used_, kAlignment);
-    if (!chunk || at + bytes > chunk->size) {
-      chunk = std::make_shared<Chunk>(std::max(bytes, kChunkBytes));
-      if (!chunk->base) return {};
-      current_ = chunk;
-      at = 0;
-      std::erase_if(made_, [](const auto& entry) { return entry.second.chunk.expired(); });
-    }
-    used_ = at + bytes;
+    chunk = take(bytes, at);
+    if (!chunk) return {};
     // Copied under the lock: a second request for the same bytes must not
     // find the copy before it is whole.
     std::memcpy(chunk->base + at, data, bytes);

@@ -30,6 +30,15 @@ class HugePageArena {
   };
   Copy copy(const void* data, size_t bytes);
 
+  // `bytes` of zeroed, 64-byte-aligned memory to fill once (weights packed
+  // in place), with the chunk that holds it. Null when the memory cannot be
+  // mapped.
+  struct Space {
+    std::shared_ptr<const void> chunk;
+    uint8_t* data = nullptr;
+  };
+  Space reserve(size_t bytes);
+
   // Whether weights should be copied here: the kernel grants huge pages to
   // memory that asks for them (/sys/kernel/mm/transparent_hugepage/enabled
   // is not "never") and TESSERA_CPU_HUGE_PAGES is not 0 (1 or unset; any
@@ -39,6 +48,8 @@ class HugePageArena {
 
  private:
   struct Chunk;
+  // Space for `bytes` in the current chunk, or a new one (mutex_ held).
+  std::shared_ptr<Chunk> take(size_t bytes, size_t& at);
   std::mutex mutex_;
   // The chunk being filled, held only by its weights: once a model's weights
   // are gone, so is their memory.
