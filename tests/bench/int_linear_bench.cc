@@ -96,9 +96,13 @@ void BM_IntLayerFromMemory(benchmark::State& state) {
     layer_bytes += m.data.size() + m.scales.size() * sizeof(float) + m.zeros.size();
   }
   const size_t copies = std::max<size_t>(2, (size_t(256) << 20) / layer_bytes);
+  // Packed into huge pages as the CPU backend packs them (unless
+  // TESSERA_CPU_HUGE_PAGES=0).
+  HugePageArena arena;
+  HugePageArena* placement = HugePageArena::wanted() ? &arena : nullptr;
   std::vector<std::vector<std::unique_ptr<IntLinear>>> layers(copies);
   for (auto& layer : layers) {
-    for (const quant::IntMatrix& m : matrices) layer.push_back(std::make_unique<IntLinear>(m.view("bench"), isa, layout));
+    for (const quant::IntMatrix& m : matrices) layer.push_back(std::make_unique<IntLinear>(m.view("bench"), isa, layout, placement));
   }
   std::vector<float> x(size_t(std::max(hidden, std::max(q_rows, ffn)))), y(size_t(3 * ffn));
   for (float& v : x) v = dist(rng);
