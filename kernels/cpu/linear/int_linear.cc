@@ -76,7 +76,8 @@ IntLinear::IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa, IntLay
   group_kernels_ = !has_avx512_vnni(isa) ? avx2_group_kernels() : isa.amx_int8 ? amx_group_kernels() : avx512_group_kernels();
   // Every instruction set's row groups give the same bits, so a call may
   // take whichever is faster: for one or two tokens, read from memory, the
-  // AVX2 kernels measured ahead of the AVX-512 ones (docs/performance.md).
+  // AVX2 kernels measured ahead of the AVX-512 ones
+  // (docs/performance-forced-avx2.md).
   if (has_avx512_vnni(isa)) group_kernels_.a16_few_tokens = avx2_group_kernels().a16;
   pack_row_groups(desc, arena);
 }
