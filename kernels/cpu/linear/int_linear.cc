@@ -126,36 +126,58 @@ void IntLinear::pack_row_groups(const QuantizedLinear& desc, HugePageArena* aren
   if (bits_ == 4) group_zeros_.assign(entries, 0);
   const auto* scales = static_cast<const float*>(desc.scales);
   const auto* zeros = static_cast<const int8_t*>(desc.zero_points);
-  // codes: (groups * 16, padded) row-major, zero beyond the real rows and columns.
-  std::vector<int8_t> codes(size_t(groups * kRowGroup * padded), 0);
-  for (int64_t r = 0; r < rows_; ++r) {
-    const auto* src = static_cast<const uint8_t*>(desc.data) + uint64_t(r) * desc.row_stride;
-    int8_t* dst = codes.data() + r * padded;
-    for (int64_t c = 0; c < cols_; ++c) dst[c] = bits_ == 8 ? int8_t(src[c]) : int8_t(quant::int4_at(src, c) + 8);
-    for (int64_t s = 0; s < l.n_spans; ++s) {
-      const int64_t qg = n_qgroups == 1 ? 0 : s, begin = s * l.span, end = std::min(begin + l.span, padded);
-      const float scale = scales[r * n_qgroups + qg];
-      if (!std::isfinite(scale)) throw Error("weight '" + desc.name + "': scale of row " + std::to_string(r) + " is not finite");
-      const size_t at = size_t((r / kRowGroup * l.n_spans + s) * kRowGroup + r % kRowGroup);
-      group_scales_[at] = scale;
-      int64_t sum = 0;
-      for (int64_t c = begin; c < end; ++c) sum += dst[c];
-      // Wrapping: the kernels' int32 sums wrap the same way and S itself fits.
-      group_offsets_[at] = int32_t(uint32_t(uint64_t(sum) * (int8_activations_ ? 128u : 32768u)));
-      if (bits_ == 4) {
-        const int zero = zeros ? zeros[r * n_qgroups + qg] : 0;
-        if (zero < -8 || zero > 8) throw Error("weight '" + desc.name + "': zero point outside [-8, 8]");
-        group_zeros_[at] = zero + 8;
-      }
-    }
-  }
+  // One group at a time: codes (16, padded) row-major, zero beyond the real
+  // rows and columns (a whole weight's codes would double an output head).
+  std::vector<int8_t> codes(size_t(kRowGroup * padded));
   std::vector<int8_t> tile(size_t(kRowGroup * kGroupChunk));
   for (int64_t g = 0; g < groups; ++g) {
+    std::fill(codes.begin(), codes.end(), int8_t(0));
+    for (int64_t r = g * kRowGroup; r < std::min(rows_, (g + 1) * kRowGroup); ++r) {
+      const auto* src = static_cast<const uint8_t*>(desc.data) + uint64_t(r) * desc.row_stride;
+      int8_t* dst = codes.data() + (r % kRowGroup) * padded;
+      unpack_codes(src, dst);
+      group_row_spans(desc, r, dst, n_qgroups, scales, zeros);
+    }
     for (int64_t c = 0; c < l.chunks; ++c) {
       for (int n = 0; n < kRowGroup; ++n) {
-        std::memcpy(tile.data() + n * kGroupChunk, codes.data() + (g * kRowGroup + n) * padded + c * kGroupChunk, kGroupChunk);
+        std::memcpy(tile.data() + n * kGroupChunk, codes.data() + n * padded + c * kGroupChunk, kGroupChunk);
       }
       pack_row_group_block(bits_, tile.data(), packed + size_t(g * l.chunks + c) * l.block_bytes);
+    }
+  }
+}
+
+void IntLinear::unpack_codes(const uint8_t* src, int8_t* dst) const {
+  if (bits_ == 8) {
+    std::memcpy(dst, src, size_t(cols_));
+    return;
+  }
+  // Two signed nibbles a byte, column 2i low: stored unsigned (q + 8).
+  for (int64_t c = 0; c + 1 < cols_; c += 2) {
+    const uint8_t byte = src[c / 2];
+    dst[c] = int8_t((byte & 0x0F) ^ 0x08);
+    dst[c + 1] = int8_t((byte >> 4) ^ 0x08);
+  }
+  if (cols_ % 2) dst[cols_ - 1] = int8_t((src[cols_ / 2] & 0x0F) ^ 0x08);
+}
+
+void IntLinear::group_row_spans(const QuantizedLinear& desc, int64_t r, const int8_t* codes, int64_t n_qgroups,
+                                const float* scales, const int8_t* zeros) {
+  const IntGroupLayout& l = group_layout_;
+  for (int64_t s = 0; s < l.n_spans; ++s) {
+    const int64_t qg = n_qgroups == 1 ? 0 : s, begin = s * l.span, end = std::min(begin + l.span, l.padded_cols);
+    const float scale = scales[r * n_qgroups + qg];
+    if (!std::isfinite(scale)) throw Error("weight '" + desc.name + "': scale of row " + std::to_string(r) + " is not finite");
+    const size_t at = size_t((r / kRowGroup * l.n_spans + s) * kRowGroup + r % kRowGroup);
+    group_scales_[at] = scale;
+    int64_t sum = 0;
+    for (int64_t c = begin; c < end; ++c) sum += codes[c];
+    // Wrapping: the kernels' int32 sums wrap the same way and S itself fits.
+    group_offsets_[at] = int32_t(uint32_t(uint64_t(sum) * (int8_activations_ ? 128u : 32768u)));
+    if (bits_ == 4) {
+      const int zero = zeros ? zeros[r * n_qgroups + qg] : 0;
+      if (zero < -8 || zero > 8) throw Error("weight '" + desc.name + "': zero point outside [-8, 8]");
+      group_zeros_[at] = zero + 8;
     }
   }
 }

@@ -141,6 +141,11 @@ class IntLinear {
  private:
   void pack_rows(const QuantizedLinear& desc, HugePageArena* arena);
   void pack_row_groups(const QuantizedLinear& desc, HugePageArena* arena);
+  // One stored row's codes as int8 (4 bits: the unsigned nibble, q + 8).
+  void unpack_codes(const uint8_t* src, int8_t* dst) const;
+  // Row r's span scales, weight sums and zero points in the group arrays.
+  void group_row_spans(const QuantizedLinear& desc, int64_t r, const int8_t* codes, int64_t n_qgroups, const float* scales,
+                       const int8_t* zeros);
   // Zeroed space for the packed weights: in the arena where one is given and
   // can map it, else in packed_.
   uint8_t* allocate_packed(size_t bytes, HugePageArena* arena);
