@@ -57,7 +57,7 @@ void BM_Attention(benchmark::State& state) {
 BENCHMARK(BM_Attention)->Apply([](benchmark::internal::Benchmark* b) {
   for (int64_t build : {0, 1}) {
     b->Args({9, 3, 512, build, 512})->Args({14, 2, 512, build, 512});
-    for (int64_t context : {512, 2048, 8192}) {
+    for (int64_t context : {128, 512, 2048, 8192}) {
       b->Args({9, 3, 1, build, context})->Args({14, 2, 1, build, context})->Args({4, 1, 1, build, context});
     }
   }
