@@ -158,6 +158,17 @@ int int4_at(const uint8_t* row, int64_t col) {
   return v >= 8 ? v - 16 : v;
 }
 
+void int4_row(const uint8_t* row, int64_t cols, int offset, int8_t* out) {
+  // A nibble v is the signed value (v ^ 8) - 8.
+  const auto value = [offset](unsigned nibble) { return int8_t(int(nibble ^ 8u) - 8 + offset); };
+  for (int64_t c = 0; c + 1 < cols; c += 2) {
+    const uint8_t byte = row[c / 2];
+    out[c] = value(byte & 0x0Fu);
+    out[c + 1] = value(byte >> 4);
+  }
+  if (cols % 2) out[cols - 1] = value(row[cols / 2] & 0x0Fu);
+}
+
 void set_int4(uint8_t* row, int64_t col, int q) {
   const uint8_t bits = uint8_t(q & 0x0F);
   uint8_t& byte = row[col / 2];

@@ -80,6 +80,10 @@ void validate_int_linear(const QuantizedLinear& w);
 // to q in [-8, 7].
 int int4_at(const uint8_t* row, int64_t col);
 void set_int4(uint8_t* row, int64_t col, int q);
+// The first `cols` elements of such a row, each plus `offset` (8 gives the
+// unsigned nibble), into out: a whole row at once, where int4_at goes
+// element by element.
+void int4_row(const uint8_t* row, int64_t cols, int offset, int8_t* out);
 
 // True for schemes in this layout (int8 or int4 with separate scales).
 bool is_int_scheme(const WeightScheme& scheme);

@@ -232,6 +232,20 @@ TEST(IntQuant, ThreadsGiveTheOneThreadBits) {
   }
 }
 
+// A whole row of nibbles decodes as element-by-element reads do, with and
+// without the offset to unsigned nibbles, odd lengths included.
+TEST(IntQuant, Int4RowDecodesAsEachElementReads) {
+  for (const int64_t cols : {1, 2, 7, 64, 97}) {
+    std::vector<uint8_t> row(size_t((cols + 1) / 2));
+    for (int64_t c = 0; c < cols; ++c) quant::set_int4(row.data(), c, int((c * 5 + 3) % 16) - 8);  // every value in [-8, 7]
+    for (const int offset : {0, 8}) {
+      std::vector<int8_t> out(static_cast<size_t>(cols));
+      quant::int4_row(row.data(), cols, offset, out.data());
+      for (int64_t c = 0; c < cols; ++c) ASSERT_EQ(out[size_t(c)], quant::int4_at(row.data(), c) + offset) << cols << " " << c;
+    }
+  }
+}
+
 TEST(IntQuant, RejectsShapesTheKernelsCannotHold) {
   const std::vector<float> w(64 * 2, 1.0f);
   EXPECT_THROW(quant::quantize_rtn("w", w.data(), 2, 40, {8, 0, true, {}}),

@@ -135,7 +135,8 @@ void IntLinear::pack_row_groups(const QuantizedLinear& desc, HugePageArena* aren
     for (int64_t r = g * kRowGroup; r < std::min(rows_, (g + 1) * kRowGroup); ++r) {
       const auto* src = static_cast<const uint8_t*>(desc.data) + uint64_t(r) * desc.row_stride;
       int8_t* dst = codes.data() + (r % kRowGroup) * padded;
-      unpack_codes(src, dst);
+      if (bits_ == 8) std::memcpy(dst, src, size_t(cols_));
+      else quant::int4_row(src, cols_, 8, dst);  // unsigned nibbles
       group_row_spans(desc, r, dst, n_qgroups, scales, zeros);
     }
     for (int64_t c = 0; c < l.chunks; ++c) {
@@ -145,20 +146,6 @@ void IntLinear::pack_row_groups(const QuantizedLinear& desc, HugePageArena* aren
       pack_row_group_block(bits_, tile.data(), packed + size_t(g * l.chunks + c) * l.block_bytes);
     }
   }
-}
-
-void IntLinear::unpack_codes(const uint8_t* src, int8_t* dst) const {
-  if (bits_ == 8) {
-    std::memcpy(dst, src, size_t(cols_));
-    return;
-  }
-  // Two signed nibbles a byte, column 2i low: stored unsigned (q + 8).
-  for (int64_t c = 0; c + 1 < cols_; c += 2) {
-    const uint8_t byte = src[c / 2];
-    dst[c] = int8_t((byte & 0x0F) ^ 0x08);
-    dst[c + 1] = int8_t((byte >> 4) ^ 0x08);
-  }
-  if (cols_ % 2) dst[cols_ - 1] = int8_t((src[cols_ / 2] & 0x0F) ^ 0x08);
 }
 
 void IntLinear::group_row_spans(const QuantizedLinear& desc, int64_t r, const int8_t* codes, int64_t n_qgroups,

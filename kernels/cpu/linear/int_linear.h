@@ -115,9 +115,9 @@ class IntLinear {
   // Throws tessera::Error naming the weight if `desc` is malformed. kAuto
   // takes row groups wherever AVX2 runs and the groups allow them (their
   // kernels beat the rows' at every batch size, on AVX2, AVX-512 VNNI and
-  // AMX tiles alike). With an arena the packed weights move into it, where
-  // a decode step streams them from huge pages (they stay in ordinary pages
-  // where it cannot map one).
+  // AMX tiles alike). With an arena the weights are packed into space it
+  // reserves, where a decode step streams them from huge pages (into
+  // ordinary pages where it cannot map one).
   IntLinear(const QuantizedLinear& desc, const IsaFeatures& isa, IntLayout layout = IntLayout::kAuto,
             HugePageArena* arena = nullptr);
 
@@ -141,8 +141,6 @@ class IntLinear {
  private:
   void pack_rows(const QuantizedLinear& desc, HugePageArena* arena);
   void pack_row_groups(const QuantizedLinear& desc, HugePageArena* arena);
-  // One stored row's codes as int8 (4 bits: the unsigned nibble, q + 8).
-  void unpack_codes(const uint8_t* src, int8_t* dst) const;
   // Row r's span scales, weight sums and zero points in the group arrays.
   void group_row_spans(const QuantizedLinear& desc, int64_t r, const int8_t* codes, int64_t n_qgroups, const float* scales,
                        const int8_t* zeros);
