@@ -45,7 +45,14 @@ void BM_Attention(benchmark::State& state) {
   std::vector<AttentionWorkItem> items;
   plan_attention_items(batch, kv_heads, items);
   AttentionWorkspace workspace(pool.size());
+  std::vector<char> flush(state.range(5) ? size_t(64) << 20 : 0);
   for (auto _ : state) {
+    if (!flush.empty()) {
+      state.PauseTiming();
+      for (size_t i = 0; i < flush.size(); i += 64) flush[i] = char(flush[i] + 1);
+      benchmark::DoNotOptimize(flush.data());
+      state.ResumeTiming();
+    }
     run_attention_items(items, q.data(), heads, kv, batch, params, out.data(), pool, isa, workspace);
     benchmark::DoNotOptimize(out.data());
   }
@@ -56,9 +63,11 @@ void BM_Attention(benchmark::State& state) {
 }
 BENCHMARK(BM_Attention)->Apply([](benchmark::internal::Benchmark* b) {
   for (int64_t build : {0, 1}) {
-    b->Args({9, 3, 512, build, 512})->Args({14, 2, 512, build, 512});
+    b->Args({9, 3, 512, build, 512, 0})->Args({14, 2, 512, build, 512, 0});
     for (int64_t context : {128, 512, 2048, 8192}) {
-      b->Args({9, 3, 1, build, context})->Args({14, 2, 1, build, context})->Args({4, 1, 1, build, context});
+      for (int64_t cold : {0, 1}) {
+        b->Args({9, 3, 1, build, context, cold})->Args({14, 2, 1, build, context, cold})->Args({4, 1, 1, build, context, cold});
+      }
     }
   }
 })->UseRealTime();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/attention/flex_attention_passes.h"
+#include "kernels/cpu/attention/flex_attention_score_pass.h"
 #include "kernels/cpu/attention/flex_attention_split.h"
 #include "kernels/cpu/attention/flex_attention_variants.h"
 #include "kernels/query_groups.h"

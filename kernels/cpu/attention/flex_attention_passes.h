@@ -1,7 +1,8 @@
 #pragma once
 // The passes the flex attention kernel is made of, for one work item and a
 // range of its keys: the queries as they meet the keys, the scores, the
-// softmax in pieces, the values gathered by lane and their weighted sum.
+// softmax in pieces, the values gathered by lane and their weighted sum
+// (the score pass itself is in flex_attention_score_pass.h).
 // Whole items (flex_attention_impl.h) and items whose keys are split among
 // threads (flex_attention_split.h) run the same passes, so both give the
 // same bits. Compiled once per instruction set with the kernel body.
@@ -111,60 +112,6 @@ void load_rows(const PagedKv& kv, const void* pool, const float* scales, int pag
   }
 }
 
-// The keys of one page as the score pass reads them: in the cache itself
-// where the kernel can widen them in registers (f32; f16 with F16C), else
-// converted into `buffer` (int8, and f16 without F16C).
-struct PageKeys {
-  const PagedKv& kv;
-  const float* buffer;  // [row][head_dim], when converted
-  const void* in_place = nullptr;  // row 0 of the page in the pool
-  size_t stride = 0;  // elements between rows in place
-
-  static bool read_in_place(const PagedKv& kv) {
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-    return kv.dtype == DType::kF32 || kv.dtype == DType::kF16;
-#else
-    return kv.dtype == DType::kF32;
-#endif
-  }
-
-  // The page's keys read where they lie in `pool`.
-  static PageKeys in_cache(const PagedKv& kv, const void* pool, int page, int kv_head) {
-    const size_t element_bytes = kv.dtype == DType::kF32 ? sizeof(float) : sizeof(uint16_t);
-    return {kv, nullptr, static_cast<const uint8_t*>(pool) + page_offset(kv, page, kv_head) * element_bytes,
-            size_t(kv.n_kv_heads) * size_t(kv.head_dim)};
-  }
-
-  // Dots of q with the page's rows r .. r + 7.
-  void dot8(const float* q, int r, int dim, float* out) const {
-    if (!in_place) return lane16_dot8(q, buffer + size_t(r) * size_t(dim), size_t(dim), dim, out);
-    if (kv.dtype == DType::kF32) return lane16_dot8(q, static_cast<const float*>(in_place) + size_t(r) * stride, stride, dim, out);
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-    lane16_dot8(q, static_cast<const uint16_t*>(in_place) + size_t(r) * stride, stride, dim, out);
-#endif
-  }
-
-#if defined(__AVX2__) && defined(__FMA__)
-  // dot8's sums as one vector.
-  __attribute__((always_inline)) __m256 dot8_vector(const float* q, int r, int dim) const {
-    if (!in_place) return lane16_dot8_vector(q, buffer + size_t(r) * size_t(dim), size_t(dim), dim);
-#if defined(__F16C__)
-    if (kv.dtype == DType::kF16) return lane16_dot8_vector(q, static_cast<const uint16_t*>(in_place) + size_t(r) * stride, stride, dim);
-#endif
-    return lane16_dot8_vector(q, static_cast<const float*>(in_place) + size_t(r) * stride, stride, dim);
-  }
-#endif
-
-  // The dot of q with row r; `row` holds dim floats for a row in f16.
-  float dot(const float* q, int r, int dim, float* row) const {
-    if (!in_place) return ordered_dot(q, buffer + size_t(r) * size_t(dim), dim);
-    if (kv.dtype == DType::kF32) return ordered_dot(q, static_cast<const float*>(in_place) + size_t(r) * stride, dim);
-    const uint16_t* src = static_cast<const uint16_t*>(in_place) + size_t(r) * stride;
-    for (int d = 0; d < dim; ++d) row[d] = f16_to_f32(src[d]);
-    return ordered_dot(q, row, dim);
-  }
-};
-
 // exp(w[k - first] - row_max) in place for keys [lo, hi], key by key: the
 // vector and the scalar exponential give the same bits.
 inline void exponentiate(float* w, int first, int lo, int hi, float row_max) {
@@ -257,6 +204,22 @@ struct KeySpan {
   int size() const { return last - first + 1; }
 };
 
+// How far ahead of the page being read ItemView::prefetch_ahead asks for
+// keys and values: at 16 keys a page, four pages are several trips to
+// memory's worth of a decode step's work (two and four measured alike).
+constexpr int kPrefetchPages = 4;
+constexpr size_t kCacheLine = 64;
+
+// Asks for the cache line holding p. An instruction the compiler keeps:
+// at -O3 GCC removed the loops of __builtin_prefetch calls written here.
+inline void prefetch_line(const void* p) {
+#if defined(__x86_64__) || defined(__i386__)
+  asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p)));
+#else
+  __builtin_prefetch(p);
+#endif
+}
+
 // An item's query rows, the keys each sees, and its pages: row r is token
 // token_begin + r / head_count and query head head0 + r % head_count.
 template <class Mask>
@@ -285,6 +248,26 @@ struct ItemView {
     const int pos = batch.positions[token(r)];
     *lo = std::max(span.first, mask.first(pos));
     *hi = std::min(kv_len - 1, mask.last(pos, prefix));
+  }
+  // Asks the cache for the rows of this item's KV head in the page that
+  // holds key page_first + kPrefetchPages * page_size, when that page holds
+  // keys up to `to`, from `pool` (kv.k or kv.v). A head's rows lie
+  // n_kv_heads * head_dim elements apart and the processor's prefetchers
+  // stop at every 4 KiB, so a decode step over a long context otherwise
+  // waits on memory every few keys (most of its time on an AVX2-only EPYC
+  // at 512 cached tokens).
+  void prefetch_ahead(const void* pool, int page_first, int to) const {
+    const int first = page_first + kPrefetchPages * kv.page_size;
+    const int p = first / kv.page_size;
+    if (first > std::min(to, kv_len - 1) || p >= batch.page_indptr[item.seq + 1] - batch.page_indptr[item.seq]) return;
+    const size_t element = kv.dtype == DType::kF32 ? sizeof(float) : kv.dtype == DType::kF16 ? sizeof(uint16_t) : sizeof(int8_t);
+    const int page = batch.page_indices[batch.page_indptr[item.seq] + p];
+    const char* row = static_cast<const char*>(pool) + page_offset(kv, page, item.kv_head) * element;
+    const size_t row_bytes = size_t(kv.head_dim) * element, stride = size_t(kv.n_kv_heads) * row_bytes;
+    const int rows = std::min(kv.page_size, kv_len - first);
+    for (int r = 0; r < rows; ++r, row += stride) {
+      for (size_t b = 0; b < row_bytes; b += kCacheLine) prefetch_line(row + b);
+    }
   }
   // body(page in the pool, its first key, its rows) for each page with a key in [from, to].
   template <class Body>
@@ -332,128 +315,12 @@ void prepare_queries(const ItemView<Mask>& view, const float* q, int n_heads, co
   }
 }
 
-constexpr int kMinRowsToWidenKeys = 8;
-
-#if defined(__AVX2__) && defined(__FMA__)
-// Scores (dot + offset) * scale of keys *k, *k + 1, ... in runs of eight
-// while a whole run lies within hi, into out (the first key's score first);
-// `row` is *k's row in `keys`. Advances *k past the runs and returns the
-// running maximum.
-inline float score_runs_of_eight(const PageKeys& keys, const float* q, float offset, float scale, int row, int hi, int dim,
-                                 float* out, float max, int* k) {
-  __m256 max8 = _mm256_set1_ps(max);
-  const __m256 offset8 = _mm256_set1_ps(offset), scale8 = _mm256_set1_ps(scale);
-  int key = *k;  // a local: through the pointer it went to memory every run
-  for (; key + 8 <= hi + 1; key += 8, row += 8, out += 8) {
-    const __m256 s = _mm256_mul_ps(_mm256_add_ps(keys.dot8_vector(q, row, dim), offset8), scale8);
-    _mm256_storeu_ps(out, s);
-    max8 = _mm256_max_ps(s, max8);  // the second operand where the first is NaN
-  }
-  *k = key;
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(max8), _mm256_extractf128_ps(max8, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
-}
-#endif
-
-// Pages a prompt's score pass widens together (about 128 keys): each row
-// then scores a long run of keys in one pass, where page by page its runs
-// were 16 keys long and their setup cost as much as their products. Every
-// row of the tile reads the block again, so a smaller block stays nearer:
-// Gemma 3's prompt attention (256 dimensions) took 180-195 ms at 256 keys
-// against 155-166 at 128 (an AVX2-only EPYC, three interleaved runs).
-inline int pages_per_key_block(const PagedKv& kv) { return std::max(1, 128 / kv.page_size); }
-
-// The floats score_rows needs in `rows`.
-inline size_t score_rows_floats(const PagedKv& kv) {
-  return size_t(pages_per_key_block(kv)) * size_t(kv.page_size) * size_t(kv.head_dim);
-}
-
-// Scores of every row for its keys within [from, to] that lie in one block
-// of keys [block_first, block_first + block_rows), key k at row k -
-// block_first of `keys`; see score_rows. `row`: head_dim floats of scratch.
-template <class Mask, class Score>
-void score_key_block(const ItemView<Mask>& view, const PageKeys& keys, int block_first, int block_rows, const float* queries,
-                     const float* offsets, const Score& score_mod, float score_scale, int from, int to, float* weights,
-                     float* row_max, float* row) {
-  const int dim = view.kv.head_dim, span = view.span.size();
-  for (int r = 0; r < view.n_rows; ++r) {
-    const int pos = view.batch.positions[view.token(r)], head = view.head(r);
-    const int lo = std::max({block_first, view.mask.first(pos), from});
-    const int hi = std::min({block_first + block_rows - 1, view.mask.last(pos, view.prefix), to});
-    if (lo > hi) continue;
-    const float* qv = queries + size_t(r) * size_t(dim);
-    float* const row_weights = weights + size_t(r) * size_t(span);
-    // The running maximum stays in a register: the compiler cannot tell
-    // the scratch buffers apart, so a store per score would be kept.
-    float max = row_max[size_t(r)];
-    const float offset = offsets[r];
-    auto record = [&](int k, float dot) {
-      const float s = score_mod((dot + offset) * score_scale, head, pos, k);
-      row_weights[k - view.span.first] = s;
-      max = std::max(max, s);
-    };
-    int k = lo;
-#if defined(__AVX2__) && defined(__FMA__)
-    // Without a score modifier, eight scores are scaled, stored and
-    // maximised in one vector each (the same products; a maximum is exact
-    // in any order, and a NaN score leaves it as std::max does).
-    if constexpr (std::is_same_v<Score, NoScoreMod>) {
-      if (dim % kLanes == 0) {
-        max = score_runs_of_eight(keys, qv, offset, score_scale, k - block_first, hi, dim, row_weights + (k - view.span.first),
-                                  max, &k);
-      }
-    }
-#endif
-    if (dim % kLanes == 0) {
-      for (; k + 8 <= hi + 1; k += 8) {
-        float dots[8];
-        keys.dot8(qv, k - block_first, dim, dots);
-        for (int i = 0; i < 8; ++i) record(k + i, dots[i]);
-      }
-    }
-    for (; k <= hi; ++k) record(k, keys.dot(qv, k - block_first, dim, row));
-    row_max[size_t(r)] = max;
-  }
-}
-
-// Scores of every row for the keys it sees within [from, to], into
-// weights[r][k - span.first], and each row's running maximum in row_max.
-// `rows`: score_rows_floats(kv) floats for keys converted from the cache.
-template <class Mask, class Score>
-void score_rows(const ItemView<Mask>& view, const float* queries, const float* offsets, const Score& score_mod,
-                float score_scale, int from, int to, float* weights, float* row_max, float* rows) {
-  const PagedKv& kv = view.kv;
-  const int dim = kv.head_dim;
-  // Many rows (a prompt's tile) share each page: an f16 page is widened
-  // once rather than once a row, the rows then reading f32 keys.
-  const bool keys_in_place = PageKeys::read_in_place(kv) && (kv.dtype == DType::kF32 || view.n_rows < kMinRowsToWidenKeys);
-  auto score = [&](const PageKeys& keys, int first, int n) {
-    score_key_block(view, keys, first, n, queries, offsets, score_mod, score_scale, from, to, weights, row_max, rows);
-  };
-  // Widened pages gather in blocks: the pages visited follow one another
-  // in the sequence, so a block's keys are contiguous from its first.
-  const int block_pages = pages_per_key_block(kv);
-  int pending = 0, block_first = 0, block_rows = 0;
-  view.for_each_page(from, to, [&](int page, int page_first, int page_rows) {
-    if (keys_in_place) return score(PageKeys::in_cache(kv, kv.k, page, view.item.kv_head), page_first, page_rows);
-    if (pending == 0) block_first = page_first;
-    load_rows(kv, kv.k, kv.k_scales, page, view.item.kv_head, 0, page_rows, rows + size_t(page_first - block_first) * size_t(dim));
-    block_rows = page_first + page_rows - block_first;
-    if (++pending == block_pages) {
-      score(PageKeys{kv, rows}, block_first, block_rows);
-      pending = 0;
-    }
-  });
-  if (pending > 0) score(PageKeys{kv, rows}, block_first, block_rows);
-}
-
 // The values of keys [from, to] into their lanes (LaneValues), converted to f32.
 template <class Mask>
 void gather_values(const ItemView<Mask>& view, const LaneValues& values, int from, int to) {
   const PagedKv& kv = view.kv;
   view.for_each_page(from, to, [&](int page, int page_first, int page_rows) {
+    view.prefetch_ahead(kv.v, page_first, to);
     const int first = std::max(page_first, from), last = std::min(page_first + page_rows - 1, to);
     // Keys of one run of 16 (aligned to key 0) sit a lane apart.
     for (int k = first; k <= last;) {

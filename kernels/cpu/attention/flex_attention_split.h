@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "kernels/cpu/attention/flex_attention_passes.h"
+#include "kernels/cpu/attention/flex_attention_score_pass.h"
 #include "kernels/query_groups.h"
 
 // Internal linkage, as in flex_attention_impl.h: each build its own copy.

@@ -81,6 +81,31 @@ static inline __m512 load16_as_f32(const uint16_t* p) {
 #endif
 #endif
 
+#if defined(__AVX2__) && defined(__FMA__)
+// The last steps of reduce_16_lanes for eight vectors at once: folded[v]
+// lane i holds acc[i + 8] + acc[i] of vector v; lane v of the result is
+// vector v's sum.
+__attribute__((always_inline)) static inline __m256 reduce_folded8(const __m256 (&folded)[8]) {
+  // Transpose 8x8: lanes[i] holds lane i of every vector.
+  const __m256 a0 = _mm256_unpacklo_ps(folded[0], folded[1]), a1 = _mm256_unpackhi_ps(folded[0], folded[1]);
+  const __m256 a2 = _mm256_unpacklo_ps(folded[2], folded[3]), a3 = _mm256_unpackhi_ps(folded[2], folded[3]);
+  const __m256 a4 = _mm256_unpacklo_ps(folded[4], folded[5]), a5 = _mm256_unpackhi_ps(folded[4], folded[5]);
+  const __m256 a6 = _mm256_unpacklo_ps(folded[6], folded[7]), a7 = _mm256_unpackhi_ps(folded[6], folded[7]);
+  const __m256 b0 = _mm256_shuffle_ps(a0, a2, 0x44), b1 = _mm256_shuffle_ps(a0, a2, 0xee);
+  const __m256 b2 = _mm256_shuffle_ps(a1, a3, 0x44), b3 = _mm256_shuffle_ps(a1, a3, 0xee);
+  const __m256 b4 = _mm256_shuffle_ps(a4, a6, 0x44), b5 = _mm256_shuffle_ps(a4, a6, 0xee);
+  const __m256 b6 = _mm256_shuffle_ps(a5, a7, 0x44), b7 = _mm256_shuffle_ps(a5, a7, 0xee);
+  __m256 lanes[8];
+  lanes[0] = _mm256_permute2f128_ps(b0, b4, 0x20), lanes[4] = _mm256_permute2f128_ps(b0, b4, 0x31);
+  lanes[1] = _mm256_permute2f128_ps(b1, b5, 0x20), lanes[5] = _mm256_permute2f128_ps(b1, b5, 0x31);
+  lanes[2] = _mm256_permute2f128_ps(b2, b6, 0x20), lanes[6] = _mm256_permute2f128_ps(b2, b6, 0x31);
+  lanes[3] = _mm256_permute2f128_ps(b3, b7, 0x20), lanes[7] = _mm256_permute2f128_ps(b3, b7, 0x31);
+  __m256 quarter[4];
+  for (int i = 0; i < 4; ++i) quarter[i] = _mm256_add_ps(lanes[i + 4], lanes[i]);
+  return _mm256_add_ps(_mm256_add_ps(quarter[0], quarter[2]), _mm256_add_ps(quarter[1], quarter[3]));
+}
+#endif
+
 // lane16_dot of x with eight vectors y + i * stride at once, the same bits
 // for each: the 16-lane reductions run side by side across the eight, after
 // a transpose, instead of one scalar tree per vector.
@@ -124,23 +149,7 @@ __attribute__((always_inline)) static inline __m256 lane16_dot8_vector(const flo
     for (int v = 0; v < 4; ++v) folded[v0 + v] = _mm256_add_ps(hi[v], lo[v]);
   }
 #endif
-  // Transpose 8x8: lanes[i] holds lane i of every vector.
-  const __m256 a0 = _mm256_unpacklo_ps(folded[0], folded[1]), a1 = _mm256_unpackhi_ps(folded[0], folded[1]);
-  const __m256 a2 = _mm256_unpacklo_ps(folded[2], folded[3]), a3 = _mm256_unpackhi_ps(folded[2], folded[3]);
-  const __m256 a4 = _mm256_unpacklo_ps(folded[4], folded[5]), a5 = _mm256_unpackhi_ps(folded[4], folded[5]);
-  const __m256 a6 = _mm256_unpacklo_ps(folded[6], folded[7]), a7 = _mm256_unpackhi_ps(folded[6], folded[7]);
-  const __m256 b0 = _mm256_shuffle_ps(a0, a2, 0x44), b1 = _mm256_shuffle_ps(a0, a2, 0xee);
-  const __m256 b2 = _mm256_shuffle_ps(a1, a3, 0x44), b3 = _mm256_shuffle_ps(a1, a3, 0xee);
-  const __m256 b4 = _mm256_shuffle_ps(a4, a6, 0x44), b5 = _mm256_shuffle_ps(a4, a6, 0xee);
-  const __m256 b6 = _mm256_shuffle_ps(a5, a7, 0x44), b7 = _mm256_shuffle_ps(a5, a7, 0xee);
-  __m256 lanes[8];
-  lanes[0] = _mm256_permute2f128_ps(b0, b4, 0x20), lanes[4] = _mm256_permute2f128_ps(b0, b4, 0x31);
-  lanes[1] = _mm256_permute2f128_ps(b1, b5, 0x20), lanes[5] = _mm256_permute2f128_ps(b1, b5, 0x31);
-  lanes[2] = _mm256_permute2f128_ps(b2, b6, 0x20), lanes[6] = _mm256_permute2f128_ps(b2, b6, 0x31);
-  lanes[3] = _mm256_permute2f128_ps(b3, b7, 0x20), lanes[7] = _mm256_permute2f128_ps(b3, b7, 0x31);
-  __m256 quarter[4];
-  for (int i = 0; i < 4; ++i) quarter[i] = _mm256_add_ps(lanes[i + 4], lanes[i]);
-  return _mm256_add_ps(_mm256_add_ps(quarter[0], quarter[2]), _mm256_add_ps(quarter[1], quarter[3]));
+  return reduce_folded8(folded);
 }
 #endif
 
@@ -152,6 +161,32 @@ static inline void lane16_dot8(const float* x, const Y* y, size_t stride, int n,
   for (int v = 0; v < 8; ++v) out[v] = lane16_dot(x, y + size_t(v) * stride, n);
 #endif
 }
+
+#if defined(__AVX2__) && defined(__FMA__)
+// lane16_dot8_vector for kRows vectors x[r] at once, sums[r] lane v the sum
+// of x[r] with vector v of y: each element of y is loaded (and widened)
+// once for every row. One y vector at a time: its 2 * kRows chains are
+// independent of the next vector's, which the processor overlaps.
+template <int kRows, class Y>
+__attribute__((always_inline)) static inline void lane16_dot8_rows(const float* const* x, const Y* y, size_t stride, int n,
+                                                                  __m256 (&sums)[kRows]) {
+  __m256 folded[kRows][8];
+  for (int v = 0; v < 8; ++v) {
+    const Y* yv = y + size_t(v) * stride;
+    __m256 lo[kRows], hi[kRows];
+    for (int r = 0; r < kRows; ++r) lo[r] = hi[r] = _mm256_setzero_ps();
+    for (int i = 0; i < n; i += kLanes) {
+      const __m256 y_lo = load8_as_f32(yv + i), y_hi = load8_as_f32(yv + i + 8);
+      for (int r = 0; r < kRows; ++r) {
+        lo[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x[r] + i), y_lo, lo[r]);
+        hi[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x[r] + i + 8), y_hi, hi[r]);
+      }
+    }
+    for (int r = 0; r < kRows; ++r) folded[r][v] = _mm256_add_ps(hi[r], lo[r]);
+  }
+  for (int r = 0; r < kRows; ++r) sums[r] = reduce_folded8(folded[r]);
+}
+#endif
 
 // The same sum for any n: four accumulators over 64-element steps, the tail
 // added in double.
