@@ -211,7 +211,7 @@ constexpr int kPrefetchPages = 4;
 constexpr size_t kCacheLine = 64;
 
 // Asks for the cache line holding p. An instruction the compiler keeps:
-// at -O3 GCC removed the loops of __builtin_prefetch calls written here.
+// at -O3 GCC 12 removed the loops of __builtin_prefetch calls written here.
 inline void prefetch_line(const void* p) {
 #if defined(__x86_64__) || defined(__i386__)
   asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p)));
