@@ -75,6 +75,11 @@ size_t page_offset(const PagedKv& kv, int page, int kv_head) {
   return size_t(page) * size_t(kv.page_size) * size_t(kv.n_kv_heads) * size_t(kv.head_dim) + size_t(kv_head) * size_t(kv.head_dim);
 }
 
+// Bytes of one element of the cache (f32, f16 or int8).
+inline size_t kv_element_bytes(const PagedKv& kv) {
+  return kv.dtype == DType::kF32 ? sizeof(float) : kv.dtype == DType::kF16 ? sizeof(uint16_t) : sizeof(int8_t);
+}
+
 // Rows [row_begin, row_end) of one page and KV head as f32, row r at
 // dst + (r - row_begin) * dst_stride (head_dim floats by default).
 // `scales`: the page pool's int8 scales (kI8 only).
@@ -260,7 +265,7 @@ struct ItemView {
     const int first = page_first + kPrefetchPages * kv.page_size;
     const int p = first / kv.page_size;
     if (first > std::min(to, kv_len - 1) || p >= batch.page_indptr[item.seq + 1] - batch.page_indptr[item.seq]) return;
-    const size_t element = kv.dtype == DType::kF32 ? sizeof(float) : kv.dtype == DType::kF16 ? sizeof(uint16_t) : sizeof(int8_t);
+    const size_t element = kv_element_bytes(kv);
     const int page = batch.page_indices[batch.page_indptr[item.seq] + p];
     const char* row = static_cast<const char*>(pool) + page_offset(kv, page, item.kv_head) * element;
     const size_t row_bytes = size_t(kv.head_dim) * element, stride = size_t(kv.n_kv_heads) * row_bytes;

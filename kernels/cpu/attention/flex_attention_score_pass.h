@@ -38,8 +38,7 @@ struct PageKeys {
 
   // The page's keys read where they lie in `pool`.
   static PageKeys in_cache(const PagedKv& kv, const void* pool, int page, int kv_head) {
-    const size_t element_bytes = kv.dtype == DType::kF32 ? sizeof(float) : sizeof(uint16_t);
-    return {kv, nullptr, static_cast<const uint8_t*>(pool) + page_offset(kv, page, kv_head) * element_bytes,
+    return {kv, nullptr, static_cast<const uint8_t*>(pool) + page_offset(kv, page, kv_head) * kv_element_bytes(kv),
             size_t(kv.n_kv_heads) * size_t(kv.head_dim)};
   }
 
@@ -87,39 +86,22 @@ constexpr int kMinRowsToWidenKeys = 8;
 
 #if defined(__AVX2__) && defined(__FMA__)
 // Scores (dot + offset) * scale of keys *k, *k + 1, ... in runs of eight
-// while a whole run lies within hi, into out (the first key's score first);
-// `row` is *k's row in `keys`. Advances *k past the runs and returns the
-// running maximum.
-inline float score_runs_of_eight(const PageKeys& keys, const float* q, float offset, float scale, int row, int hi, int dim,
-                                 float* out, float max, int* k) {
-  __m256 max8 = _mm256_set1_ps(max);
-  const __m256 offset8 = _mm256_set1_ps(offset), scale8 = _mm256_set1_ps(scale);
-  int key = *k;  // a local: through the pointer it went to memory every run
-  for (; key + 8 <= hi + 1; key += 8, row += 8, out += 8) {
-    const __m256 s = _mm256_mul_ps(_mm256_add_ps(keys.dot8_vector(q, row, dim), offset8), scale8);
-    _mm256_storeu_ps(out, s);
-    max8 = _mm256_max_ps(s, max8);  // the second operand where the first is NaN
-  }
-  *k = key;
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(max8), _mm256_extractf128_ps(max8, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
-}
-
-// score_runs_of_eight for kRows query rows that see the same keys (the
-// heads of one token), each run of keys loaded once for all of them:
-// q[i], offsets[i], out[i] and max[i] are row i's.
+// while a whole run lies within hi, for kRows query rows that see the same
+// keys (the heads of one token): q[i], offsets[i], out[i] (the first key's
+// score first) and max[i] (the running maximum) are row i's; `row` is *k's
+// row in `keys`. Several rows read each run of keys once (dot8_rows); one
+// row keeps its query in registers (dot8_vector). Advances *k past the runs.
 template <int kRows>
-inline void score_rows_runs_of_eight(const PageKeys& keys, const float* const* q, const float* offsets, float scale, int row,
-                                     int hi, int dim, float* const* out, float* max, int* k) {
+inline void score_runs_of_eight(const PageKeys& keys, const float* const* q, const float* offsets, float scale, int row, int hi,
+                                int dim, float* const* out, float* max, int* k) {
   __m256 max8[kRows], offset8[kRows];
   for (int i = 0; i < kRows; ++i) max8[i] = _mm256_set1_ps(max[i]), offset8[i] = _mm256_set1_ps(offsets[i]);
   const __m256 scale8 = _mm256_set1_ps(scale);
-  int key = *k, done = 0;
+  int key = *k, done = 0;  // a local: through the pointer it went to memory every run
   for (; key + 8 <= hi + 1; key += 8, row += 8, done += 8) {
     __m256 dots[kRows];
-    keys.dot8_rows<kRows>(q, row, dim, dots);
+    if constexpr (kRows == 1) dots[0] = keys.dot8_vector(q[0], row, dim);
+    else keys.dot8_rows<kRows>(q, row, dim, dots);
     for (int i = 0; i < kRows; ++i) {
       const __m256 s = _mm256_mul_ps(_mm256_add_ps(dots[i], offset8[i]), scale8);
       _mm256_storeu_ps(out[i] + done, s);
@@ -170,9 +152,9 @@ int score_token_rows(const ItemView<Mask>& view, const PageKeys& keys, int block
     int key = lo;
     const int row = lo - block_first;
     switch (n) {
-      case 2: score_rows_runs_of_eight<2>(keys, q, offsets + first, score_scale, row, hi, dim, out, row_max + first, &key); break;
-      case 3: score_rows_runs_of_eight<3>(keys, q, offsets + first, score_scale, row, hi, dim, out, row_max + first, &key); break;
-      default: score_rows_runs_of_eight<4>(keys, q, offsets + first, score_scale, row, hi, dim, out, row_max + first, &key); break;
+      case 2: score_runs_of_eight<2>(keys, q, offsets + first, score_scale, row, hi, dim, out, row_max + first, &key); break;
+      case 3: score_runs_of_eight<3>(keys, q, offsets + first, score_scale, row, hi, dim, out, row_max + first, &key); break;
+      default: score_runs_of_eight<4>(keys, q, offsets + first, score_scale, row, hi, dim, out, row_max + first, &key); break;
     }
     *k = key;
     done += n;
@@ -232,8 +214,8 @@ void score_key_block(const ItemView<Mask>& view, const PageKeys& keys, int block
       // in any order, and a NaN score leaves it as std::max does).
       if constexpr (std::is_same_v<Score, NoScoreMod>) {
         if (dim % kLanes == 0) {
-          max = score_runs_of_eight(keys, qv, offset, score_scale, k - block_first, hi, dim, row_weights + (k - view.span.first),
-                                    max, &k);
+          float* const out = row_weights + (k - view.span.first);
+          score_runs_of_eight<1>(keys, &qv, &offset, score_scale, k - block_first, hi, dim, &out, &max, &k);
         }
       }
 #endif
